@@ -1,0 +1,137 @@
+package dra
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/types"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
+	"tags.cncf.io/container-device-interface/pkg/parser"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+)
+
+// ContainerEdits is what one prepared device gives a consumer's container:
+// device nodes, mounts, environment and hooks, in the CDI specification's
+// own type (tags.cncf.io/container-device-interface/specs-go).
+type ContainerEdits = cdispec.ContainerEdits
+
+// cdiWriter owns the CDI spec files of one driver in one directory. Every
+// file it writes is named <driver>-<claimUID>.json, and it touches no other
+// file: liken and the other operator write their own specs in the same
+// directory under their own prefixes.
+type cdiWriter struct {
+	dir    string
+	vendor string // the driver name
+	class  string
+	cache  *cdi.Cache
+}
+
+func newCDIWriter(dir, driver, class string) (*cdiWriter, error) {
+	if err := parser.ValidateVendorName(driver); err != nil {
+		return nil, fmt.Errorf("driver name %q as CDI vendor: %w", driver, err)
+	}
+	if err := parser.ValidateClassName(class); err != nil {
+		return nil, fmt.Errorf("CDI class %q: %w", class, err)
+	}
+	// Auto-refresh off: the cache is used only to write and remove our own
+	// files, never to read the directory (which may hold other drivers' specs
+	// this process has no business parsing).
+	cache, err := cdi.NewCache(cdi.WithSpecDirs(dir), cdi.WithAutoRefresh(false))
+	if err != nil {
+		return nil, fmt.Errorf("CDI cache for %s: %w", dir, err)
+	}
+	return &cdiWriter{dir: dir, vendor: driver, class: class, cache: cache}, nil
+}
+
+// specName is the file name without extension.
+func (w *cdiWriter) specName(claimUID types.UID) string {
+	return w.vendor + "-" + string(claimUID)
+}
+
+func (w *cdiWriter) path(claimUID types.UID) string {
+	return filepath.Join(w.dir, w.specName(claimUID)+".json")
+}
+
+// deviceName is the CDI device name of one allocated device of a claim. It
+// carries the claim UID, because runtimes cache specs and a name must never
+// be reused by a later claim.
+func deviceName(claimUID types.UID, device string) string {
+	return string(claimUID) + "-" + device
+}
+
+// qualified is the CDI device ID a container runtime resolves.
+func (w *cdiWriter) qualified(name string) string {
+	return parser.QualifiedName(w.vendor, w.class, name)
+}
+
+// write validates and atomically replaces the claim's spec, then syncs it:
+// the library writes a temporary file and renames it but does not fsync, and
+// a prepared claim must survive a crash of this process.
+func (w *cdiWriter) write(claimUID types.UID, devices []preparedDevice) error {
+	spec := &cdispec.Spec{Kind: w.vendor + "/" + w.class}
+	for _, d := range devices {
+		spec.Devices = append(spec.Devices, cdispec.Device{Name: d.CDIName, ContainerEdits: d.Edits})
+	}
+	version, err := cdi.MinimumRequiredVersion(spec)
+	if err != nil {
+		return fmt.Errorf("CDI spec for claim %s: %w", claimUID, err)
+	}
+	spec.Version = version
+	if err := w.cache.WriteSpec(spec, w.specName(claimUID)); err != nil {
+		return fmt.Errorf("write CDI spec %s: %w", w.path(claimUID), err)
+	}
+	if err := syncPath(w.path(claimUID)); err != nil {
+		return fmt.Errorf("sync CDI spec: %w", err)
+	}
+	return syncPath(w.dir)
+}
+
+// exists reports whether the claim's spec file is on disk.
+func (w *cdiWriter) exists(claimUID types.UID) bool {
+	_, err := os.Stat(w.path(claimUID))
+	return err == nil
+}
+
+// remove deletes the claim's spec; a file that is already gone is success.
+func (w *cdiWriter) remove(claimUID types.UID) error {
+	if err := w.cache.RemoveSpec(w.specName(claimUID)); err != nil {
+		return fmt.Errorf("remove CDI spec %s: %w", w.path(claimUID), err)
+	}
+	return nil
+}
+
+// claimUIDs lists the claim UIDs of every spec file this driver owns in
+// the directory. A missing directory holds none.
+func (w *cdiWriter) claimUIDs() ([]types.UID, error) {
+	entries, err := os.ReadDir(w.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var out []types.UID
+	prefix := w.vendor + "-"
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, ".json") {
+			continue
+		}
+		out = append(out, types.UID(strings.TrimSuffix(strings.TrimPrefix(name, prefix), ".json")))
+	}
+	return out, nil
+}
+
+// syncPath fsyncs a file or directory.
+func syncPath(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
+}

@@ -1,0 +1,189 @@
+package dra
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// CheckpointFile is the name of the checkpoint in the plugin data directory.
+const CheckpointFile = "checkpoint.json"
+
+// checkpointVersion names the file format. A reader accepts only versions
+// it knows; unknown fields inside a known version are ignored, so a newer
+// driver may add fields that an older one rolled back to still reads.
+const checkpointVersion = "liken.sh/dra-checkpoint/v1"
+
+// claimPhase is the two-phase state of one claim: a claim whose prepare
+// started but never completed is visible after a crash, so the next prepare
+// redoes it and an unprepare still finds what to undo.
+type claimPhase string
+
+const (
+	phaseStarted   claimPhase = "PrepareStarted"
+	phaseCompleted claimPhase = "PrepareCompleted"
+)
+
+// preparedDevice is one allocated device of a prepared claim, with
+// everything needed to answer the kubelet and rebuild the CDI spec without
+// asking the operator again.
+type preparedDevice struct {
+	Requests    []string       `json:"requests"`
+	Pool        string         `json:"pool"`
+	Device      string         `json:"device"`
+	ShareID     *types.UID     `json:"shareID,omitempty"`
+	AdminAccess bool           `json:"adminAccess,omitempty"`
+	CDIName     string         `json:"cdiName"`
+	Edits       ContainerEdits `json:"edits"`
+}
+
+// claimRecord is one claim in the checkpoint.
+type claimRecord struct {
+	Namespace string           `json:"namespace"`
+	Name      string           `json:"name"`
+	Phase     claimPhase       `json:"phase"`
+	Updated   time.Time        `json:"updated"`
+	Devices   []preparedDevice `json:"devices,omitempty"`
+}
+
+// checkpointBody is the part the checksum covers.
+type checkpointBody struct {
+	BootID string                     `json:"bootID,omitempty"`
+	Claims map[types.UID]*claimRecord `json:"claims"`
+}
+
+type checkpointEnvelope struct {
+	Version  string         `json:"version"`
+	Checksum string         `json:"checksum"`
+	Body     checkpointBody `json:"body"`
+}
+
+// checkpoint is the prepared-claim state kept in one file, written
+// atomically (temporary file, fsync, rename, directory fsync).
+type checkpoint struct {
+	path string
+	body checkpointBody
+}
+
+// errCorruptCheckpoint marks a checkpoint that exists but cannot be trusted.
+var errCorruptCheckpoint = errors.New("corrupt checkpoint")
+
+// loadCheckpoint reads the file at path; a missing file is an empty state.
+func loadCheckpoint(path string) (*checkpoint, error) {
+	cp := &checkpoint{path: path, body: checkpointBody{Claims: map[types.UID]*claimRecord{}}}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return cp, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read checkpoint %s: %w", path, err)
+	}
+	var env checkpointEnvelope
+	if err := json.Unmarshal(data, &env); err != nil {
+		return nil, fmt.Errorf("%w %s: %v", errCorruptCheckpoint, path, err)
+	}
+	if env.Version != checkpointVersion {
+		return nil, fmt.Errorf("%w %s: version %q, this driver reads %q", errCorruptCheckpoint, path, env.Version, checkpointVersion)
+	}
+	sum, err := checksum(env.Body)
+	if err != nil {
+		return nil, err
+	}
+	if sum != env.Checksum {
+		return nil, fmt.Errorf("%w %s: checksum %s does not match content (%s)", errCorruptCheckpoint, path, env.Checksum, sum)
+	}
+	if env.Body.Claims == nil {
+		env.Body.Claims = map[types.UID]*claimRecord{}
+	}
+	cp.body = env.Body
+	return cp, nil
+}
+
+// quarantine moves an untrusted checkpoint aside, never deleting it, so a
+// person can read what it held. It returns the new path.
+func quarantine(path string) (string, error) {
+	dst := fmt.Sprintf("%s.corrupt-%s", path, time.Now().UTC().Format("20060102T150405.000000000"))
+	if err := os.Rename(path, dst); err != nil {
+		return "", fmt.Errorf("move corrupt checkpoint aside: %w", err)
+	}
+	return dst, nil
+}
+
+func checksum(body checkpointBody) (string, error) {
+	data, err := json.Marshal(body)
+	if err != nil {
+		return "", fmt.Errorf("encode checkpoint: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// save writes the whole state atomically.
+func (c *checkpoint) save() error {
+	sum, err := checksum(c.body)
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(checkpointEnvelope{Version: checkpointVersion, Checksum: sum, Body: c.body}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode checkpoint: %w", err)
+	}
+	dir := filepath.Dir(c.path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(c.path)+".*")
+	if err != nil {
+		return fmt.Errorf("write checkpoint: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op after the rename
+	if _, err := tmp.Write(append(data, '\n')); err != nil {
+		tmp.Close()
+		return fmt.Errorf("write checkpoint %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("sync checkpoint %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("write checkpoint %s: %w", tmp.Name(), err)
+	}
+	if err := os.Rename(tmp.Name(), c.path); err != nil {
+		return fmt.Errorf("replace checkpoint %s: %w", c.path, err)
+	}
+	return syncPath(dir)
+}
+
+// update applies change to a copy of the state and saves it; the in-memory
+// state changes only when the file did, so a failed write leaves both as
+// they were.
+func (c *checkpoint) update(change func(claims map[types.UID]*claimRecord)) error {
+	next := checkpointBody{BootID: c.body.BootID, Claims: make(map[types.UID]*claimRecord, len(c.body.Claims)+1)}
+	for uid, rec := range c.body.Claims {
+		next.Claims[uid] = rec
+	}
+	change(next.Claims)
+	old := c.body
+	c.body = next
+	if err := c.save(); err != nil {
+		c.body = old
+		return err
+	}
+	return nil
+}
+
+// readBootID returns the kernel's boot ID, or "" when it cannot be read
+// (the file is Linux-only; its absence only disables reboot detection).
+func readBootID(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}

@@ -1,0 +1,51 @@
+package dra
+
+import (
+	"context"
+
+	"google.golang.org/grpc"
+	drapbv1 "k8s.io/kubelet/pkg/apis/dra/v1"
+)
+
+// isolateClaims is a gRPC interceptor for the DRA v1 service. The helper
+// fetches every claim of a NodePrepareResources call before preparing any,
+// and one claim it cannot fetch (deleted, replaced, unknown UID) fails the
+// whole call. The kubelet batches all of a pod's claims in one call, so this
+// retries a failed batch claim by claim and answers each failure in its own
+// per-claim error, as the API allows, leaving the other claims prepared.
+// The fast path, a batch that succeeds, costs nothing extra.
+func isolateClaims(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	resp, err := handler(ctx, req)
+	if err == nil {
+		return resp, nil
+	}
+	switch r := req.(type) {
+	case *drapbv1.NodePrepareResourcesRequest:
+		out := &drapbv1.NodePrepareResourcesResponse{Claims: map[string]*drapbv1.NodePrepareResourceResponse{}}
+		for _, c := range r.Claims {
+			one, err := handler(ctx, &drapbv1.NodePrepareResourcesRequest{Claims: []*drapbv1.Claim{c}})
+			if err != nil {
+				out.Claims[c.Uid] = &drapbv1.NodePrepareResourceResponse{Error: err.Error()}
+				continue
+			}
+			for uid, res := range one.(*drapbv1.NodePrepareResourcesResponse).Claims {
+				out.Claims[uid] = res
+			}
+		}
+		return out, nil
+	case *drapbv1.NodeUnprepareResourcesRequest:
+		out := &drapbv1.NodeUnprepareResourcesResponse{Claims: map[string]*drapbv1.NodeUnprepareResourceResponse{}}
+		for _, c := range r.Claims {
+			one, err := handler(ctx, &drapbv1.NodeUnprepareResourcesRequest{Claims: []*drapbv1.Claim{c}})
+			if err != nil {
+				out.Claims[c.Uid] = &drapbv1.NodeUnprepareResourceResponse{Error: err.Error()}
+				continue
+			}
+			for uid, res := range one.(*drapbv1.NodeUnprepareResourcesResponse).Claims {
+				out.Claims[uid] = res
+			}
+		}
+		return out, nil
+	}
+	return resp, err
+}

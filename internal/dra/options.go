@@ -1,0 +1,83 @@
+package dra
+
+import (
+	"errors"
+	"path/filepath"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Default locations, as the kubelet and container runtimes expect them.
+const (
+	DefaultRegistrarDir = "/var/lib/kubelet/plugins_registry"
+	DefaultPluginsDir   = "/var/lib/kubelet/plugins"
+	DefaultCDIDir       = "/var/run/cdi"
+	DefaultBootIDPath   = "/proc/sys/kernel/random/boot_id"
+)
+
+// Options configure a Driver. DriverName, NodeName, KubeClient and CDIClass
+// are required; every directory has the kubelet's default and can be moved
+// (a kubelet with another --root-dir, or a test).
+type Options struct {
+	// DriverName is the DRA driver name, e.g. "audio.liken.sh". It is also
+	// the CDI vendor and the prefix of every CDI spec file this driver owns.
+	DriverName string
+	// NodeName names this node: the pool, the slice's node and its owner.
+	NodeName string
+	// KubeClient reads claims and writes ResourceSlices.
+	KubeClient kubernetes.Interface
+	// CDIClass is the CDI device class: device IDs are
+	// <DriverName>/<CDIClass>=<claimUID>-<device>.
+	CDIClass string
+
+	// RegistrarDir holds the kubelet's plugin registration sockets.
+	RegistrarDir string
+	// PluginDir holds this driver's DRA socket and its checkpoint; default
+	// /var/lib/kubelet/plugins/<DriverName>.
+	PluginDir string
+	// CDIDir is where container runtimes read CDI specs.
+	CDIDir string
+	// BootIDPath is read to notice a reboot since the checkpoint was written.
+	BootIDPath string
+
+	// PodUID, when set, gives the sockets per-pod names so that a
+	// replacement pod can serve beside the old one during a rolling update.
+	PodUID types.UID
+
+	// SettleQuiet and SettleCap bound the slice-write settle window; zero
+	// means DefaultSettleQuiet and DefaultSettleCap.
+	SettleQuiet time.Duration
+	SettleCap   time.Duration
+
+	// Registerer receives the core's metrics; nil keeps them private.
+	Registerer prometheus.Registerer
+}
+
+func (o *Options) complete() error {
+	switch {
+	case o.DriverName == "":
+		return errors.New("dra: DriverName is required")
+	case o.NodeName == "":
+		return errors.New("dra: NodeName is required")
+	case o.KubeClient == nil:
+		return errors.New("dra: KubeClient is required")
+	case o.CDIClass == "":
+		return errors.New("dra: CDIClass is required")
+	}
+	if o.RegistrarDir == "" {
+		o.RegistrarDir = DefaultRegistrarDir
+	}
+	if o.PluginDir == "" {
+		o.PluginDir = filepath.Join(DefaultPluginsDir, o.DriverName)
+	}
+	if o.CDIDir == "" {
+		o.CDIDir = DefaultCDIDir
+	}
+	if o.BootIDPath == "" {
+		o.BootIDPath = DefaultBootIDPath
+	}
+	return nil
+}

@@ -1,0 +1,178 @@
+package dra
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/dynamic-resource-allocation/resourceslice"
+	"k8s.io/klog/v2"
+)
+
+// Default settle window: a slice is written once the device set has been
+// quiet for DefaultSettleQuiet, and at the latest DefaultSettleCap after the
+// first unpublished change, so that a steady trickle of events cannot hold a
+// real change back for ever.
+const (
+	DefaultSettleQuiet = 1500 * time.Millisecond
+	DefaultSettleCap   = 10 * time.Second
+)
+
+// maxDevicesPerSlice is the API limit for a slice whose devices carry taints
+// (resource.k8s.io/v1 ResourceSliceMaxDevicesWithAdvancedFeatures).
+// Using it always keeps the split independent of which devices are tainted
+// right now, so a taint appearing never reshuffles devices between slices.
+const maxDevicesPerSlice = resourceapi.ResourceSliceMaxDevicesWithAdvancedFeatures
+
+// PublishFunc hands a pool description to whatever writes ResourceSlices;
+// in production it is kubeletplugin.Helper.PublishResources.
+type PublishFunc func(ctx context.Context, resources resourceslice.DriverResources) error
+
+// publisher turns device-set updates into debounced slice writes.
+type publisher struct {
+	pool    string
+	quiet   time.Duration
+	cap     time.Duration
+	publish PublishFunc
+	metrics *metrics
+	onWrite func([]Device) // after every successful write, for health reports
+
+	mu        sync.Mutex
+	pending   []Device // nil when nothing is waiting
+	dirty     bool
+	firstSeen time.Time // first unpublished change
+	lastSeen  time.Time // newest unpublished change
+	published []resourceapi.Device
+	wrote     bool
+	wake      chan struct{}
+}
+
+func newPublisher(pool string, quiet, capWait time.Duration, publish PublishFunc, m *metrics) *publisher {
+	if quiet <= 0 {
+		quiet = DefaultSettleQuiet
+	}
+	if capWait < quiet {
+		capWait = max(DefaultSettleCap, quiet)
+	}
+	return &publisher{pool: pool, quiet: quiet, cap: capWait, publish: publish, metrics: m, wake: make(chan struct{}, 1)}
+}
+
+// set records the complete device set; it never blocks on the API server.
+func (p *publisher) set(devices []Device) {
+	now := time.Now()
+	p.mu.Lock()
+	p.pending = slices.Clone(devices)
+	if !p.dirty {
+		p.dirty = true
+		p.firstSeen = now
+	}
+	p.lastSeen = now
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+// run writes settled device sets until ctx ends.
+func (p *publisher) run(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-p.wake:
+		case <-timer.C:
+		}
+		p.mu.Lock()
+		if !p.dirty {
+			p.mu.Unlock()
+			continue
+		}
+		due := p.lastSeen.Add(p.quiet)
+		if capped := p.firstSeen.Add(p.cap); capped.Before(due) {
+			due = capped
+		}
+		if wait := time.Until(due); wait > 0 {
+			p.mu.Unlock()
+			timer.Reset(wait)
+			continue
+		}
+		devices := p.pending
+		p.dirty = false
+		p.mu.Unlock()
+		if err := p.write(ctx, devices); err != nil {
+			logger.Error(err, "Publishing devices failed", "pool", p.pool)
+		}
+	}
+}
+
+// write publishes devices unless they equal what was last published.
+func (p *publisher) write(ctx context.Context, devices []Device) error {
+	logger := klog.FromContext(ctx)
+	api, err := p.apiDevices(devices)
+	if err != nil {
+		return err
+	}
+	if p.wrote && equality.Semantic.DeepEqual(api, p.published) {
+		p.metrics.sliceUnchanged.Inc()
+		logger.V(5).Info("Device set unchanged, no slice write", "pool", p.pool, "devices", len(api))
+		return nil
+	}
+	var slicesOut []resourceslice.Slice
+	for chunk := range slices.Chunk(api, maxDevicesPerSlice) {
+		slicesOut = append(slicesOut, resourceslice.Slice{Devices: chunk})
+	}
+	if len(slicesOut) == 0 {
+		// An empty pool tells the scheduler the driver is alive and has
+		// nothing; no pool at all would tell it nothing.
+		slicesOut = []resourceslice.Slice{{}}
+	}
+	res := resourceslice.DriverResources{Pools: map[string]resourceslice.Pool{p.pool: {Slices: slicesOut}}}
+	if err := p.publish(ctx, res); err != nil {
+		p.metrics.sliceErrors.Inc()
+		return fmt.Errorf("publish pool %q: %w", p.pool, err)
+	}
+	p.published, p.wrote = api, true
+	tainted := 0
+	for _, d := range devices {
+		if d.Tainted() {
+			tainted++
+		}
+	}
+	p.metrics.sliceWrites.Inc()
+	p.metrics.publishedDevices.Set(float64(len(api)))
+	p.metrics.taintedDevices.Set(float64(tainted))
+	logger.Info("Published devices", "pool", p.pool, "devices", len(api), "tainted", tainted, "slices", len(slicesOut))
+	if p.onWrite != nil {
+		p.onWrite(devices)
+	}
+	return nil
+}
+
+// apiDevices validates and converts, sorted by name so that the order the
+// operator happened to discover devices in never causes a write.
+func (p *publisher) apiDevices(devices []Device) ([]resourceapi.Device, error) {
+	out := make([]resourceapi.Device, 0, len(devices))
+	seen := make(map[string]bool, len(devices))
+	for _, d := range devices {
+		if err := d.validate(); err != nil {
+			return nil, err
+		}
+		if seen[d.Name] {
+			return nil, fmt.Errorf("device %q published twice", d.Name)
+		}
+		seen[d.Name] = true
+		out = append(out, d.apiDevice())
+	}
+	slices.SortFunc(out, func(a, b resourceapi.Device) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}

@@ -1,0 +1,124 @@
+package dra
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/klog/v2"
+)
+
+// loadCheckpoint reads the prepared-claim state. A corrupt file is moved
+// aside (never deleted) and the driver starts empty: refusing to start would
+// leave every pod on the node without its devices, while an empty state only
+// costs the orphan specs that repairCDI then removes.
+func (d *Driver) loadCheckpoint(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	path := filepath.Join(d.opts.PluginDir, CheckpointFile)
+	cp, err := loadCheckpoint(path)
+	if errors.Is(err, errCorruptCheckpoint) {
+		moved, qerr := quarantine(path)
+		if qerr != nil {
+			return fmt.Errorf("dra: %v; %w", err, qerr)
+		}
+		logger.Error(err, "Checkpoint cannot be trusted; starting with no prepared claims", "movedTo", moved)
+		cp, err = loadCheckpoint(path)
+	}
+	if err != nil {
+		return fmt.Errorf("dra: %w", err)
+	}
+	boot := readBootID(d.opts.BootIDPath)
+	if cp.body.BootID != "" && boot != "" && cp.body.BootID != boot {
+		logger.Info("Node rebooted since the checkpoint was written; prepared claims keep their CDI specs", "claims", len(cp.body.Claims))
+	}
+	if boot != cp.body.BootID && boot != "" {
+		cp.body.BootID = boot
+		if err := cp.save(); err != nil {
+			return fmt.Errorf("dra: %w", err)
+		}
+	}
+	d.cp = cp
+	d.metrics.preparedClaims.Set(float64(len(cp.body.Claims)))
+	return nil
+}
+
+// repairCDI makes the CDI directory agree with the checkpoint: every
+// completed claim has its spec (a reboot wipes a tmpfs /var/run/cdi while the
+// kubelet still holds the claims prepared), and no spec of this driver
+// exists for a claim the checkpoint does not know. It logs one summary line.
+func (d *Driver) repairCDI(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	rebuilt, removed, failed := 0, 0, 0
+	for uid, rec := range d.cp.body.Claims {
+		if rec.Phase != phaseCompleted || d.cdi.exists(uid) {
+			continue
+		}
+		if err := d.cdi.write(uid, rec.Devices); err != nil {
+			failed++
+			logger.Error(err, "Rebuilding CDI spec", "claim", klog.KRef(rec.Namespace, rec.Name), "uid", uid)
+			continue
+		}
+		rebuilt++
+	}
+	uids, err := d.cdi.claimUIDs()
+	if err != nil {
+		logger.Error(err, "Listing CDI specs", "dir", d.opts.CDIDir)
+	}
+	for _, uid := range uids {
+		if rec, ok := d.cp.body.Claims[uid]; ok && rec.Phase == phaseCompleted {
+			continue
+		}
+		if err := d.cdi.remove(uid); err != nil {
+			failed++
+			logger.Error(err, "Removing orphan CDI spec", "uid", uid)
+			continue
+		}
+		removed++
+	}
+	logger.Info("Reconciled CDI specs with the checkpoint", "preparedClaims", len(d.cp.body.Claims),
+		"rebuilt", rebuilt, "removedOrphans", removed, "failed", failed)
+}
+
+// forgetAbandoned drops claims whose prepare started but never completed
+// (the process died half way) once the API server confirms the claim no
+// longer exists. A completed claim is never dropped this way: only the
+// kubelet's unprepare ends it.
+func (d *Driver) forgetAbandoned(ctx context.Context) {
+	d.mu.Lock()
+	var started []types.UID
+	for uid, rec := range d.cp.body.Claims {
+		if rec.Phase == phaseStarted {
+			started = append(started, uid)
+		}
+	}
+	d.mu.Unlock()
+	for _, uid := range started {
+		_ = wait.PollUntilContextCancel(ctx, 5*time.Second, true, func(ctx context.Context) (bool, error) {
+			d.mu.Lock()
+			rec, ok := d.cp.body.Claims[uid]
+			d.mu.Unlock()
+			if !ok || rec.Phase != phaseStarted {
+				return true, nil
+			}
+			claim, err := d.opts.KubeClient.ResourceV1().ResourceClaims(rec.Namespace).Get(ctx, rec.Name, metav1.GetOptions{})
+			switch {
+			case apierrors.IsNotFound(err), err == nil && claim.UID != uid:
+			case err != nil:
+				return false, nil // API server unreachable: try again
+			default:
+				return true, nil // still exists: the kubelet will prepare or unprepare it
+			}
+			if err := d.unprepareClaim(ctx, uid); err != nil {
+				return false, nil
+			}
+			klog.FromContext(ctx).Info("Forgot a claim whose prepare never completed and which no longer exists", "claim", klog.KRef(rec.Namespace, rec.Name), "uid", uid)
+			return true, nil
+		})
+	}
+}
