@@ -47,13 +47,14 @@ func newCDIWriter(dir, driver, class string) (*cdiWriter, error) {
 	return &cdiWriter{dir: dir, vendor: driver, class: class, cache: cache}, nil
 }
 
-// specName is the file name without extension.
+// specName is the spec's file name. The extension is explicit because the
+// library picks the encoding from it and defaults to YAML.
 func (w *cdiWriter) specName(claimUID types.UID) string {
-	return w.vendor + "-" + string(claimUID)
+	return w.vendor + "-" + string(claimUID) + ".json"
 }
 
 func (w *cdiWriter) path(claimUID types.UID) string {
-	return filepath.Join(w.dir, w.specName(claimUID)+".json")
+	return filepath.Join(w.dir, w.specName(claimUID))
 }
 
 // deviceName is the CDI device name of one allocated device of a claim. It

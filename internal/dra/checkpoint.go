@@ -104,6 +104,11 @@ func loadCheckpoint(path string) (*checkpoint, error) {
 	if env.Body.Claims == nil {
 		env.Body.Claims = map[types.UID]*claimRecord{}
 	}
+	for uid, rec := range env.Body.Claims {
+		if rec == nil {
+			delete(env.Body.Claims, uid)
+		}
+	}
 	cp.body = env.Body
 	return cp, nil
 }
