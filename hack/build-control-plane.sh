@@ -27,6 +27,17 @@ if have_all; then
 fi
 
 mkdir -p "$OUT/bin" "$OUT/k8s" "$OUT/etcd"
+# Test packages run in parallel and each may call this script. Two builds
+# in the same wrapper modules would overwrite each other's go.mod and
+# outputs, so the second waits for the first and then finds everything.
+if command -v flock >/dev/null; then
+	exec 9>"$OUT/.lock"
+	flock 9
+	if have_all; then
+		echo "$OUT/bin"
+		exit 0
+	fi
+fi
 export GOFLAGS=-mod=mod
 minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
 LDF="-s -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
@@ -74,8 +85,10 @@ done
 
 cd "$OUT/etcd"
 if [ ! -x "$OUT/bin/etcd" ]; then
-	if [ ! -f go.mod ]; then
-		go mod init liken.sh/etcdbin >/dev/null 2>&1
+	# Checked by the tool line, not by go.mod alone: an interrupted run
+	# leaves a go.mod without it.
+	if ! grep -q "^tool go.etcd.io/etcd/server/v3" go.mod 2>/dev/null; then
+		[ -f go.mod ] || go mod init liken.sh/etcdbin >/dev/null 2>&1
 		go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
 	fi
 	log "building etcd $ETCD_VERSION"
