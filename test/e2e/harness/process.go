@@ -135,10 +135,12 @@ type ComponentError struct {
 	Err error
 }
 
+// Error names the component and the failure, followed by the log tail.
 func (e *ComponentError) Error() string {
 	return fmt.Sprintf("harness: %s: %v\n--- last %d lines of %s ---\n%s", e.Component, e.Err, tailLines, e.LogPath, e.LogTail)
 }
 
+// Unwrap returns Err.
 func (e *ComponentError) Unwrap() error { return e.Err }
 
 // errExited is wrapped by health waits when the component exits early.
