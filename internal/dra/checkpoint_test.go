@@ -38,7 +38,9 @@ func TestCheckpointCorrupt(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, CheckpointFile)
 	cp, _ := loadCheckpoint(path)
-	if err := cp.update(func(c map[types.UID]*claimRecord) { c["uid"] = &claimRecord{Namespace: "ns", Name: "c", Phase: phaseCompleted} }); err != nil {
+	if err := cp.update(func(c map[types.UID]*claimRecord) {
+		c["uid"] = &claimRecord{Namespace: "ns", Name: "c", Phase: phaseCompleted}
+	}); err != nil {
 		t.Fatal(err)
 	}
 	good, _ := os.ReadFile(path)
