@@ -17,10 +17,16 @@ import (
 // may still hold it (KEP-5055, "device taints").
 type Device struct {
 	Name       string
-	Attributes map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
+	Attributes Attributes
 	Capacity   map[resourceapi.QualifiedName]resourceapi.DeviceCapacity
 	Taints     []Taint
 }
+
+// Attributes are a device's attributes by qualified name; a name without a
+// domain ("card") belongs to the driver's domain, one with a domain
+// ("sound.liken.sh/supportsSound") to that domain. Build values with String,
+// Int and Bool.
+type Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
 
 // Taint marks a published device as unfit, without removing it.
 //
