@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Installs what the demo and the tests need on a Debian 12 (bookworm)
+# machine: Go when it is missing or too old, and the Debian packages in
+# hack/apt-packages. PipeWire 1.4 and WirePlumber 0.5 exist only in
+# bookworm-backports, so that source is added first. Safe to run again: it
+# installs only what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { echo "install-deps: $*" >&2; }
+SUDO=""
+if [ "$(id -u)" != 0 ]; then
+	command -v sudo >/dev/null || { log "run as root or install sudo"; exit 1; }
+	SUDO=sudo
+fi
+
+. /etc/os-release
+codename="${VERSION_CODENAME:-bookworm}"
+backports=/etc/apt/sources.list.d/liken-backports.sources
+if [ "${ID:-}" = debian ] && [ ! -f "$backports" ] && ! grep -rqs "${codename}-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+	log "adding ${codename}-backports"
+	$SUDO tee "$backports" >/dev/null <<SRC
+Types: deb
+URIs: http://deb.debian.org/debian
+Suites: ${codename}-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+	rm -f /tmp/liken-apt-updated
+fi
+
+# Each line of hack/apt-packages is "package" or "package@backports".
+missing=()
+backported=()
+while read -r line; do
+	line="${line%%#*}"; line="${line// /}"
+	[ -n "$line" ] || continue
+	pkg="${line%@*}"
+	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+		if [ "$line" != "$pkg" ]; then backported+=("$pkg"); else missing+=("$pkg"); fi
+	fi
+done < hack/apt-packages
+
+need_go=false
+if ! command -v go >/dev/null && [ ! -x /usr/local/go/bin/go ]; then
+	need_go=true
+	backported+=(golang-go)
+fi
+
+if [ ${#missing[@]} -gt 0 ] || [ ${#backported[@]} -gt 0 ]; then
+	if [ ! -f /tmp/liken-apt-updated ]; then
+		$SUDO apt-get update -qq && touch /tmp/liken-apt-updated
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	if [ ${#missing[@]} -gt 0 ]; then
+		log "installing ${missing[*]}"
+		$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	fi
+	if [ ${#backported[@]} -gt 0 ]; then
+		log "installing from ${codename}-backports: ${backported[*]}"
+		$SUDO apt-get install -y -qq --no-install-recommends -t "${codename}-backports" "${backported[@]}" >/dev/null
+	fi
+fi
+if $need_go; then
+	# Debian's Go is older than go.mod asks for; with GOTOOLCHAIN=auto it
+	# fetches the required toolchain from the Go module proxy on first use.
+	log "Go from Debian installed; the go1.26 toolchain comes from the module proxy (GOTOOLCHAIN=auto)"
+fi

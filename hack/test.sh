@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# README command 2: installs what is missing, builds (or reuses) the local
+# control plane, checks formatting and vet, runs every test (unit,
+# component, end-to-end against the real control plane), a short pass of
+# every fuzz target, and the core's benchmarks, then prints a summary.
+#
+# FUZZTIME (default 10s) bounds each fuzz target; BENCH=0 skips benchmarks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/env.sh
+hack/install-deps.sh
+export LIKEN_CONTROL_PLANE_BIN="$(hack/build-control-plane.sh | tail -n 1)"
+# One set of build flags everywhere: the Go build cache is keyed on them,
+# and the control plane was built with -trimpath.
+flags=(-trimpath)
+log="$(mktemp)"
+trap 'rm -f "$log"' EXIT
+
+echo "== gofmt, go vet"
+unformatted="$(gofmt -l $(git ls-files '*.go'))"
+if [ -n "$unformatted" ]; then
+	echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+go vet "${flags[@]}" ./...
+
+echo "== go test"
+status=0
+go test "${flags[@]}" -count=1 -timeout 30m ./... 2>&1 | tee "$log" || status=$?
+
+echo "== fuzz (${FUZZTIME:-10s} each)"
+while read -r file; do
+	pkg="./$(dirname "$file")"
+	for target in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)' "$file" | cut -d' ' -f2); do
+		if go test "${flags[@]}" -run '^$' -fuzz "^${target}\$" -fuzztime "${FUZZTIME:-10s}" "$pkg" >"$log.fuzz" 2>&1; then
+			echo "ok    $pkg $target"
+		else
+			echo "FAIL  $pkg $target"; tail -20 "$log.fuzz"; status=1
+		fi
+	done
+done < <(git grep -l '^func Fuzz' -- '*_test.go')
+rm -f "$log.fuzz"
+
+if [ "${BENCH:-1}" != 0 ]; then
+	echo "== benchmarks"
+	go test "${flags[@]}" -run '^$' -bench 'PrepareGRPC' -benchtime 300x ./internal/dra/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
+	go test "${flags[@]}" -run '^$' -bench 'EventStorm' -benchtime 1x ./internal/dra/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
+fi
+
+echo "== summary"
+grep -E '^(ok|FAIL|---|panic:)' "$log" | grep -v -- '--- PASS' || true
+passed=$(grep -c '^ok' "$log" || true)
+failed=$(grep -c '^FAIL' "$log" || true)
+echo "packages passed: $passed, failed: $failed"
+exit $status
