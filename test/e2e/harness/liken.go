@@ -142,3 +142,17 @@ func (c *Cluster) ApplyDeviceClass(ctx context.Context, dc *resourceapi.DeviceCl
 	}
 	return nil
 }
+
+// AddLikenNode is what a real machine with liken looks like to the API: the
+// Node from [Cluster.AddNode], liken.sh's devices on it from
+// [Cluster.PublishLikenDevices], and the operators' classes from
+// [Cluster.ApplyLikenDeviceClasses].
+func (c *Cluster) AddLikenNode(ctx context.Context, node string) error {
+	if _, err := c.AddNode(ctx, node); err != nil {
+		return err
+	}
+	if err := c.PublishLikenDevices(ctx, node); err != nil {
+		return err
+	}
+	return c.ApplyLikenDeviceClasses(ctx)
+}

@@ -56,13 +56,7 @@ func run(nodeName string, wait bool) error {
 	defer c.Stop()
 	log.Printf("control plane ready in %s: etcd, kube-apiserver, kube-scheduler, kube-controller-manager", c.ReadyIn().Round(time.Millisecond))
 
-	if _, err := c.AddNode(ctx, nodeName); err != nil {
-		return err
-	}
-	if err := c.PublishLikenDevices(ctx, nodeName); err != nil {
-		return err
-	}
-	if err := c.ApplyLikenDeviceClasses(ctx); err != nil {
+	if err := c.AddLikenNode(ctx, nodeName); err != nil {
 		return err
 	}
 	if err := c.ApplyDeviceClass(ctx, testdriver.DeviceClass()); err != nil {

@@ -38,13 +38,7 @@ func run(nodeName, dir, binDir string) error {
 		log.Print("stopping")
 		c.Stop()
 	}()
-	if _, err := c.AddNode(ctx, nodeName); err != nil {
-		return err
-	}
-	if err := c.PublishLikenDevices(ctx, nodeName); err != nil {
-		return err
-	}
-	if err := c.ApplyLikenDeviceClasses(ctx); err != nil {
+	if err := c.AddLikenNode(ctx, nodeName); err != nil {
 		return err
 	}
 	log.Printf("node %s has %s and %s (driver %s)", nodeName, harness.BluetoothAdapterDevice, harness.SoundControllerDevice, harness.LikenDriver)
