@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/dynamic-resource-allocation/resourceslice"
 	"k8s.io/klog/v2"
+
+	"github.com/liken-sh/operators/internal/settle"
 )
 
 // Default settle window: a slice is written once the device set has been
@@ -36,83 +38,45 @@ type PublishFunc func(ctx context.Context, resources resourceslice.DriverResourc
 // publisher turns device-set updates into debounced slice writes.
 type publisher struct {
 	pool    string
-	quiet   time.Duration
-	cap     time.Duration
+	window  *settle.Window
 	publish PublishFunc
 	metrics *metrics
 	onWrite func([]Device) // after every successful write, for health reports
 
 	mu        sync.Mutex
-	pending   []Device // nil when nothing is waiting
-	dirty     bool
-	firstSeen time.Time // first unpublished change
-	lastSeen  time.Time // newest unpublished change
+	pending   []Device
 	published []resourceapi.Device
 	wrote     bool
-	wake      chan struct{}
 }
 
 func newPublisher(pool string, quiet, capWait time.Duration, publish PublishFunc, m *metrics) *publisher {
 	if quiet <= 0 {
 		quiet = DefaultSettleQuiet
 	}
-	if capWait < quiet {
-		capWait = max(DefaultSettleCap, quiet)
+	if capWait <= 0 {
+		capWait = DefaultSettleCap
 	}
-	return &publisher{pool: pool, quiet: quiet, cap: capWait, publish: publish, metrics: m, wake: make(chan struct{}, 1)}
+	return &publisher{pool: pool, window: settle.New(quiet, capWait), publish: publish, metrics: m}
 }
 
 // set records the complete device set; it never blocks on the API server.
 func (p *publisher) set(devices []Device) {
-	now := time.Now()
 	p.mu.Lock()
 	p.pending = slices.Clone(devices)
-	if !p.dirty {
-		p.dirty = true
-		p.firstSeen = now
-	}
-	p.lastSeen = now
 	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
-	}
+	p.window.Poke()
 }
 
 // run writes settled device sets until ctx ends.
 func (p *publisher) run(ctx context.Context) {
-	logger := klog.FromContext(ctx)
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			timer.Stop()
-			return
-		case <-p.wake:
-		case <-timer.C:
-		}
+	p.window.Run(ctx, func(ctx context.Context) {
 		p.mu.Lock()
-		if !p.dirty {
-			p.mu.Unlock()
-			continue
-		}
-		due := p.lastSeen.Add(p.quiet)
-		if capped := p.firstSeen.Add(p.cap); capped.Before(due) {
-			due = capped
-		}
-		if wait := time.Until(due); wait > 0 {
-			p.mu.Unlock()
-			timer.Reset(wait)
-			continue
-		}
 		devices := p.pending
-		p.dirty = false
 		p.mu.Unlock()
 		if err := p.write(ctx, devices); err != nil {
-			logger.Error(err, "Publishing devices failed", "pool", p.pool)
+			klog.FromContext(ctx).Error(err, "Publishing devices failed", "pool", p.pool)
 		}
-	}
+	})
 }
 
 // write publishes devices unless they equal what was last published.
