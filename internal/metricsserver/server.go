@@ -1,0 +1,56 @@
+// Package metricsserver serves an operator's Prometheus registry over HTTP
+// on the address its manifest names (METRICS_ADDRESS in the audio seed).
+// An empty address is the cluster owner's opt-out: nothing listens.
+package metricsserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// Listen opens addr (host:port, e.g. ":9200"); an empty addr returns a nil
+// listener and no error. Listening before serving lets a caller fail at
+// start-up on a taken port instead of later in a goroutine.
+func Listen(addr string) (net.Listener, error) {
+	if addr == "" {
+		return nil, nil
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics: listen on %q: %w", addr, err)
+	}
+	return l, nil
+}
+
+// Serve answers /metrics from g on l until ctx ends, then shuts down within
+// five seconds. A nil l returns at once. Scrapes read only the in-memory
+// registry, never hardware.
+func Serve(ctx context.Context, l net.Listener, g prometheus.Gatherer) error {
+	if l == nil {
+		return nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		<-ctx.Done()
+		shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shut)
+	}()
+	err := srv.Serve(l)
+	<-done
+	if errors.Is(err, http.ErrServerClosed) {
+		return nil
+	}
+	return fmt.Errorf("metrics: %w", err)
+}
