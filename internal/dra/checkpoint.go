@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
@@ -72,6 +73,40 @@ type checkpointEnvelope struct {
 type checkpoint struct {
 	path string
 	body checkpointBody
+	seen fileStamp // the file as last read or written by this process
+}
+
+// fileStamp identifies one version of the file: a rename gives a new inode.
+type fileStamp struct {
+	ino  uint64
+	size int64
+	mod  int64
+}
+
+func stampOf(path string) fileStamp {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}
+	}
+	st := fileStamp{size: fi.Size(), mod: fi.ModTime().UnixNano()}
+	if sys, ok := fi.Sys().(*syscall.Stat_t); ok {
+		st.ino = sys.Ino
+	}
+	return st
+}
+
+// refresh re-reads the file when another process replaced it since this
+// one last read or wrote it.
+func (c *checkpoint) refresh() error {
+	if stampOf(c.path) == c.seen {
+		return nil
+	}
+	fresh, err := loadCheckpoint(c.path)
+	if err != nil {
+		return err
+	}
+	c.body, c.seen = fresh.body, fresh.seen
+	return nil
 }
 
 // errCorruptCheckpoint marks a checkpoint that exists but cannot be trusted.
@@ -110,6 +145,7 @@ func loadCheckpoint(path string) (*checkpoint, error) {
 		}
 	}
 	cp.body = env.Body
+	cp.seen = stampOf(path)
 	return cp, nil
 }
 
@@ -162,6 +198,7 @@ func (c *checkpoint) save() error {
 	if err := os.Rename(tmp.Name(), c.path); err != nil {
 		return fmt.Errorf("replace checkpoint %s: %w", c.path, err)
 	}
+	c.seen = stampOf(c.path)
 	return syncPath(dir)
 }
 

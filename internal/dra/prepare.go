@@ -50,8 +50,11 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 
 func (d *Driver) prepareClaim(ctx context.Context, claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
 	logger := klog.FromContext(ctx).WithValues("claim", klog.KObj(claim), "uid", claim.UID)
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	unlock, err := d.lockState()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 
 	if rec := d.cp.body.Claims[claim.UID]; rec != nil && rec.Phase == phaseCompleted {
 		// The kubelet asks again after its own restart, and after a reboot
@@ -186,8 +189,11 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 }
 
 func (d *Driver) unprepareClaim(ctx context.Context, uid types.UID) error {
-	d.mu.Lock()
-	defer d.mu.Unlock()
+	unlock, err := d.lockState()
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	// The spec goes first: a record without a spec is repaired by the next
 	// call, a spec without a record would be an orphan grant.
 	if err := d.cdi.remove(uid); err != nil {

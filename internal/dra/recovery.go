@@ -54,6 +54,12 @@ func (d *Driver) loadCheckpoint(ctx context.Context) error {
 // exists for a claim the checkpoint does not know. It logs one summary line.
 func (d *Driver) repairCDI(ctx context.Context) {
 	logger := klog.FromContext(ctx)
+	unlock, lerr := d.lockState()
+	if lerr != nil {
+		logger.Error(lerr, "Reconciling CDI specs with the checkpoint")
+		return
+	}
+	defer unlock()
 	rebuilt, removed, failed := 0, 0, 0
 	for uid, rec := range d.cp.body.Claims {
 		if rec.Phase != phaseCompleted || d.cdi.exists(uid) {
@@ -90,14 +96,18 @@ func (d *Driver) repairCDI(ctx context.Context) {
 // longer exists. A completed claim is never dropped this way: only the
 // kubelet's unprepare ends it.
 func (d *Driver) forgetAbandoned(ctx context.Context) {
-	d.mu.Lock()
+	unlock, err := d.lockState()
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Reading the checkpoint for abandoned claims")
+		return
+	}
 	var started []types.UID
 	for uid, rec := range d.cp.body.Claims {
 		if rec.Phase == phaseStarted {
 			started = append(started, uid)
 		}
 	}
-	d.mu.Unlock()
+	unlock()
 	for _, uid := range started {
 		_ = wait.PollUntilContextCancel(ctx, 5*time.Second, true, func(ctx context.Context) (bool, error) {
 			d.mu.Lock()
@@ -114,11 +124,32 @@ func (d *Driver) forgetAbandoned(ctx context.Context) {
 			default:
 				return true, nil // still exists: the kubelet will prepare or unprepare it
 			}
-			if err := d.unprepareClaim(ctx, uid); err != nil {
-				return false, nil
+			if forgot, err := d.dropStarted(uid); err != nil || !forgot {
+				return err == nil, nil
 			}
 			klog.FromContext(ctx).Info("Forgot a claim whose prepare never completed and which no longer exists", "claim", klog.KRef(rec.Namespace, rec.Name), "uid", uid)
 			return true, nil
 		})
 	}
+}
+
+// dropStarted removes a claim's spec and record if, under the state lock,
+// it is still only started: another process may have completed it since.
+func (d *Driver) dropStarted(uid types.UID) (bool, error) {
+	unlock, err := d.lockState()
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	if rec, ok := d.cp.body.Claims[uid]; !ok || rec.Phase != phaseStarted {
+		return false, nil
+	}
+	if err := d.cdi.remove(uid); err != nil {
+		return false, err
+	}
+	if err := d.cp.update(func(c map[types.UID]*claimRecord) { delete(c, uid) }); err != nil {
+		return false, err
+	}
+	d.metrics.preparedClaims.Set(float64(len(d.cp.body.Claims)))
+	return true, nil
 }
