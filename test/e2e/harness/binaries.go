@@ -57,6 +57,31 @@ func findBinDir(ctx context.Context, opt string, logf func(string, ...any)) (str
 	return dir, nil
 }
 
+// BinDir returns the directory [Start] takes its binaries from when
+// Options.BinDir is empty: $LIKEN_CONTROL_PLANE_BIN, else the one
+// hack/build-control-plane.sh prints (building first if its cache lacks
+// anything). logf, if not nil, receives the progress line of a build.
+func BinDir(ctx context.Context, logf func(string, ...any)) (string, error) {
+	if logf == nil {
+		logf = func(string, ...any) {}
+	}
+	return findBinDir(ctx, "", logf)
+}
+
+// Kubectl returns the path of the kubectl built beside the control-plane
+// binaries in [BinDir], the same Kubernetes version as the API server.
+func Kubectl(ctx context.Context, logf func(string, ...any)) (string, error) {
+	dir, err := BinDir(ctx, logf)
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "kubectl")
+	if fi, err := os.Stat(path); err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		return "", fmt.Errorf("harness: no executable kubectl in %s", dir)
+	}
+	return path, nil
+}
+
 // buildBinaries runs hack/build-control-plane.sh and returns the last line
 // of its output. Its stderr (progress of a possibly long build) is passed
 // through to ours.
