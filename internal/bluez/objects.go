@@ -1,0 +1,214 @@
+package bluez
+
+import (
+	"cmp"
+	"fmt"
+	"path"
+	"slices"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// BlueZ's bus name and the interfaces this package reads (BlueZ
+// doc/org.bluez.Adapter.rst, doc/org.bluez.Device.rst).
+const (
+	Service          = "org.bluez"
+	AdapterInterface = "org.bluez.Adapter1"
+	DeviceInterface  = "org.bluez.Device1"
+)
+
+// Standard D-Bus interfaces (D-Bus specification, "Standard Interfaces").
+const (
+	objectManagerInterface = "org.freedesktop.DBus.ObjectManager"
+	propertiesInterface    = "org.freedesktop.DBus.Properties"
+)
+
+// Adapter is one org.bluez.Adapter1 object: a local radio as bluetoothd
+// reports it. A property bluetoothd did not report is its zero value.
+type Adapter struct {
+	// Path is the object path, e.g. /org/bluez/hci0.
+	Path dbus.ObjectPath
+	// Address is the adapter's public address as BlueZ spells it,
+	// "AA:BB:CC:DD:EE:FF" (upper case, colons).
+	Address string
+	// Alias is the adapter's friendly name.
+	Alias string
+	// Powered is true while the radio is on.
+	Powered bool
+	// Connectable is true while page scan is on, i.e. while bonded devices
+	// can connect to this adapter (BlueZ 5.66 and later report it).
+	Connectable  bool
+	Discovering  bool
+	Discoverable bool
+	Pairable     bool
+}
+
+// NeedsPageScan reports whether the adapter is powered but not connectable:
+// a fresh bluetoothd starts with page scan off, and then no bonded device
+// can reconnect, with no error anywhere. An adapter that is off is left
+// alone; BlueZ's AutoEnable powers it.
+func (a Adapter) NeedsPageScan() bool { return a.Powered && !a.Connectable }
+
+// Device is one org.bluez.Device1 object: a remote device bluetoothd knows
+// (seen, paired or bonded). A property bluetoothd did not report is its
+// zero value, which the properties below document as "unknown".
+type Device struct {
+	// Path is the object path, e.g. /org/bluez/hci0/dev_E4_17_D8_C5_67_6D.
+	Path dbus.ObjectPath
+	// Adapter is the path of the adapter the device belongs to: the
+	// Adapter property, or the parent of Path when that is absent.
+	Adapter dbus.ObjectPath
+	// Address is the peer address as BlueZ spells it ("E4:17:D8:C5:67:6D").
+	Address string
+	// AddressType is "public" or "random".
+	AddressType string
+	// Name is the remote name the device reported; Alias is the name to
+	// show (the user's alias, else Name, else the address).
+	Name  string
+	Alias string
+	// Paired is true once pairing completed; Bonded (BlueZ 5.67 and later)
+	// once its keys are stored, so that it can reconnect.
+	Paired    bool
+	Bonded    bool
+	Connected bool
+	Trusted   bool
+	// Class is the 24-bit Class of Device of a BR/EDR device, 0 if unknown.
+	Class uint32
+	// Appearance is the GAP appearance of an LE device, 0 if unknown.
+	Appearance uint16
+	// Icon is a freedesktop icon name such as "input-gaming".
+	Icon string
+	// Modalias is the Device ID record, e.g. "usb:v2DC8p3820d0100".
+	Modalias string
+	// UUIDs are the 128-bit service UUIDs in BlueZ's lower-case spelling.
+	UUIDs []string
+}
+
+// Objects is BlueZ's object tree as one GetManagedObjects answer read it,
+// sorted by object path.
+type Objects struct {
+	Adapters []Adapter
+	Devices  []Device
+	// Problems lists properties that were present with the wrong D-Bus
+	// type (each a *PropertyError). Such a property is read as absent and
+	// the rest of the object is kept: one odd property must not hide a
+	// device that a claim may hold.
+	Problems []error
+}
+
+// Adapter returns the adapter at path.
+func (o Objects) Adapter(path dbus.ObjectPath) (Adapter, bool) {
+	i := slices.IndexFunc(o.Adapters, func(a Adapter) bool { return a.Path == path })
+	if i < 0 {
+		return Adapter{}, false
+	}
+	return o.Adapters[i], true
+}
+
+// PropertyError is a property that BlueZ reported with another D-Bus type
+// than its documented one.
+type PropertyError struct {
+	Path      dbus.ObjectPath
+	Interface string
+	Property  string
+	// Want and Got are D-Bus type signatures, e.g. "u" and "s".
+	Want, Got string
+}
+
+func (e *PropertyError) Error() string {
+	return fmt.Sprintf("%s: %s.%s has D-Bus type %q, want %q; read as absent", e.Path, e.Interface, e.Property, e.Got, e.Want)
+}
+
+// managedObjects is the reply shape of ObjectManager.GetManagedObjects:
+// path → interface → property → value.
+type managedObjects = map[dbus.ObjectPath]map[string]map[string]dbus.Variant
+
+// decodeObjects turns a GetManagedObjects reply into typed values.
+func decodeObjects(reply managedObjects) Objects {
+	var out Objects
+	for p, ifaces := range reply {
+		if props, ok := ifaces[AdapterInterface]; ok {
+			r := propReader{path: p, iface: AdapterInterface, props: props}
+			out.Adapters = append(out.Adapters, r.adapter())
+			out.Problems = append(out.Problems, r.errs...)
+		}
+		if props, ok := ifaces[DeviceInterface]; ok {
+			r := propReader{path: p, iface: DeviceInterface, props: props}
+			out.Devices = append(out.Devices, r.device())
+			out.Problems = append(out.Problems, r.errs...)
+		}
+	}
+	slices.SortFunc(out.Adapters, func(a, b Adapter) int { return cmp.Compare(a.Path, b.Path) })
+	slices.SortFunc(out.Devices, func(a, b Device) int { return cmp.Compare(a.Path, b.Path) })
+	slices.SortFunc(out.Problems, func(a, b error) int { return cmp.Compare(a.Error(), b.Error()) })
+	return out
+}
+
+// propReader reads one interface's properties, collecting type errors.
+type propReader struct {
+	path  dbus.ObjectPath
+	iface string
+	props map[string]dbus.Variant
+	errs  []error
+}
+
+func (r *propReader) adapter() Adapter {
+	return Adapter{
+		Path:         r.path,
+		Address:      r.str("Address"),
+		Alias:        r.str("Alias"),
+		Powered:      r.boolean("Powered"),
+		Connectable:  r.boolean("Connectable"),
+		Discovering:  r.boolean("Discovering"),
+		Discoverable: r.boolean("Discoverable"),
+		Pairable:     r.boolean("Pairable"),
+	}
+}
+
+func (r *propReader) device() Device {
+	d := Device{
+		Path:        r.path,
+		Adapter:     r.objectPath("Adapter"),
+		Address:     r.str("Address"),
+		AddressType: r.str("AddressType"),
+		Name:        r.str("Name"),
+		Alias:       r.str("Alias"),
+		Paired:      r.boolean("Paired"),
+		Bonded:      r.boolean("Bonded"),
+		Connected:   r.boolean("Connected"),
+		Trusted:     r.boolean("Trusted"),
+		Class:       get[uint32](r, "Class"),
+		Appearance:  get[uint16](r, "Appearance"),
+		Icon:        r.str("Icon"),
+		Modalias:    r.str("Modalias"),
+		UUIDs:       get[[]string](r, "UUIDs"),
+	}
+	if d.Adapter == "" {
+		// BlueZ nests a device under its adapter's path.
+		d.Adapter = dbus.ObjectPath(path.Dir(string(r.path)))
+	}
+	return d
+}
+
+func (r *propReader) str(name string) string                 { return get[string](r, name) }
+func (r *propReader) boolean(name string) bool               { return get[bool](r, name) }
+func (r *propReader) objectPath(name string) dbus.ObjectPath { return get[dbus.ObjectPath](r, name) }
+
+// get returns property name as T, the zero T when it is absent, and the
+// zero T plus a recorded *PropertyError when it has another type.
+func get[T any](r *propReader, name string) T {
+	var zero T
+	v, ok := r.props[name]
+	if !ok {
+		return zero
+	}
+	t, ok := v.Value().(T)
+	if !ok {
+		r.errs = append(r.errs, &PropertyError{
+			Path: r.path, Interface: r.iface, Property: name,
+			Want: dbus.SignatureOf(zero).String(), Got: v.Signature().String(),
+		})
+		return zero
+	}
+	return t
+}
