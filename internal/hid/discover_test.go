@@ -350,3 +350,30 @@ func TestScanEventNodes(t *testing.T) {
 		t.Errorf("unknown device: %v, want nil", got)
 	}
 }
+
+// TestDiscoverRealSysfs reads this machine's own /sys: it must be a readable
+// sysfs root, and whatever Bluetooth HID devices it lists (none on a build
+// machine; the uhid device of the VM tier there) must exist where DevPath
+// says.
+func TestDiscoverRealSysfs(t *testing.T) {
+	scan, err := Discover(DefaultSysRoot, DefaultDevRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range scan.Devices {
+		if _, err := os.Stat(filepath.Join(DefaultSysRoot, d.DevPath, "uevent")); err != nil {
+			t.Errorf("%s: %v", d.SysName, err)
+		}
+	}
+	t.Logf("%d Bluetooth HID devices, %d skipped: %+v", len(scan.Devices), len(scan.Skipped), scan)
+}
+
+func BenchmarkDiscoverRecordedTree(b *testing.B) {
+	root := materialize(b, "testdata/sysfs.dump")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Discover(root, "/dev"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -15,6 +15,11 @@
 // HID) puts it under /sys/devices/virtual/misc/uhid/. So this package decides
 // by bus type and never by ancestry.
 //
+// Discover reads sysfs once and returns a Scan; Tracker turns each uevent
+// (from package uevent) into "rescan, and which device", remembering where
+// each device lived because its sysfs directory is gone when its removal is
+// announced.
+//
 // Addresses are returned in BlueZ's spelling: six upper-case hex octets
 // separated by colons, e.g. "E4:17:D8:C5:67:6D".
 package hid

@@ -11,6 +11,8 @@
 // family with NL_CFG_F_NONROOT_RECV (lib/kobject_uevent.c). It does need the
 // initial user namespace, because the kernel sends untagged uevents only to
 // sockets of network namespaces owned by it; in a pod that is hostUsers: true.
+// Outside it the socket binds and stays silent; InInitialUserNamespace lets
+// the caller say so.
 //
 // Events are wake-ups: the kernel drops broadcasts when a socket's receive
 // queue is full and tells the reader once with ENOBUFS. Listener reports that

@@ -264,3 +264,14 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func BenchmarkParseHIDAdd(b *testing.B) {
+	dg := loadDatagrams(b, "testdata/hid-uhid-mouse3600.uevents")[1] // the input device, the longest
+	b.SetBytes(int64(len(dg)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse(dg); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
