@@ -7,9 +7,12 @@ import (
 )
 
 // InInitialUserNamespace reports whether this process runs in the initial
-// user namespace, the only one to which the kernel delivers uevents (a pod
-// needs hostUsers: true). Elsewhere Listen succeeds and then receives
-// nothing, with no error, so a caller should check this once and warn.
+// user namespace. The kernel broadcasts device uevents only to uevent
+// sockets of network namespaces that the initial user namespace owns
+// (uevent_net_init in lib/kobject_uevent.c); a pod without hostUsers: true
+// has its own user namespace owning its network namespace, where Listen
+// succeeds and then receives nothing, with no error. A caller should check
+// this once and warn.
 //
 // It reads /proc/self/uid_map: the initial namespace maps the whole uid
 // range onto itself ("0 0 4294967295"), and no other namespace can. It
