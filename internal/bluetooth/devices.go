@@ -1,0 +1,281 @@
+package bluetooth
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/godbus/dbus/v5"
+	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/internal/bluez"
+	"github.com/liken-sh/operators/internal/dra"
+)
+
+// Taint keys.
+const (
+	// TaintDisconnected (NoExecute on a controller) marks a paired device
+	// that is not connected: new claims stay off it and running consumers
+	// are evicted after their toleration. On a media bus (NoSchedule) it
+	// marks an adapter that bluetoothd no longer reports.
+	TaintDisconnected = DriverName + "/disconnected"
+	// TaintNoInputNode (NoSchedule) marks a device that should have evdev
+	// nodes and has none: off the air, between connect and HID
+	// registration, or connected with a mute HID session. Consumers must
+	// not tolerate it: prepare would fail for want of a node.
+	TaintNoInputNode = DriverName + "/no-input-node"
+)
+
+// Media bus attributes. supportsSound is the one attribute in another
+// driver's domain: the audio operator's class selects it without naming
+// this driver.
+const (
+	attrSupportsSound = "sound.liken.sh/supportsSound"
+	mediaBusKind      = "mediaBus"
+)
+
+// InputNodes answers which evdev nodes the kernel has for a peer now.
+// address is the peer in BlueZ's spelling; adapter, when not "", limits
+// the answer to HID devices on that adapter (also BlueZ's spelling). The
+// HID discovery's scan result (hid.Scan) has this method.
+type InputNodes interface {
+	EventNodes(address, adapter string) []string
+}
+
+// NodeMap is InputNodes from a map of peer address (BlueZ's spelling) to
+// evdev node paths; it ignores the adapter.
+type NodeMap map[string][]string
+
+// EventNodes returns the nodes listed for address.
+func (m NodeMap) EventNodes(address, _ string) []string { return m[address] }
+
+// Inventory is what the operator knows about bluetoothd's objects across
+// passes. It remembers each adapter bluetoothd stops reporting, with its
+// paired devices, so that they stay published (tainted) rather than vanish
+// under a claim that holds them: a removed device would strand the claim's
+// allocation. The zero value is ready to use; it is not safe for
+// concurrent use.
+type Inventory struct {
+	current  bluez.Objects
+	departed map[dbus.ObjectPath]departedAdapter
+}
+
+type departedAdapter struct {
+	adapter bluez.Adapter
+	devices []bluez.Device
+}
+
+// Observe records the latest read of bluetoothd's objects. An adapter
+// present in the previous read and absent from this one becomes departed;
+// an adapter with the same address that comes back replaces it.
+func (inv *Inventory) Observe(objs bluez.Objects) {
+	if inv.departed == nil {
+		inv.departed = map[dbus.ObjectPath]departedAdapter{}
+	}
+	back := map[string]bool{}
+	for _, a := range objs.Adapters {
+		back[a.Address] = true
+	}
+	for _, a := range inv.current.Adapters {
+		if back[a.Address] {
+			continue
+		}
+		var paired []bluez.Device
+		for _, d := range inv.current.Devices {
+			if d.Adapter == a.Path && (d.Paired || d.Bonded) {
+				paired = append(paired, d)
+			}
+		}
+		inv.departed[a.Path] = departedAdapter{adapter: a, devices: paired}
+	}
+	for p, d := range inv.departed {
+		if back[d.adapter.Address] {
+			delete(inv.departed, p)
+		}
+	}
+	inv.current = objs
+}
+
+// Departed returns the addresses of the adapters that left, sorted; a pass
+// with any is not healthy and is worth retrying soon.
+func (inv *Inventory) Departed() []string {
+	var out []string
+	for _, d := range inv.departed {
+		out = append(out, d.adapter.Address)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Build is the device set for one read of bluetoothd's objects with no
+// history: Observe on a fresh Inventory, then Devices.
+func Build(objs bluez.Objects, nodes InputNodes) ([]dra.Device, []error) {
+	var inv Inventory
+	inv.Observe(objs)
+	return inv.Devices(nodes)
+}
+
+// candidate is one paired device under one adapter.
+type candidate struct {
+	peer    bdaddr.Address
+	device  bluez.Device
+	adapter string // the adapter's address in BlueZ spelling, "" if unusable
+	live    bool   // the adapter is reported now
+}
+
+// Devices returns the devices to publish, sorted by name: one media bus
+// per adapter with a usable address, and one controller per paired (or
+// bonded) device, connected or not. problems lists what was left out and
+// why (an address that does not parse, a peer paired with two adapters);
+// none of them stops the rest.
+//
+// A controller is tainted TaintDisconnected (NoExecute) when it is not
+// connected, which includes every device of a departed adapter, and
+// TaintNoInputNode (NoSchedule) when ExpectsInput and nodes has no evdev
+// node for it. A departed adapter's media bus is tainted
+// TaintDisconnected (NoSchedule): a sound server using it is not evicted,
+// but nothing new is sent to it.
+func (inv *Inventory) Devices(nodes InputNodes) ([]dra.Device, []error) {
+	var out []dra.Device
+	var problems []error
+	adapterAddr := map[dbus.ObjectPath]string{}
+	buses := map[string]bool{}
+
+	addAdapter := func(a bluez.Adapter, live bool) {
+		addr, err := bdaddr.Parse(a.Address)
+		if err == nil && addr.IsZero() {
+			err = fmt.Errorf("the address is still 00:00:00:00:00:00")
+		}
+		if err != nil {
+			problems = append(problems, fmt.Errorf("adapter %s: no media bus: %w", a.Path, err))
+			return
+		}
+		adapterAddr[a.Path] = addr.String()
+		name := MediaBusName(addr)
+		if buses[name] {
+			problems = append(problems, fmt.Errorf("adapter %s: address %s is already published as %s", a.Path, addr, name))
+			return
+		}
+		buses[name] = true
+		out = append(out, mediaBus(addr, live))
+	}
+
+	var candidates []candidate
+	addDevice := func(d bluez.Device, live bool) {
+		if !d.Paired && !d.Bonded {
+			return
+		}
+		peer, err := bdaddr.Parse(d.Address)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("device %s: not published: %w", d.Path, err))
+			return
+		}
+		candidates = append(candidates, candidate{peer: peer, device: d, adapter: adapterAddr[d.Adapter], live: live})
+	}
+
+	for _, a := range inv.current.Adapters {
+		addAdapter(a, true)
+	}
+	departed := slices.SortedFunc(maps.Values(inv.departed), func(a, b departedAdapter) int {
+		return cmp.Compare(a.adapter.Path, b.adapter.Path)
+	})
+	for _, d := range departed {
+		addAdapter(d.adapter, false)
+	}
+	for _, d := range inv.current.Devices {
+		addDevice(d, true)
+	}
+	for _, da := range departed {
+		for _, d := range da.devices {
+			addDevice(d, false)
+		}
+	}
+
+	chosen, dupes := pickOnePerPeer(candidates)
+	problems = append(problems, dupes...)
+	for _, c := range chosen {
+		out = append(out, controller(c, nodes))
+	}
+	slices.SortFunc(out, func(a, b dra.Device) int { return cmp.Compare(a.Name, b.Name) })
+	return out, problems
+}
+
+// pickOnePerPeer keeps one candidate per peer address, because a device
+// name must be unique in the pool. A peer paired with two adapters is
+// published from the one that is reported now, then the one it is
+// connected through, then the lowest object path; the others are named in
+// a problem.
+func pickOnePerPeer(cs []candidate) ([]candidate, []error) {
+	better := func(a, b candidate) int {
+		if a.live != b.live {
+			if a.live {
+				return -1
+			}
+			return 1
+		}
+		if a.device.Connected != b.device.Connected {
+			if a.device.Connected {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.device.Path, b.device.Path)
+	}
+	slices.SortStableFunc(cs, func(a, b candidate) int {
+		if c := cmp.Compare(a.peer.Key(), b.peer.Key()); c != 0 {
+			return c
+		}
+		return better(a, b)
+	})
+	var out []candidate
+	var problems []error
+	for i, c := range cs {
+		if i > 0 && cs[i-1].peer == c.peer {
+			kept := out[len(out)-1]
+			problems = append(problems, fmt.Errorf("device %s: %s is also paired as %s; publishing that one", c.device.Path, c.peer, kept.device.Path))
+			continue
+		}
+		out = append(out, c)
+	}
+	return out, problems
+}
+
+// controller builds one paired device's DRA device.
+func controller(c candidate, nodes InputNodes) dra.Device {
+	connected := c.live && c.device.Connected
+	dev := dra.Device{
+		Name:       ControllerName(c.peer),
+		Attributes: controllerAttributes(c.peer, c.device, connected),
+	}
+	if !connected {
+		dev.Taints = append(dev.Taints, dra.Taint{Key: TaintDisconnected, Effect: dra.TaintNoExecute})
+	}
+	if ExpectsInput(c.device) && !hasEvdevNode(nodes, c.peer.String(), c.adapter) {
+		dev.Taints = append(dev.Taints, dra.Taint{Key: TaintNoInputNode, Effect: dra.TaintNoSchedule})
+	}
+	return dev
+}
+
+func hasEvdevNode(nodes InputNodes, peer, adapter string) bool {
+	if nodes == nil {
+		return false
+	}
+	return slices.ContainsFunc(nodes.EventNodes(peer, adapter), isEvdevNode)
+}
+
+// mediaBus builds an adapter's media bus device. It never carries input or
+// connected attributes, so no controller class can select it.
+func mediaBus(adapter bdaddr.Address, live bool) dra.Device {
+	dev := dra.Device{
+		Name: MediaBusName(adapter),
+		Attributes: dra.Attributes{
+			"address":         dra.String(adapter.String()),
+			"kind":            dra.String(mediaBusKind),
+			attrSupportsSound: dra.Bool(true),
+		},
+	}
+	if !live {
+		dev.Taints = []dra.Taint{{Key: TaintDisconnected, Effect: dra.TaintNoSchedule}}
+	}
+	return dev
+}
