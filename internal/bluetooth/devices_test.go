@@ -2,6 +2,7 @@ package bluetooth
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -372,6 +373,29 @@ func TestBadAddressesAreReportedAndSkipped(t *testing.T) {
 	for _, want := range []string{"/org/bluez/hci1", "00:00:00:00:00:00", string(bad.Path), "A0:AB:51:33:B7"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("problems %q do not name %q", text, want)
+		}
+	}
+}
+
+// BenchmarkBuild: one pass over an adapter with 62 paired devices, the
+// most a slice holds beside the media bus.
+func BenchmarkBuild(b *testing.B) {
+	objs := bluez.Objects{Adapters: []bluez.Adapter{adapter0}}
+	nodes := NodeMap{}
+	for i := range 62 {
+		d := speaker(i%2 == 0)
+		d.Address = fmt.Sprintf("A0:AB:51:33:B7:%02X", i)
+		d.Path = dbus.ObjectPath(fmt.Sprintf("/org/bluez/hci0/dev_A0_AB_51_33_B7_%02X", i))
+		d.UUIDs = append(d.UUIDs, "00001124-0000-1000-8000-00805f9b34fb")
+		objs.Devices = append(objs.Devices, d)
+		nodes[d.Address] = []string{fmt.Sprintf("/dev/input/event%d", i)}
+	}
+	var inv Inventory
+	for b.Loop() {
+		inv.Observe(objs)
+		devs, _ := inv.Devices(nodes)
+		if len(devs) != 63 {
+			b.Fatalf("%d devices", len(devs))
 		}
 	}
 }

@@ -21,12 +21,13 @@ const (
 	BusAddress = "unix:path=" + BusDir + "/system_bus_socket"
 )
 
-// busMountOptions: read-only is enough, because connecting to a unix
-// socket checks write permission on the socket inode, which a read-only
-// mount does not take away (Linux fs/namei.c may_open / unix_find_bsd
-// only refuse writes to regular files, directories and links on a
-// read-only mount). rprivate keeps the consumer's mounts from propagating
-// back to the host; nosuid and nodev because nothing in it needs either.
+// busMountOptions: read-only is enough. Connecting to a unix socket asks
+// for write permission on the socket's inode (net/unix/af_unix.c,
+// unix_find_bsd), and a read-only filesystem refuses that only for
+// regular files, directories and symlinks (fs/namei.c, sb_permission); a
+// read-only bind mount is checked only by calls that modify the tree.
+// rprivate keeps the consumer's mount events from propagating back to the
+// host; nosuid and nodev because nothing in it needs either.
 var busMountOptions = []string{"ro", "rbind", "rprivate", "nosuid", "nodev"}
 
 // Params are the opaque claim parameters of this driver. There are none:
