@@ -1,0 +1,299 @@
+package bluezsim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// BlueZ's D-Bus interfaces (BlueZ doc/org.bluez.*.rst).
+const (
+	AdapterInterface      = "org.bluez.Adapter1"
+	DeviceInterface       = "org.bluez.Device1"
+	InputInterface        = "org.bluez.Input1"
+	MediaInterface        = "org.bluez.Media1"
+	AgentManagerInterface = "org.bluez.AgentManager1"
+)
+
+// Bearer is the radio a device is reached over.
+type Bearer string
+
+const (
+	// BREDR is classic Bluetooth: link keys, class of device, SDP.
+	BREDR Bearer = "bredr"
+	// LE is Bluetooth Low Energy: long-term keys, appearance, GATT.
+	LE Bearer = "le"
+)
+
+// Device describes a remote device as the radio reports it when it comes
+// into range. Zero fields are absent, and bluetoothd then leaves the
+// optional property out (Name, Class, Appearance, Modalias, UUIDs, Icon).
+type Device struct {
+	// Name is the remote name; Alias defaults to it, or to the address
+	// with dashes when there is no name.
+	Name  string
+	Alias string
+	// Bearer defaults to BREDR.
+	Bearer Bearer
+	// AddressType is "public" (the default) or, for LE, "random".
+	AddressType string
+	// Class is the class of device (BR/EDR), e.g. 0x002508 for a gamepad.
+	Class uint32
+	// Appearance is the GAP appearance (LE), e.g. 0x03c2 for a mouse.
+	Appearance uint16
+	// Modalias is "usb:vXXXXpXXXXdXXXX" or "bluetooth:v...", from the
+	// Device ID profile.
+	Modalias string
+	// UUIDs are the 128-bit service UUIDs the device offers, lowercase. A
+	// device with HID (00001124-...) gets org.bluez.Input1.
+	UUIDs []string
+	// Trusted and LegacyPairing are Device1's properties of those names.
+	Trusted       bool
+	LegacyPairing bool
+	// ReconnectMode is Input1's ("none", "host", "device", "any"); empty
+	// means "any".
+	ReconnectMode string
+	// ServiceRecords are the SDP records written to the cache file's
+	// [ServiceRecords] on pairing, handle ("0x00010000") to hex; nil
+	// generates a minimal record per UUID.
+	ServiceRecords map[string]string
+}
+
+// spec is the Device as the template's AddDevice takes it.
+func (d Device) spec() map[string]dbus.Variant {
+	m := map[string]dbus.Variant{}
+	put := func(key string, v any, present bool) {
+		if present {
+			m[key] = dbus.MakeVariant(v)
+		}
+	}
+	put("Name", d.Name, d.Name != "")
+	put("Alias", d.Alias, d.Alias != "")
+	put("Bearer", string(d.Bearer), d.Bearer != "")
+	put("AddressType", d.AddressType, d.AddressType != "")
+	put("Class", d.Class, d.Class != 0)
+	put("Appearance", d.Appearance, d.Appearance != 0)
+	put("Modalias", d.Modalias, d.Modalias != "")
+	put("UUIDs", d.UUIDs, len(d.UUIDs) > 0)
+	put("Trusted", d.Trusted, d.Trusted)
+	put("LegacyPairing", d.LegacyPairing, d.LegacyPairing)
+	put("ReconnectMode", d.ReconnectMode, d.ReconnectMode != "")
+	put("ServiceRecords", d.ServiceRecords, len(d.ServiceRecords) > 0)
+	return m
+}
+
+// DisconnectReason is why a link dropped, as Device1's Disconnected signal
+// reports it (org.bluez.Reason.<reason>).
+type DisconnectReason string
+
+const (
+	// ReasonRemote: the device ended the link (switched off).
+	ReasonRemote DisconnectReason = "Remote"
+	// ReasonTimeout: the link supervision timeout expired (out of range).
+	ReasonTimeout DisconnectReason = "Timeout"
+	// ReasonLocal: this host ended the link.
+	ReasonLocal DisconnectReason = "Local"
+)
+
+var (
+	adapterNameRE = regexp.MustCompile(`^hci[0-9]+$`)
+	addressRE     = regexp.MustCompile(`^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$`)
+)
+
+// AdapterPath returns BlueZ's object path of adapter name ("hci0").
+func AdapterPath(name string) dbus.ObjectPath {
+	return dbus.ObjectPath("/org/bluez/" + name)
+}
+
+// DevicePath returns BlueZ's object path of a device under an adapter:
+// .../dev_XX_XX_XX_XX_XX_XX, uppercase.
+func DevicePath(adapter, address string) dbus.ObjectPath {
+	return dbus.ObjectPath(string(AdapterPath(adapter)) + "/dev_" + strings.ToUpper(strings.ReplaceAll(address, ":", "_")))
+}
+
+func checkAdapter(name string) error {
+	if !adapterNameRE.MatchString(name) {
+		return fmt.Errorf("bluezsim: adapter name %q is not hciN", name)
+	}
+	return nil
+}
+
+func checkAddress(address string) error {
+	if !addressRE.MatchString(address) {
+		return fmt.Errorf("bluezsim: %q is not a Bluetooth address (XX:XX:XX:XX:XX:XX)", address)
+	}
+	return nil
+}
+
+// call invokes the simulator's control method.
+func (s *Sim) call(ctx context.Context, method string, args ...any) error {
+	return s.callStore(ctx, nil, method, args...)
+}
+
+func (s *Sim) callStore(ctx context.Context, out any, method string, args ...any) error {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	c := s.conn.Object(Service, "/").CallWithContext(ctx, controlInterface+"."+method, 0, args...)
+	if c.Err != nil {
+		return fmt.Errorf("bluezsim: %s: %w", method, c.Err)
+	}
+	if out != nil {
+		return c.Store(out)
+	}
+	return nil
+}
+
+// AddAdapter registers adapter name ("hci0") with address, powered (as
+// main.conf's AutoEnable=true makes it) but not connectable (a fresh
+// bluetoothd leaves page scan off), and loads the bonds stored under the
+// address. The adapter is registered again whenever the BlueZ side
+// restarts.
+func (s *Sim) AddAdapter(name, address string) (dbus.ObjectPath, error) {
+	if err := checkAdapter(name); err != nil {
+		return "", err
+	}
+	if err := checkAddress(address); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var path dbus.ObjectPath
+	props := map[string]dbus.Variant{}
+	if err := s.callStore(context.Background(), &path, "AddAdapter", name, address, props); err != nil {
+		return "", err
+	}
+	s.adapters = append(s.adapters, adapterRecord{name: name, address: address, props: props})
+	return path, nil
+}
+
+// RemoveAdapter makes the adapter depart (unplugged): InterfacesRemoved for
+// each of its devices, then for the adapter. Its stored bonds stay.
+func (s *Sim) RemoveAdapter(name string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.call(context.Background(), "RemoveAdapter", name); err != nil {
+		return err
+	}
+	for i, a := range s.adapters {
+		if a.name == name {
+			s.adapters = append(s.adapters[:i], s.adapters[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+// AddDevice makes a device come into range of the adapter, unpaired; a
+// named device's name goes to the cache file, as bluetoothd caches every
+// name it learns.
+func (s *Sim) AddDevice(adapter, address string, d Device) (dbus.ObjectPath, error) {
+	if err := checkAddress(address); err != nil {
+		return "", err
+	}
+	var path dbus.ObjectPath
+	if err := s.callStore(context.Background(), &path, "AddDevice", adapter, address, d.spec()); err != nil {
+		return "", err
+	}
+	return path, nil
+}
+
+// Pair pairs the device as a person at bluetoothctl would: the info file
+// gets [General] and a generated key ([LinkKey] for BR/EDR; LTKs and an
+// IRK for LE), Bonded and Paired change, the services found go to info's
+// Services and the cache's [ServiceRecords], and for LE the address type
+// follows on an idle callback (Options.LateWrite). Pairing a paired device
+// fails with org.bluez.Error.AlreadyExists.
+func (s *Sim) Pair(adapter, device string) error {
+	return s.call(context.Background(), "PairDevice", adapter, device)
+}
+
+// Connect brings the device's link up: Connected, then ServicesResolved.
+func (s *Sim) Connect(adapter, device string) error {
+	return s.call(context.Background(), "ConnectDevice", adapter, device)
+}
+
+// Disconnect drops the device's link: ServicesResolved and Connected go
+// false and Device1.Disconnected reports reason.
+func (s *Sim) Disconnect(adapter, device string, reason DisconnectReason) error {
+	return s.call(context.Background(), "DisconnectDevice", adapter, device, string(reason))
+}
+
+// RemoveDevice removes the device through BlueZ's own
+// Adapter1.RemoveDevice: the link drops, the bond's directory is deleted,
+// the cache keeps only the name, and InterfacesRemoved is emitted.
+func (s *Sim) RemoveDevice(adapter, device string) error {
+	if err := checkAddress(device); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	err := s.conn.Object(Service, AdapterPath(adapter)).CallWithContext(ctx, AdapterInterface+".RemoveDevice", 0, DevicePath(adapter, device)).Err
+	if err != nil {
+		return fmt.Errorf("bluezsim: RemoveDevice: %w", err)
+	}
+	return nil
+}
+
+// SetAdapterProperty changes an Adapter1 property as the controller would
+// (read-only ones too: Powered going false on rfkill, a new Class), with a
+// PropertiesChanged signal. value's Go type sets the D-Bus type: bool,
+// string, uint32.
+func (s *Sim) SetAdapterProperty(adapter, name string, value any) error {
+	return s.update(AdapterPath(adapter), AdapterInterface, name, value)
+}
+
+// SetDeviceProperty changes a Device1 property as the radio would (a name
+// learnt late, a new RSSI), adding it when absent, with a
+// PropertiesChanged signal. Icon follows Class and Appearance.
+func (s *Sim) SetDeviceProperty(adapter, device, name string, value any) error {
+	return s.update(DevicePath(adapter, device), DeviceInterface, name, value)
+}
+
+func (s *Sim) update(path dbus.ObjectPath, iface, name string, value any) error {
+	return s.call(context.Background(), "UpdateObject", path, iface, map[string]dbus.Variant{name: dbus.MakeVariant(value)})
+}
+
+// Registrations is what clients registered with the simulated bluetoothd;
+// senders are unique bus names (":1.42").
+type Registrations struct {
+	Agents []struct {
+		Sender, Path, Capability string
+	} `json:"agents"`
+	DefaultAgent *struct {
+		Sender, Path string
+	} `json:"defaultAgent"`
+	Endpoints []struct {
+		Adapter, Sender, Path, UUID string
+		Codec                       int
+	} `json:"endpoints"`
+	Players []struct {
+		Adapter, Sender, Path string
+	} `json:"players"`
+	Applications []struct {
+		Adapter, Sender, Path string
+		Endpoints             []string
+	} `json:"applications"`
+	// Discovery lists the discovery sessions running.
+	Discovery []struct {
+		Adapter, Sender string
+	} `json:"discovery"`
+}
+
+// Registrations returns the agents, media endpoints, players, applications
+// and discovery sessions clients hold now. A client leaving the bus drops
+// its own, as with bluetoothd.
+func (s *Sim) Registrations() (Registrations, error) {
+	var raw string
+	var r Registrations
+	if err := s.callStore(context.Background(), &raw, "State"); err != nil {
+		return r, err
+	}
+	if err := json.Unmarshal([]byte(raw), &r); err != nil {
+		return r, fmt.Errorf("bluezsim: State: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,373 @@
+package bluezsim
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/godbus/dbus/v5"
+
+	"github.com/liken-sh/operators/internal/dbusd"
+)
+
+// template is the dbusmock template that is the simulated bluetoothd.
+//
+//go:embed bluez_liken.py
+var template []byte
+
+// Python is the interpreter that runs dbusmock: Debian's, which sees the
+// python3-dbusmock package; a python3 earlier on PATH (pyenv's, here) does
+// not.
+const Python = "/usr/bin/python3"
+
+// DefaultStartTimeout bounds the wait for org.bluez to be owned after the
+// BlueZ side starts. Python imports dbusmock in about 0.1 s warm, but a
+// cold start on a loaded 2-core machine was measured at 4 to 12 s.
+const DefaultStartTimeout = 60 * time.Second
+
+// callTimeout bounds each control call to the simulator.
+const callTimeout = 10 * time.Second
+
+// Service is BlueZ's bus name.
+const Service = "org.bluez"
+
+// controlInterface is the simulator's own interface on /, which only this
+// package calls.
+const controlInterface = "sh.liken.BluezSim1"
+
+// Options configures Start.
+type Options struct {
+	// StorageDir is the simulated bluetoothd's storage root, the
+	// /var/lib/bluetooth of the pod. Empty means a directory inside the
+	// simulator's own, removed by Stop; a given one is left in place.
+	StorageDir string
+	// Policy is the bus's security policy. The zero value,
+	// dbusd.PolicySystem, is the distribution's system policy with
+	// BlueZ's bluetooth.conf, and needs root; dbusd.PolicyOpen lets
+	// anyone do anything.
+	Policy dbusd.Policy
+	// LateWrite delays the one part of a bond bluetoothd writes on an idle
+	// callback after the keys, an LE device's [General] AddressType; zero
+	// writes it on the next idle turn of the main loop, as bluetoothd
+	// does.
+	LateWrite time.Duration
+	// StartTimeout bounds the wait for org.bluez to be owned; zero means
+	// DefaultStartTimeout.
+	StartTimeout time.Duration
+}
+
+// Sim is a running simulator: a private system bus and, on it, the
+// simulated bluetoothd. Its methods are safe for concurrent use.
+type Sim struct {
+	opts    Options
+	dir     string // temporary: socket, template, logs
+	storage string
+	bus     *dbusd.Daemon
+	conn    *dbus.Conn // the simulator's control connection
+
+	mu       sync.Mutex
+	bluez    *process        // nil while the BlueZ side is stopped
+	adapters []adapterRecord // re-registered when the BlueZ side restarts
+	stopped  bool
+}
+
+// adapterRecord is an adapter as AddAdapter registered it.
+type adapterRecord struct {
+	name, address string
+	props         map[string]dbus.Variant
+}
+
+// Start starts the bus and the simulated bluetoothd with no adapter, and
+// returns once org.bluez is owned. Errors name the component that failed,
+// with the end of its output; nothing is left running on error.
+func Start(ctx context.Context, opts Options) (*Sim, error) {
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = DefaultStartTimeout
+	}
+	// A short directory name: the socket path must fit in 107 bytes.
+	dir, err := os.MkdirTemp("", "bluezsim")
+	if err != nil {
+		return nil, fmt.Errorf("bluezsim: %w", err)
+	}
+	s := &Sim{opts: opts, dir: dir, storage: opts.StorageDir}
+	fail := func(err error) (*Sim, error) {
+		s.Stop()
+		return nil, err
+	}
+	if s.storage == "" {
+		s.storage = filepath.Join(dir, "storage")
+	}
+	if !filepath.IsAbs(s.storage) {
+		return fail(fmt.Errorf("bluezsim: storage directory %q is not absolute", s.storage))
+	}
+	if err := os.MkdirAll(s.storage, 0o755); err != nil {
+		return fail(fmt.Errorf("bluezsim: storage directory: %w", err))
+	}
+	if err := os.WriteFile(s.templatePath(), template, 0o644); err != nil {
+		return fail(fmt.Errorf("bluezsim: write template: %w", err))
+	}
+	busLog, err := os.Create(filepath.Join(dir, "dbus-daemon.log"))
+	if err != nil {
+		return fail(fmt.Errorf("bluezsim: %w", err))
+	}
+	defer busLog.Close() // the daemon holds its own descriptor
+	s.bus, err = dbusd.Start(ctx, dbusd.Options{
+		SocketPath:    filepath.Join(dir, "system_bus_socket"),
+		Policy:        opts.Policy,
+		KeepUser:      true,
+		Stdout:        busLog,
+		Stderr:        busLog,
+		DieWithParent: true,
+	})
+	if err != nil {
+		return fail(fmt.Errorf("bluezsim: %w", err))
+	}
+	if s.conn, err = dbus.Connect(s.bus.Address()); err != nil {
+		return fail(fmt.Errorf("bluezsim: control connection: %w", err))
+	}
+	if err := s.StartBlueZ(ctx); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// New starts a simulator for a test, failing it on error, and stops the
+// simulator when the test ends; a failed test's log shows the end of the
+// simulator's call log.
+func New(t testing.TB, opts Options) *Sim {
+	t.Helper()
+	s, err := Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("bluezsim call log (%s), last lines:\n%s", s.LogPath(), tail(s.LogPath(), 40))
+		}
+		if err := s.Stop(); err != nil {
+			t.Errorf("bluezsim: stop: %v", err)
+		}
+	})
+	return s
+}
+
+// Address returns the bus's address, unix:path=..., for
+// DBUS_SYSTEM_BUS_ADDRESS or godbus's Connect.
+func (s *Sim) Address() string { return s.bus.Address() }
+
+// SocketPath returns the bus socket's path.
+func (s *Sim) SocketPath() string { return s.bus.SocketPath() }
+
+// StorageDir returns the storage root the simulated bluetoothd writes bonds
+// under.
+func (s *Sim) StorageDir() string { return s.storage }
+
+// LogPath returns the file where the simulated bluetoothd logs every call
+// it receives and every signal it emits.
+func (s *Sim) LogPath() string { return filepath.Join(s.dir, "bluez.log") }
+
+func (s *Sim) templatePath() string { return filepath.Join(s.dir, "bluez_liken.py") }
+
+// StartBlueZ starts the simulated bluetoothd, waits until it owns org.bluez,
+// and registers again every adapter added before, which loads the bonds
+// stored under each. It fails if the BlueZ side is already running.
+func (s *Sim) StartBlueZ(ctx context.Context) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return errors.New("bluezsim: stopped")
+	}
+	if s.bluez != nil {
+		return errors.New("bluezsim: the BlueZ side is already running")
+	}
+	params, err := json.Marshal(map[string]any{"storage": s.storage, "late_write_ms": s.opts.LateWrite.Milliseconds()})
+	if err != nil {
+		return err
+	}
+	p, err := startProcess(filepath.Join(s.dir, "bluez-stderr.log"), []string{"DBUS_SYSTEM_BUS_ADDRESS=" + s.bus.Address()},
+		Python, "-m", "dbusmock", "--system", "--template", s.templatePath(), "-p", string(params), "-l", s.LogPath())
+	if err != nil {
+		return fmt.Errorf("bluezsim: start %s: %w", Python, err)
+	}
+	if err := s.waitOwner(ctx, p); err != nil {
+		p.stop()
+		return err
+	}
+	s.bluez = p
+	for _, a := range s.adapters {
+		if err := s.call(ctx, "AddAdapter", a.name, a.address, a.props); err != nil {
+			return fmt.Errorf("bluezsim: register adapter %s again: %w", a.name, err)
+		}
+	}
+	return nil
+}
+
+// waitOwner polls until org.bluez has an owner, p exits, or the bound
+// passes.
+func (s *Sim) waitOwner(ctx context.Context, p *process) error {
+	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
+	defer cancel()
+	for {
+		var owned bool
+		err := s.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, Service).Store(&owned)
+		if err == nil && owned {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return fmt.Errorf("bluezsim: the simulated bluetoothd exited (%v) before owning %s:\n%s", p.err, Service, tail(p.logPath, 20))
+		case <-ctx.Done():
+			return fmt.Errorf("bluezsim: %s not owned after %v: %w\n%s", Service, s.opts.StartTimeout, ctx.Err(), tail(p.logPath, 20))
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// StopBlueZ stops the simulated bluetoothd; org.bluez leaves the bus, and
+// clients see NameOwnerChanged with an empty new owner, as when bluetoothd
+// exits. The bus and the storage stay. Stopping a stopped BlueZ side is
+// harmless.
+func (s *Sim) StopBlueZ() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stopBlueZLocked()
+}
+
+func (s *Sim) stopBlueZLocked() error {
+	if s.bluez == nil {
+		return nil
+	}
+	s.bluez.stop()
+	s.bluez = nil
+	if s.conn == nil {
+		return nil
+	}
+	// The name is released when the process's connection closes; wait
+	// for the bus to say so, so that a restart cannot race the old owner.
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	for {
+		var owned bool
+		if err := s.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, Service).Store(&owned); err != nil {
+			return fmt.Errorf("bluezsim: after stopping BlueZ: %w", err)
+		}
+		if !owned {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bluezsim: %s still owned after its process ended", Service)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops the simulated bluetoothd and then the bus, and removes the
+// simulator's directory (and the storage, unless Options.StorageDir named
+// it). Stopping twice is harmless.
+func (s *Sim) Stop() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopped {
+		return nil
+	}
+	s.stopped = true
+	var errs []error
+	if err := s.stopBlueZLocked(); err != nil {
+		errs = append(errs, err)
+	}
+	if s.conn != nil {
+		s.conn.Close()
+	}
+	if s.bus != nil {
+		if err := s.bus.Stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	// The directory is the simulator's own; a storage directory the
+	// caller named lies outside it and stays.
+	if err := os.RemoveAll(s.dir); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// process is the simulated bluetoothd's Python process.
+type process struct {
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{} // closed once reaped
+	err     error         // valid after done
+}
+
+// startProcess starts name with args and extra environment, output to
+// logPath. The child dies with the test binary (PR_SET_PDEATHSIG): the
+// fork happens on a goroutine locked to its thread, which stays until the
+// child is reaped, because the signal follows the forking thread.
+func startProcess(logPath string, env []string, name string, args ...string) (*process, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		err := cmd.Start()
+		logFile.Close()
+		started <- err
+		if err != nil {
+			return
+		}
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// stop sends SIGTERM, and SIGKILL after 5 s, and waits for the reap.
+func (p *process) stop() {
+	select {
+	case <-p.done:
+		return
+	default:
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// tail returns the last n lines of a file, or why it could not be read.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
