@@ -178,11 +178,13 @@ func (c *Client) waitForOwner(ctx context.Context, wait time.Duration) (string, 
 				return "", fmt.Errorf("%w within %v", ErrNoBlueZ, wait)
 			}
 			return "", fmt.Errorf("waiting for org.bluez: %w", ctx.Err())
-		case s, ok := <-c.sigs:
+		case _, ok := <-c.sigs:
+			// Any signal is a reason to look again. BlueZ's own signals
+			// from before the owner is known need not be kept: the
+			// caller's first read comes after Connect returns.
 			if !ok {
 				return "", fmt.Errorf("waiting for org.bluez: %w", ErrConnectionLost)
 			}
-			_ = s // any signal is a reason to look again; BlueZ signals before the owner is known carry nothing to keep
 		case <-time.After(pollInterval * 5):
 		}
 	}
