@@ -1,0 +1,80 @@
+package bonds
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/liken-sh/operators/internal/bdaddr"
+)
+
+// Size limits. A Secret holds at most 1 MiB of data (the API server's
+// limit), and a bond's two files share one Secret, so they share the MiB.
+// An info file is a few hundred bytes (343 measured by the reference, 315
+// and 714 in the fixtures); the cache is the larger file, with SDP records
+// and, for LE, the GATT database.
+const (
+	// MaxInfoSize bounds an info file, in bytes.
+	MaxInfoSize = 64 << 10
+	// MaxCacheSize bounds a cache file, in bytes.
+	MaxCacheSize = 1<<20 - MaxInfoSize
+)
+
+// Bond is one bonded device of one adapter: BlueZ's two files about it,
+// byte for byte.
+type Bond struct {
+	// Adapter is the local adapter's address.
+	Adapter bdaddr.Address
+	// Device is the remote device's address.
+	Device bdaddr.Address
+	// Info is <ADAPTER>/<DEVICE>/info: never empty in a valid bond.
+	Info []byte
+	// Cache is <ADAPTER>/cache/<DEVICE>, or nil when there is none.
+	Cache []byte
+}
+
+// CheckInfo returns an error when data cannot be a bond's info file: empty,
+// larger than MaxInfoSize, or refused by ParseInfo.
+func CheckInfo(data []byte) error {
+	switch {
+	case len(data) == 0:
+		return errors.New("info is empty")
+	case len(data) > MaxInfoSize:
+		return fmt.Errorf("info is %d bytes, more than the %d allowed", len(data), MaxInfoSize)
+	}
+	if _, err := ParseInfo(data); err != nil {
+		return fmt.Errorf("info is not a BlueZ key file: %w", err)
+	}
+	return nil
+}
+
+// CheckCache returns an error when non-empty data cannot be a cache file:
+// larger than MaxCacheSize, or not a key file. Empty data means "no cache"
+// and passes.
+func CheckCache(data []byte) error {
+	if len(data) == 0 {
+		return nil
+	}
+	if len(data) > MaxCacheSize {
+		return fmt.Errorf("cache is %d bytes, more than the %d allowed", len(data), MaxCacheSize)
+	}
+	if _, err := ParseKeyFile(data); err != nil {
+		return fmt.Errorf("cache is not a BlueZ key file: %w", err)
+	}
+	return nil
+}
+
+// Check returns an error when b is not a bond this package would store or
+// write: a zero adapter or device address, or an info or cache that fails
+// CheckInfo or CheckCache.
+func (b Bond) Check() error {
+	if b.Adapter.IsZero() || b.Device.IsZero() {
+		return fmt.Errorf("bond %s of adapter %s: zero address", b.Device, b.Adapter)
+	}
+	if err := CheckInfo(b.Info); err != nil {
+		return fmt.Errorf("bond %s of adapter %s: %w", b.Device, b.Adapter, err)
+	}
+	if err := CheckCache(b.Cache); err != nil {
+		return fmt.Errorf("bond %s of adapter %s: %w", b.Device, b.Adapter, err)
+	}
+	return nil
+}

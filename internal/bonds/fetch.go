@@ -1,0 +1,55 @@
+package bonds
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/liken-sh/operators/internal/bdaddr"
+)
+
+// fetchPage bounds how many Secrets one list response holds. A Secret may
+// be up to 1 MiB and bondfetch runs in 64 MiB.
+const fetchPage = 16
+
+// Fetched is what Fetch found.
+type Fetched struct {
+	// Secrets is how many Secrets carried the adapter's label.
+	Secrets int
+	// Bonds are the bonds decoded from them (DecodeSecrets), sorted by
+	// device.
+	Bonds []Bond
+	// Skipped are the Secrets and keys that were not used, each a
+	// *SkipError.
+	Skipped []error
+}
+
+// Fetch lists the Secrets in namespace labelled with adapter
+// (AdapterLabel=adapter.Key()), page by page, and decodes their bonds
+// as DecodeSecrets does, keeping only the bonds between pages. It needs list on Secrets in namespace and nothing
+// else. No Secrets is not an error: an adapter that has paired nothing has
+// none. A failed list is an error naming the namespace and selector.
+func Fetch(ctx context.Context, client kubernetes.Interface, namespace string, adapter bdaddr.Address) (Fetched, error) {
+	selector := AdapterLabel + "=" + adapter.Key()
+	opts := metav1.ListOptions{LabelSelector: selector, Limit: fetchPage}
+	d := newDecoder(adapter)
+	var secrets int
+	for {
+		list, err := client.CoreV1().Secrets(namespace).List(ctx, opts)
+		if err != nil {
+			return Fetched{}, fmt.Errorf("list secrets in %s with %s: %w", namespace, selector, err)
+		}
+		secrets += len(list.Items)
+		for i := range list.Items {
+			d.add(&list.Items[i])
+		}
+		if list.Continue == "" {
+			break
+		}
+		opts.Continue = list.Continue
+	}
+	bonds, skipped := d.result()
+	return Fetched{Secrets: secrets, Bonds: bonds, Skipped: skipped}, nil
+}

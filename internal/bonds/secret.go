@@ -1,0 +1,303 @@
+package bonds
+
+import (
+	"bytes"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liken-sh/operators/internal/bdaddr"
+)
+
+// The Secret layout (reference-bluetooth.md §3.3).
+const (
+	// AdapterLabel carries the adapter's address in key spelling
+	// (bdaddr.Address.Key): the bonds of a radio are the Secrets with this
+	// label, wherever the radio is plugged in.
+	AdapterLabel = "bluetooth.liken.sh/adapter"
+	// AppLabel and AppName mark the Secrets as the operator's.
+	AppLabel = "app.kubernetes.io/name"
+	AppName  = "bluetooth-operator"
+	// SecretPrefix starts the name of every bond Secret.
+	SecretPrefix = "bluetooth-bond-"
+	// InfoSuffix and CacheSuffix end the data keys: <device key>.info and
+	// <device key>.cache.
+	InfoSuffix  = ".info"
+	CacheSuffix = ".cache"
+)
+
+// SecretName returns the name of the Secret that holds the bond between
+// adapter and device: "bluetooth-bond-<adapter key>-<device key>", e.g.
+// bluetooth-bond-5c-f3-70-8b-1a-2e-e4-17-d8-c5-67-6d (49 characters).
+//
+// The reference names it for the device alone. A speaker or headset
+// remembers several hosts, so the same device can be bonded to two
+// adapters whose Secrets share one namespace; with the device alone in the
+// name the second bond would have nowhere to go. Secrets named the
+// reference's way are still read (see DecodeSecrets).
+func SecretName(adapter, device bdaddr.Address) string {
+	return SecretPrefix + adapter.Key() + "-" + device.Key()
+}
+
+// InfoKey returns the data key of a device's info file, "<device key>.info".
+func InfoKey(device bdaddr.Address) string { return device.Key() + InfoSuffix }
+
+// CacheKey returns the data key of a device's cache file,
+// "<device key>.cache".
+func CacheKey(device bdaddr.Address) string { return device.Key() + CacheSuffix }
+
+// EncodeSecret returns the Secret that stores b in namespace: named by
+// SecretName, type Opaque, labelled with AdapterLabel and AppLabel, holding
+// InfoKey and, when b has a cache, CacheKey, byte for byte.
+func EncodeSecret(namespace string, b Bond) *corev1.Secret {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      SecretName(b.Adapter, b.Device),
+			Namespace: namespace,
+			Labels:    map[string]string{AdapterLabel: b.Adapter.Key(), AppLabel: AppName},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{InfoKey(b.Device): bytes.Clone(b.Info)},
+	}
+	if len(b.Cache) > 0 {
+		s.Data[CacheKey(b.Device)] = bytes.Clone(b.Cache)
+	}
+	return s
+}
+
+// SkipError reports a Secret, or one key of it, that was not used.
+type SkipError struct {
+	// Secret is "<namespace>/<name>".
+	Secret string
+	// Key is the data key, or "" when the whole Secret was skipped.
+	Key string
+	// Reason says why.
+	Reason string
+}
+
+func (e *SkipError) Error() string {
+	if e.Key == "" {
+		return fmt.Sprintf("secret %s skipped: %s", e.Secret, e.Reason)
+	}
+	return fmt.Sprintf("secret %s key %q skipped: %s", e.Secret, e.Key, e.Reason)
+}
+
+// DecodeSecret reads the bonds of adapter out of one Secret, whose
+// contents are untrusted. It reads the current layout (EncodeSecret) and
+// the two the reference wrote before it: one Secret per adapter with a
+// pair of keys per device, and bare "<device key>" keys holding the info
+// file. In three passes, as the reference did:
+//
+//  1. "<device>.info" keys establish bonds;
+//  2. bare "<device>" keys establish bonds for devices pass 1 did not;
+//  3. "<device>.cache" keys attach to bonds established in this Secret.
+//
+// Devices may be spelt with dashes or colons, in either case. Everything
+// else is skipped with a *SkipError naming the Secret and key, and the rest
+// of the Secret is still read: a Secret not labelled with adapter (whole),
+// a key that is not one of the three shapes around a Bluetooth address, the
+// zero address, a second key for the same device, an info that fails
+// CheckInfo (with that device's cache), a cache that fails CheckCache or
+// has no bond beside it. An empty cache value counts as no cache.
+//
+// Bonds come back sorted by device; none is empty and every one passes
+// Bond.Check.
+func DecodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []Bond, skipped []error) {
+	found, skipped := decodeSecret(adapter, s)
+	for _, f := range found {
+		bonds = append(bonds, f.Bond)
+	}
+	return bonds, skipped
+}
+
+// sourced is a decoded bond and the data key its info came from.
+type sourced struct {
+	Bond
+	key string
+}
+
+// decodeSecret is DecodeSecret, keeping each bond's key.
+func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, skipped []error) {
+	id := s.Namespace + "/" + s.Name
+	skip := func(key, format string, args ...any) {
+		skipped = append(skipped, &SkipError{Secret: id, Key: key, Reason: fmt.Sprintf(format, args...)})
+	}
+	if got := s.Labels[AdapterLabel]; got != adapter.Key() {
+		skip("", "labelled %s=%q, not this adapter's %q", AdapterLabel, got, adapter.Key())
+		return nil, skipped
+	}
+	type entry struct {
+		device bdaddr.Address
+		key    string
+	}
+	var infos, bare, caches []entry
+	keys := make([]string, 0, len(s.Data))
+	for k := range s.Data {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		name, list := k, &bare
+		if base, ok := strings.CutSuffix(k, InfoSuffix); ok {
+			name, list = base, &infos
+		} else if base, ok := strings.CutSuffix(k, CacheSuffix); ok {
+			name, list = base, &caches
+		}
+		device, err := bdaddr.Parse(name)
+		switch {
+		case err != nil:
+			skip(k, "not <address>%s, <address>%s or <address>, with a Bluetooth address", InfoSuffix, CacheSuffix)
+		case device.IsZero():
+			skip(k, "the zero address names no device")
+		default:
+			*list = append(*list, entry{device, k})
+		}
+	}
+
+	byDevice := map[bdaddr.Address]*Bond{}
+	source := map[bdaddr.Address]string{} // the key each bond's info came from
+	establish := func(entries []entry) {
+		for _, e := range entries {
+			if other, dup := source[e.device]; dup {
+				skip(e.key, "%s already holds device %s", other, e.device)
+				continue
+			}
+			source[e.device] = e.key
+			info := s.Data[e.key]
+			if err := CheckInfo(info); err != nil {
+				skip(e.key, "%v", err)
+				byDevice[e.device] = nil // the device is known, and has no bond
+				continue
+			}
+			byDevice[e.device] = &Bond{Adapter: adapter, Device: e.device, Info: bytes.Clone(info)}
+		}
+	}
+	// The canonical spelling first, so that it wins over a variant.
+	sort.SliceStable(infos, func(i, j int) bool {
+		return infos[i].key == InfoKey(infos[i].device) && infos[j].key != InfoKey(infos[j].device)
+	})
+	establish(infos)
+	var rest []entry
+	for _, e := range bare {
+		if other, done := source[e.device]; done && strings.HasSuffix(other, InfoSuffix) {
+			skip(e.key, "superseded by %s", other)
+			continue
+		}
+		rest = append(rest, e)
+	}
+	establish(rest)
+
+	attached := map[bdaddr.Address]string{}
+	sort.SliceStable(caches, func(i, j int) bool {
+		return caches[i].key == CacheKey(caches[i].device) && caches[j].key != CacheKey(caches[j].device)
+	})
+	for _, e := range caches {
+		b, known := byDevice[e.device]
+		switch {
+		case !known:
+			skip(e.key, "no info for device %s in this secret", e.device)
+		case b == nil:
+			skip(e.key, "the info of device %s was skipped", e.device)
+		case attached[e.device] != "":
+			skip(e.key, "%s already holds the cache of device %s", attached[e.device], e.device)
+		default:
+			attached[e.device] = e.key
+			cache := s.Data[e.key]
+			if err := CheckCache(cache); err != nil {
+				skip(e.key, "%v", err)
+			} else if len(cache) > 0 {
+				b.Cache = bytes.Clone(cache)
+			}
+		}
+	}
+	for device, b := range byDevice {
+		if b != nil {
+			bonds = append(bonds, sourced{*b, source[device]})
+		}
+	}
+	sort.Slice(bonds, func(i, j int) bool { return bytes.Compare(bonds[i].Device[:], bonds[j].Device[:]) < 0 })
+	return bonds, skipped
+}
+
+// DecodeSecrets reads the bonds of adapter out of several Secrets, one
+// bond per device. When two Secrets hold the same device, the one named
+// SecretName(adapter, device) wins, then one named the reference's
+// per-bond way (SecretPrefix and the device), then the reference's older
+// per-adapter Secret; between equals, the name that sorts last. Each
+// copy that loses is reported in skipped, as is everything DecodeSecret
+// skips.
+func DecodeSecrets(adapter bdaddr.Address, secrets []corev1.Secret) (bonds []Bond, skipped []error) {
+	d := newDecoder(adapter)
+	for i := range secrets {
+		d.add(&secrets[i])
+	}
+	return d.result()
+}
+
+// decoder accumulates DecodeSecrets over Secrets that arrive a page at a
+// time, holding only the winning bond of each device.
+type decoder struct {
+	adapter bdaddr.Address
+	best    map[bdaddr.Address]candidate
+	skipped []error
+}
+
+type candidate struct {
+	bond Bond
+	name string // the Secret's
+	key  string // the info's
+	rank int
+}
+
+func newDecoder(adapter bdaddr.Address) *decoder {
+	return &decoder{adapter: adapter, best: map[bdaddr.Address]candidate{}}
+}
+
+// rank orders the Secrets that may hold a device's bond: this package's
+// name, the reference's per-bond name, anything else.
+func (d *decoder) rank(name string, device bdaddr.Address) int {
+	switch name {
+	case SecretName(d.adapter, device):
+		return 2
+	case SecretPrefix + device.Key():
+		return 1
+	}
+	return 0
+}
+
+func (d *decoder) add(s *corev1.Secret) {
+	got, skips := decodeSecret(d.adapter, s)
+	d.skipped = append(d.skipped, skips...)
+	for _, b := range got {
+		c := candidate{b.Bond, s.Name, b.key, d.rank(s.Name, b.Device)}
+		old, dup := d.best[b.Device]
+		if !dup {
+			d.best[b.Device] = c
+			continue
+		}
+		loser := old
+		if c.rank > old.rank || (c.rank == old.rank && c.name > old.name) {
+			d.best[b.Device] = c
+		} else {
+			loser = c
+		}
+		d.skipped = append(d.skipped, &SkipError{Secret: s.Namespace + "/" + loser.name, Key: loser.key,
+			Reason: fmt.Sprintf("device %s is also in secret %s, which wins", b.Device, d.best[b.Device].name)})
+	}
+}
+
+func (d *decoder) result() ([]Bond, []error) {
+	bonds := make([]Bond, 0, len(d.best))
+	for _, c := range d.best {
+		bonds = append(bonds, c.bond)
+	}
+	sortBonds(bonds)
+	return bonds, d.skipped
+}
+
+func sortBonds(bonds []Bond) {
+	sort.Slice(bonds, func(i, j int) bool { return bytes.Compare(bonds[i].Device[:], bonds[j].Device[:]) < 0 })
+}

@@ -1,0 +1,93 @@
+package bonds
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// SyncReport names the Secrets Sync created, updated and found already
+// holding the bond.
+type SyncReport struct {
+	Created, Updated, Unchanged []string
+}
+
+// Sync writes each bond to its own Secret in namespace (EncodeSecret), for
+// the operator's write-back of what bluetoothd holds. Call it with what
+// ReadTree returned, after the settle window: BlueZ writes parts of a new
+// bond on an idle callback.
+//
+// For each bond it reads the Secret by name and creates it when absent,
+// updates it when the info, the cache or the labels differ, and does
+// nothing when they match, so an idle pass costs one GET a bond and no
+// write. An update carries the resourceVersion that was read (a conflict
+// is an error for this pass; the next pass retries) and keeps the
+// Secret's other keys and labels. A bond without a cache leaves a stored
+// cache key alone: the cache file can land after the info. Nothing is ever
+// deleted. Requests are get, create and update on Secrets in namespace
+// only: no list, no watch, nothing in other namespaces.
+//
+// A bond that fails Bond.Check, and a Secret of that name that is
+// labelled with another adapter or not of type Opaque, are left alone
+// with an error. Errors of all bonds are joined; the bonds before and
+// after an error are still synced.
+func Sync(ctx context.Context, client kubernetes.Interface, namespace string, bonds []Bond) (SyncReport, error) {
+	var report SyncReport
+	var errs []error
+	secrets := client.CoreV1().Secrets(namespace)
+	for _, b := range bonds {
+		if err := b.Check(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: not stored", err))
+			continue
+		}
+		want := EncodeSecret(namespace, b)
+		name := want.Name
+		cur, err := secrets.Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			if _, err := secrets.Create(ctx, want, metav1.CreateOptions{}); err != nil {
+				errs = append(errs, fmt.Errorf("create secret %s/%s: %w", namespace, name, err))
+				continue
+			}
+			report.Created = append(report.Created, name)
+			continue
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("get secret %s/%s: %w", namespace, name, err))
+			continue
+		}
+		if got := cur.Labels[AdapterLabel]; got != b.Adapter.Key() {
+			errs = append(errs, fmt.Errorf("secret %s/%s is labelled %s=%q, not %q: left alone", namespace, name, AdapterLabel, got, b.Adapter.Key()))
+			continue
+		}
+		if cur.Type != corev1.SecretTypeOpaque {
+			errs = append(errs, fmt.Errorf("secret %s/%s is of type %s, not Opaque: left alone", namespace, name, cur.Type))
+			continue
+		}
+		next := cur.DeepCopy()
+		if next.Labels == nil {
+			next.Labels = map[string]string{}
+		}
+		maps.Copy(next.Labels, want.Labels)
+		if next.Data == nil {
+			next.Data = map[string][]byte{}
+		}
+		maps.Copy(next.Data, want.Data)
+		if maps.Equal(next.Labels, cur.Labels) && maps.EqualFunc(next.Data, cur.Data, bytes.Equal) {
+			report.Unchanged = append(report.Unchanged, name)
+			continue
+		}
+		if _, err := secrets.Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+			errs = append(errs, fmt.Errorf("update secret %s/%s: %w", namespace, name, err))
+			continue
+		}
+		report.Updated = append(report.Updated, name)
+	}
+	return report, errors.Join(errs...)
+}
