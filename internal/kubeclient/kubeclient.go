@@ -1,0 +1,50 @@
+// Package kubeclient builds the API client every liken program uses: the
+// pod's service account in a cluster, or a kubeconfig file for a person
+// running a program by hand and for tests against the local control plane.
+package kubeclient
+
+import (
+	"fmt"
+	"os"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// KubeconfigEnv names the kubeconfig file when no path is passed.
+const KubeconfigEnv = "KUBECONFIG"
+
+// Config returns a REST config from kubeconfig (a file path), else from
+// $KUBECONFIG, else from the pod's service account (in-cluster). userAgent
+// names the program in the API server's logs. Errors name the source that
+// failed.
+func Config(kubeconfig, userAgent string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		kubeconfig = os.Getenv(KubeconfigEnv)
+	}
+	var cfg *rest.Config
+	var err error
+	if kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", kubeconfig)
+		if err != nil {
+			return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
+		}
+	} else {
+		cfg, err = rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config (no %s set): %w", KubeconfigEnv, err)
+		}
+	}
+	cfg.UserAgent = userAgent
+	return cfg, nil
+}
+
+// New returns a clientset built from Config.
+func New(kubeconfig, userAgent string) (kubernetes.Interface, error) {
+	cfg, err := Config(kubeconfig, userAgent)
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
