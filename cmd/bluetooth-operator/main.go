@@ -1,0 +1,90 @@
+// Command bluetooth-operator is the operator container of the Bluetooth
+// seed: the bluetooth.liken.sh DRA driver. It reads bluetoothd over the
+// pod's D-Bus socket, finds controllers' input nodes in sysfs, publishes
+// every paired controller and the adapter's media bus, prepares claims
+// into CDI specs, and writes new pairings back to Secrets.
+//
+// Environment (as the seed sets it): NODE_NAME and POD_NAMESPACE
+// (required), DBUS_SYSTEM_BUS_ADDRESS, optional BLUETOOTH_BONDS_ROOT,
+// POD_UID (per-pod kubelet sockets for rolling updates) and
+// METRICS_ADDRESS (empty: no metrics listener). Flags move the host paths
+// for tests and for a kubelet with another root directory.
+//
+// Exit status: 0 on SIGTERM or SIGINT, 1 on any failure, including
+// bluetoothd leaving the bus, so that the kubelet's restart is the retry.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/liken-sh/operators/internal/bluetooth"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/kubeclient"
+	"github.com/liken-sh/operators/internal/metricsserver"
+)
+
+func main() {
+	klog.InitFlags(nil)
+	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else the pod's service account)")
+	sysRoot := flag.String("sys-root", "/sys", "sysfs mount")
+	devRoot := flag.String("dev-root", "/dev", "device node directory")
+	registrar := flag.String("kubelet-registry-dir", dra.DefaultRegistrarDir, "kubelet plugin registration directory")
+	plugins := flag.String("kubelet-plugins-dir", dra.DefaultPluginsDir, "kubelet plugins directory; the driver uses <dir>/"+bluetooth.DriverName)
+	cdiDir := flag.String("cdi-dir", dra.DefaultCDIDir, "CDI spec directory")
+	flag.Parse()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	logger := klog.Background()
+	ctx = klog.NewContext(ctx, logger)
+	if err := run(ctx, *kubeconfig, *sysRoot, *devRoot, *registrar, *plugins, *cdiDir); err != nil {
+		logger.Error(err, "bluetooth-operator failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	logger.Info("bluetooth-operator stopped")
+	klog.Flush()
+}
+
+func run(ctx context.Context, kubeconfig, sysRoot, devRoot, registrar, plugins, cdiDir string) error {
+	node, ns := os.Getenv("NODE_NAME"), os.Getenv("POD_NAMESPACE")
+	if node == "" || ns == "" {
+		return errors.New("NODE_NAME and POD_NAMESPACE must be set (the seed sets both from the downward API)")
+	}
+	client, err := kubeclient.New(kubeconfig, "bluetooth-operator")
+	if err != nil {
+		return err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	listener, err := metricsserver.Listen(os.Getenv("METRICS_ADDRESS"))
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := metricsserver.Serve(ctx, listener, reg); err != nil {
+			klog.FromContext(ctx).Error(err, "Metrics listener stopped")
+		}
+	}()
+	bondsRoot := os.Getenv("BLUETOOTH_BONDS_ROOT")
+	return bluetooth.Run(ctx, bluetooth.Config{
+		NodeName: node, Namespace: ns, KubeClient: client,
+		BondsRoot: bondsRoot, SysRoot: sysRoot, DevRoot: devRoot,
+		DRA: dra.Options{
+			RegistrarDir: registrar, PluginDir: filepath.Join(plugins, bluetooth.DriverName), CDIDir: cdiDir,
+			PodUID: types.UID(os.Getenv("POD_UID")),
+		},
+		Registerer: reg,
+	})
+}

@@ -1,0 +1,273 @@
+package bluetooth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/internal/bluez"
+	"github.com/liken-sh/operators/internal/bonds"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/hid"
+	"github.com/liken-sh/operators/internal/settle"
+	"github.com/liken-sh/operators/internal/uevent"
+)
+
+// Defaults of Config.
+const (
+	DefaultBondsRoot = "/var/lib/bluetooth"
+	// DefaultBackstop is the pass every minute that catches anything the
+	// event sources missed (a lost uevent, a signal dropped by the bus).
+	DefaultBackstop = time.Minute
+	// retryAfter is the one extra pass after a failed one.
+	retryAfter = 5 * time.Second
+)
+
+// Config is what the operator runs with. NodeName, Namespace and
+// KubeClient are required; the rest defaults to the paths of the seed's pod.
+type Config struct {
+	NodeName   string               // the node, from the downward API
+	Namespace  string               // where the bond Secrets live (POD_NAMESPACE)
+	KubeClient kubernetes.Interface // slices, claims, Secrets
+
+	Bus       bluez.Options // the bus of the bluetoothd sidecar; Address empty = DBUS_SYSTEM_BUS_ADDRESS
+	BondsRoot string        // BlueZ's storage tree, shared with bluetoothd
+	SysRoot   string        // sysfs, for HID discovery
+	DevRoot   string        // /dev, for evdev node paths
+	// DRA locates the kubelet and CDI directories; DriverName, CDIClass,
+	// NodeName and KubeClient are filled in by Run.
+	DRA dra.Options
+	// BondSettle is the settle window of bond write-back; zero means the
+	// core's slice window, because BlueZ writes parts of a bond on an idle
+	// callback after pairing.
+	BondSettle time.Duration
+	Backstop   time.Duration
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) complete() error {
+	switch {
+	case c.NodeName == "":
+		return errors.New("the node name is required (NODE_NAME)")
+	case c.Namespace == "":
+		return errors.New("the namespace of the bond Secrets is required (POD_NAMESPACE)")
+	case c.KubeClient == nil:
+		return errors.New("an API client is required")
+	}
+	if c.BondsRoot == "" {
+		c.BondsRoot = DefaultBondsRoot
+	}
+	if c.SysRoot == "" {
+		c.SysRoot = hid.DefaultSysRoot
+	}
+	if c.DevRoot == "" {
+		c.DevRoot = hid.DefaultDevRoot
+	}
+	if c.BondSettle <= 0 {
+		c.BondSettle = dra.DefaultSettleQuiet
+	}
+	if c.Backstop <= 0 {
+		c.Backstop = DefaultBackstop
+	}
+	c.DRA.DriverName, c.DRA.CDIClass = DriverName, CDIClass
+	c.DRA.NodeName, c.DRA.KubeClient, c.DRA.Registerer = c.NodeName, c.KubeClient, c.Registerer
+	return nil
+}
+
+// Run is the operator: it waits for bluetoothd on the bus, serves the
+// kubelet, and on every change (a BlueZ signal, a HID uevent, the backstop)
+// reads bluetoothd's objects and the HID devices, asserts page scan,
+// publishes the device set, and, after the bond settle window, writes
+// every bond bluetoothd holds back to its Secret.
+//
+// It returns nil when ctx ends (SIGTERM: a clean exit, the slice stays for
+// the next pod) and an error otherwise: bluetoothd or the bus did not
+// appear in time, bluetoothd left the bus (the kubelet restarts this
+// container beside the new daemon), the uevent socket failed, or the DRA
+// plugin stopped.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.complete(); err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx)
+	client, err := bluez.Connect(ctx, cfg.Bus)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	logger.Info("bluetoothd is on the bus", "owner", client.Owner())
+
+	discover := func(context.Context) (InputNodes, error) {
+		scan, err := hid.Discover(cfg.SysRoot, cfg.DevRoot)
+		return scan, err
+	}
+	driver, err := dra.Start(ctx, cfg.DRA, Prepare(discover))
+	if err != nil {
+		return err
+	}
+	defer driver.Stop()
+
+	events, err := uevent.Listen(ctx, uevent.Options{})
+	if err != nil {
+		return fmt.Errorf("uevents: %w", err)
+	}
+	if ok, err := uevent.InInitialUserNamespace(); err == nil && !ok {
+		logger.Error(nil, "Not in the initial user namespace: the kernel sends this process no uevents, so controllers appear only at the backstop pass (the seed sets hostUsers: true)")
+	}
+
+	op := &operator{cfg: cfg, client: client, driver: driver, tracker: hid.NewTracker(),
+		bondWindow: settle.New(cfg.BondSettle, dra.DefaultSettleCap)}
+	go op.bondWindow.Run(ctx, op.syncBonds)
+	return op.loop(ctx, events)
+}
+
+// operator is the state of one Run.
+type operator struct {
+	cfg        Config
+	client     *bluez.Client
+	driver     *dra.Driver
+	tracker    *hid.Tracker
+	inventory  Inventory
+	bondWindow *settle.Window
+
+	mu   sync.Mutex
+	live []bdaddr.Address // the adapters of the latest pass, for bond sync
+}
+
+func (o *operator) loop(ctx context.Context, events *uevent.Listener) error {
+	logger := klog.FromContext(ctx)
+	backstop := time.NewTicker(o.cfg.Backstop)
+	defer backstop.Stop()
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	for {
+		if err := o.pass(ctx); err != nil {
+			logger.Error(err, "Pass failed; one retry follows", "after", retryAfter)
+			retry.Reset(retryAfter)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-o.client.Done():
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("bluetoothd left the bus: %w", o.client.Err())
+		case <-o.driver.Done():
+			return fmt.Errorf("DRA plugin stopped: %w", o.driver.Err())
+		case <-events.Done():
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("uevent listener stopped: %w", events.Err())
+		case <-o.client.Changes():
+			drain(o.client.Changes()) // one pass covers a burst of signals
+		case ev := <-events.Events():
+			if !o.tracker.Observe(ev).Relevant {
+				continue
+			}
+		case err := <-events.Errors():
+			if !errors.Is(err, uevent.ErrOverflow) {
+				logger.V(2).Info("Ignoring a uevent datagram", "err", err)
+				continue
+			}
+			logger.Info("Uevents were lost; rescanning")
+		case <-backstop.C:
+		case <-retry.C:
+		}
+	}
+}
+
+// pass reads everything and publishes the result.
+func (o *operator) pass(ctx context.Context) error {
+	logger := klog.FromContext(ctx)
+	objs, err := o.client.ManagedObjects(ctx)
+	if err != nil {
+		return err
+	}
+	for _, p := range objs.Problems {
+		logger.V(1).Info("BlueZ object read with a problem", "problem", p)
+	}
+	var live []bdaddr.Address
+	for _, a := range objs.Adapters {
+		if a.NeedsPageScan() {
+			// A fresh bluetoothd starts with page scan off, and then no
+			// bonded controller can reconnect, silently.
+			if err := o.client.SetConnectable(ctx, a.Path); err != nil {
+				logger.Error(err, "Asserting page scan", "adapter", a.Address)
+			} else {
+				logger.Info("Turned page scan on", "adapter", a.Address)
+			}
+		}
+		if addr, err := bdaddr.Parse(a.Address); err == nil && !addr.IsZero() {
+			live = append(live, addr)
+		}
+	}
+	scan, err := hid.Discover(o.cfg.SysRoot, o.cfg.DevRoot)
+	if err != nil {
+		return fmt.Errorf("HID discovery: %w", err)
+	}
+	o.tracker.Reset(scan.Devices)
+	o.inventory.Observe(objs)
+	devices, problems := o.inventory.Devices(scan)
+	for _, p := range problems {
+		logger.V(1).Info("Device left out", "problem", p)
+	}
+	if err := o.driver.SetDevices(devices); err != nil {
+		return err
+	}
+	o.mu.Lock()
+	o.live = live
+	o.mu.Unlock()
+	o.bondWindow.Poke()
+	if gone := o.inventory.Departed(); len(gone) > 0 {
+		return fmt.Errorf("adapters %v left bluetoothd", gone)
+	}
+	return nil
+}
+
+// syncBonds writes every bond of the live adapters back to its Secret.
+func (o *operator) syncBonds(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	o.mu.Lock()
+	live := o.live
+	o.mu.Unlock()
+	for _, adapter := range live {
+		found, skipped, err := bonds.ReadTree(o.cfg.BondsRoot, adapter)
+		if err != nil {
+			logger.Error(err, "Reading bonds", "adapter", adapter)
+			continue
+		}
+		for _, s := range skipped {
+			logger.Info("Bond left out of write-back", "adapter", adapter, "problem", s)
+		}
+		report, err := bonds.Sync(ctx, o.cfg.KubeClient, o.cfg.Namespace, found)
+		if err != nil {
+			logger.Error(err, "Writing bonds back", "adapter", adapter)
+		}
+		if len(report.Created)+len(report.Updated) > 0 {
+			logger.Info("Bonds written back", "adapter", adapter, "created", report.Created, "updated", report.Updated)
+		}
+	}
+}
+
+// drain empties a channel that is not closed, without blocking.
+func drain[T any](ch <-chan T) {
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		default:
+			return
+		}
+	}
+}

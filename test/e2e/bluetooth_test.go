@@ -1,0 +1,162 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/liken-sh/operators/internal/bluetooth"
+	"github.com/liken-sh/operators/internal/bluez"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/test/bluezsim"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/e2e/kubelet"
+)
+
+const (
+	adapterAddr = "00:1A:7D:DA:71:13"
+	padAddr     = "E4:17:D8:C5:67:6D" // the 8BitDo NES30 Pro of the fixtures
+	speakerAddr = "A0:AB:51:33:B7:12"
+	hidUUID     = "00001124-0000-1000-8000-00805f9b34fb"
+	a2dpSink    = "0000110b-0000-1000-8000-00805f9b34fb"
+)
+
+// TestBluetoothOperator runs the operator against the BlueZ simulator on a
+// real bus, a recorded-shape sysfs, and the real control plane.
+func TestBluetoothOperator(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cluster.Stop)
+	client := cluster.Client()
+	if err := cluster.AddLikenNode(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	if err := cluster.ApplyDeviceClass(ctx, inputClass()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cluster.WaitForServiceAccount(ctx, "default", "default"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liken-system"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	sim := bluezsim.New(t, bluezsim.Options{StorageDir: filepath.Join(dir, "bluetooth")})
+	must(t, ignore(sim.AddAdapter("hci0", adapterAddr)))
+	must(t, ignore(sim.AddDevice("hci0", padAddr, bluezsim.Device{Name: "8Bitdo NES30 Pro", Class: 0x002508, Modalias: "usb:v2DC8p3820d0100", UUIDs: []string{hidUUID}})))
+	must(t, ignore(sim.AddDevice("hci0", speakerAddr, bluezsim.Device{Name: "Kitchen", Class: 0x240414, UUIDs: []string{a2dpSink}})))
+	for _, d := range []string{padAddr, speakerAddr} {
+		must(t, sim.Pair("hci0", d))
+		must(t, sim.Connect("hci0", d))
+	}
+	sysRoot := filepath.Join(dir, "sys")
+	writeHIDDevice(t, sysRoot, padAddr, adapterAddr, 7)
+
+	opCtx, stopOp := context.WithCancel(ctx)
+	opDone := make(chan error, 1)
+	draOpts := dra.Options{
+		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", bluetooth.DriverName),
+		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
+	}
+	go func() {
+		opDone <- bluetooth.Run(opCtx, bluetooth.Config{
+			NodeName: node, Namespace: "liken-system", KubeClient: client,
+			Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
+			SysRoot: sysRoot, DevRoot: "/dev", DRA: draOpts, BondSettle: 300 * time.Millisecond,
+		})
+	}()
+	t.Cleanup(func() { stopOp(); <-opDone })
+
+	pad, speaker := bluetooth.ControllerName(mustAddr(t, padAddr)), bluetooth.ControllerName(mustAddr(t, speakerAddr))
+	media := bluetooth.MediaBusName(mustAddr(t, adapterAddr))
+	slice := waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return hasDevice(s, pad) && hasDevice(s, speaker) && hasDevice(s, media)
+	})
+	for _, d := range slice.Spec.Devices {
+		if d.Name == media && !*d.Attributes["sound.liken.sh/supportsSound"].BoolValue {
+			t.Fatal("media bus not stamped supportsSound")
+		}
+	}
+
+	// A claim selecting input goes to the gamepad, never the speaker.
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pad"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "pad", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "bluetooth-input"},
+		}}}},
+	}
+	allocated := createWithPod(t, ctx, cluster, claim, "player")
+	if got := allocated.Status.Allocation.Devices.Results[0].Device; got != pad {
+		t.Fatalf("input claim allocated %s, want the gamepad %s", got, pad)
+	}
+	kl := kubelet.New(client, draOpts.RegistrarDir)
+	t.Cleanup(func() { kl.Close() })
+	plugin, err := kl.Discover(ctx, bluetooth.DriverName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev := prepareOK(t, ctx, plugin, allocated)
+	spec, err := cdi.ReadSpec(filepath.Join(draOpts.CDIDir, bluetooth.DriverName+"-"+string(allocated.UID)+".json"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, name, _ := cdiParts(dev.CdiDeviceIds[0])
+	edits := spec.GetDevice(name).ContainerEdits
+	if len(edits.DeviceNodes) != 1 || edits.DeviceNodes[0].Path != "/dev/input/event7" || len(edits.Mounts) != 0 || len(edits.Env) != 0 {
+		t.Fatalf("CDI edits %+v, want exactly the gamepad's event7", edits)
+	}
+
+	// The gamepad disconnecting taints it.
+	must(t, sim.Disconnect("hci0", padAddr, bluezsim.ReasonRemote))
+	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
+			return d.Name == pad && slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == bluetooth.TaintDisconnected })
+		})
+	})
+
+	// Every bond lands in its Secret, byte for byte, and so does a new pairing.
+	newPad := "C8:3F:26:00:11:22"
+	must(t, ignore(sim.AddDevice("hci0", newPad, bluezsim.Device{Name: "Wireless Controller", Class: 0x002508, UUIDs: []string{hidUUID}})))
+	must(t, sim.Pair("hci0", newPad))
+	for _, d := range []string{padAddr, speakerAddr, newPad} {
+		waitForBondSecret(t, ctx, cluster, sim.StorageDir(), d)
+	}
+}
+
+func inputClass() *resourceapi.DeviceClass {
+	return &resourceapi.DeviceClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "bluetooth-input"},
+		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+			Expression: `device.driver == "bluetooth.liken.sh" && has(device.attributes["bluetooth.liken.sh"].input) && device.attributes["bluetooth.liken.sh"].input`,
+		}}}},
+	}
+}
+
+// writeHIDDevice lays out what the kernel shows for a Bluetooth HID device
+// registered by BlueZ through uhid: the bus entry links into
+// /sys/devices/virtual/misc/uhid, and evdev's node sits below input/inputN.
+func writeHIDDevice(t *testing.T, sysRoot, peer, adapter string, event int) {
+	t.Helper()
+	sysName := "0005:2DC8:3820.0001"
+	devDir := filepath.Join(sysRoot, "devices", "virtual", "misc", "uhid", sysName)
+	evDir := filepath.Join(devDir, "input", "input5", "event"+itoa(event))
+	must(t, os.MkdirAll(evDir, 0o755))
+	must(t, os.MkdirAll(filepath.Join(sysRoot, "bus", "hid", "devices"), 0o755))
+	must(t, os.WriteFile(filepath.Join(devDir, "uevent"), []byte("DRIVER=hid-generic\nHID_ID=0005:00002DC8:00003820\nHID_NAME=8Bitdo NES30 Pro\nHID_PHYS="+strings.ToLower(adapter)+"\nHID_UNIQ="+strings.ToLower(peer)+"\nMODALIAS=hid:b0005g0001v00002DC8p00003820\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(evDir, "uevent"), []byte("MAJOR=13\nMINOR="+itoa(64+event)+"\nDEVNAME=input/event"+itoa(event)+"\n"), 0o644))
+	must(t, os.Symlink(devDir, filepath.Join(sysRoot, "bus", "hid", "devices", sysName)))
+}

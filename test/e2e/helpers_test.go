@@ -1,0 +1,121 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"tags.cncf.io/container-device-interface/pkg/parser"
+
+	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/internal/bonds"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/e2e/testdriver"
+)
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// ignore drops a value so that must can check the error of a two-result call.
+func ignore[T any](_ T, err error) error { return err }
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func mustAddr(t *testing.T, s string) bdaddr.Address {
+	t.Helper()
+	a, err := bdaddr.Parse(s)
+	must(t, err)
+	return a
+}
+
+func cdiParts(id string) (vendor, class, name string, err error) {
+	return parser.ParseQualifiedName(id)
+}
+
+func hasDevice(s *resourceapi.ResourceSlice, name string) bool {
+	for _, d := range s.Spec.Devices {
+		if d.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// waitForDriverSlice polls the driver's slices until one satisfies ok.
+func waitForDriverSlice(t *testing.T, ctx context.Context, c *harness.Cluster, driver string, ok func(*resourceapi.ResourceSlice) bool) *resourceapi.ResourceSlice {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		list, err := c.Client().ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + driver})
+		must(t, err)
+		for i := range list.Items {
+			if ok(&list.Items[i]) {
+				return &list.Items[i]
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no ResourceSlice of %s in the expected state", driver)
+	return nil
+}
+
+// createWithPod makes the claim and a pod on the node that uses it, and
+// returns the claim once the real scheduler allocated it.
+func createWithPod(t *testing.T, ctx context.Context, c *harness.Cluster, claim *resourceapi.ResourceClaim, pod string) *resourceapi.ResourceClaim {
+	t.Helper()
+	client := c.Client()
+	_, err := client.ResourceV1().ResourceClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{})
+	must(t, err)
+	p := testdriver.PodWithClaim(claim.Namespace, pod, node, claim.Name)
+	p.Spec.ResourceClaims[0].Name = claim.Spec.Devices.Requests[0].Name
+	p.Spec.Containers[0].Resources.Claims[0].Name = claim.Spec.Devices.Requests[0].Name
+	_, err = client.CoreV1().Pods(claim.Namespace).Create(ctx, p, metav1.CreateOptions{})
+	must(t, err)
+	_, err = c.WaitForPodScheduled(ctx, claim.Namespace, pod)
+	must(t, err)
+	allocated, err := c.WaitForClaimAllocated(ctx, claim.Namespace, claim.Name)
+	must(t, err)
+	return allocated
+}
+
+// waitForBondSecret waits until the bond of device in the storage tree is
+// in its Secret byte for byte.
+func waitForBondSecret(t *testing.T, ctx context.Context, c *harness.Cluster, root, device string) {
+	t.Helper()
+	dev := mustAddr(t, device)
+	adapter := mustAddr(t, adapterAddr)
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		tree, _, err := bonds.ReadTree(root, adapter)
+		must(t, err)
+		var want *bonds.Bond
+		for i := range tree {
+			if tree[i].Device == dev {
+				want = &tree[i]
+			}
+		}
+		s, err := c.Client().CoreV1().Secrets("liken-system").Get(ctx, bonds.SecretName(adapter, dev), metav1.GetOptions{})
+		if err == nil && want != nil && bytes.Equal(s.Data[bonds.InfoKey(dev)], want.Info) && len(want.Info) > 0 {
+			return
+		}
+		last = "secret: " + errString(err)
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("bond of %s never reached its Secret (%s)", device, last)
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "present, bytes differ"
+	}
+	return err.Error()
+}
