@@ -1,0 +1,40 @@
+// Command bluetooth-bondfetch is the init container of the Bluetooth
+// operator's pod. It restores the bonds of the adapter this pod claimed
+// from their Secrets into BlueZ's storage tree, before the bluetoothd
+// sidecar starts: bluetoothd reads that tree once, when the adapter
+// registers, and never again.
+//
+// It reads the claimed adapter's address from the kernel (package hci:
+// the claim's usbfs node, sysfs, then HCIGETDEVINFO on an AF_BLUETOOTH
+// socket, which needs hostNetwork but no capability), lists the Secrets in
+// $POD_NAMESPACE labelled bluetooth.liken.sh/adapter=<address>, and writes
+// <root>/<ADAPTER>/<DEVICE>/info and <root>/<ADAPTER>/cache/<DEVICE>
+// (package bonds). Secret contents are untrusted: what cannot be a bond is
+// skipped with a line naming the Secret and key.
+//
+// Exit status 0 means the tree is written, or there was nothing to write
+// (an adapter that has paired nothing has no Secrets). Any other failure
+// exits 1 with a line naming what failed; the pod stays in Init and the
+// kubelet's restart is the retry.
+//
+// Usage:
+//
+//	bluetooth-bondfetch [-root DIR] [-sysfs DIR] [-dev DIR] [-adapter hciN] [-timeout D] [-kubeconfig FILE]
+//
+// Environment: POD_NAMESPACE (required), BLUETOOTH_BONDS_ROOT (the default
+// of -root, itself defaulting to /var/lib/bluetooth), and the in-cluster
+// API variables unless -kubeconfig or $KUBECONFIG names a kubeconfig.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stderr, realWorld()))
+}
