@@ -78,6 +78,8 @@ type SkipError struct {
 	Reason string
 }
 
+// Error says "secret <ns>/<name> key "<key>" skipped: <reason>", or
+// without the key when the whole Secret was skipped.
 func (e *SkipError) Error() string {
 	if e.Key == "" {
 		return fmt.Sprintf("secret %s skipped: %s", e.Secret, e.Reason)

@@ -5,7 +5,7 @@
 // adapter's usbfs node, /dev/bus/usb/BBB/DDD (reference-bluetooth.md §4).
 // [ClaimedUSBNodes] reads it from the container's /dev, [FindAdapter]
 // follows sysfs from that USB device to the hciN the kernel registered
-// below it, and [ReadDevInfo] asks the kernel for that hciN's address over
+// below it, and [Socket.DevInfo] asks the kernel for that hciN's address over
 // an AF_BLUETOOTH socket with the HCIGETDEVINFO ioctl. [Resolver] ties the
 // three together and waits, bounded, while a freshly enumerated adapter
 // still reports the all-zero address.
