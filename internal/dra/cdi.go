@@ -59,9 +59,14 @@ func (w *cdiWriter) path(claimUID types.UID) string {
 
 // deviceName is the CDI device name of one allocated device of a claim. It
 // carries the claim UID, because runtimes cache specs and a name must never
-// be reused by a later claim.
-func deviceName(claimUID types.UID, device string) string {
-	return string(claimUID) + "-" + device
+// be reused by a later claim, and the share ID when the device is shared, so
+// that two shares of one device in one claim stay two CDI devices.
+func deviceName(claimUID types.UID, device string, share *types.UID) string {
+	name := string(claimUID) + "-" + device
+	if share != nil {
+		name += "-" + string(*share)
+	}
+	return name
 }
 
 // qualified is the CDI device ID a container runtime resolves.
@@ -122,7 +127,10 @@ func (w *cdiWriter) claimUIDs() ([]types.UID, error) {
 		if e.IsDir() || !strings.HasPrefix(name, prefix) || !strings.HasSuffix(name, ".json") {
 			continue
 		}
-		out = append(out, types.UID(strings.TrimSuffix(strings.TrimPrefix(name, prefix), ".json")))
+		uid := types.UID(strings.TrimSuffix(strings.TrimPrefix(name, prefix), ".json"))
+		if validUID(uid) == nil {
+			out = append(out, uid)
+		}
 	}
 	return out, nil
 }

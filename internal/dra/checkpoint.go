@@ -1,6 +1,7 @@
 package dra
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -62,10 +63,13 @@ type checkpointBody struct {
 	Claims map[types.UID]*claimRecord `json:"claims"`
 }
 
+// checkpointEnvelope is the file. The checksum covers the body's bytes as
+// stored (compacted), not a re-encoding of the fields this version knows,
+// so a body with fields added by a newer driver still verifies.
 type checkpointEnvelope struct {
-	Version  string         `json:"version"`
-	Checksum string         `json:"checksum"`
-	Body     checkpointBody `json:"body"`
+	Version  string          `json:"version"`
+	Checksum string          `json:"checksum"`
+	Body     json.RawMessage `json:"body"`
 }
 
 // checkpoint is the prepared-claim state kept in one file, written
@@ -129,22 +133,26 @@ func loadCheckpoint(path string) (*checkpoint, error) {
 	if env.Version != checkpointVersion {
 		return nil, fmt.Errorf("%w %s: version %q, this driver reads %q", errCorruptCheckpoint, path, env.Version, checkpointVersion)
 	}
-	sum, err := checksum(env.Body)
-	if err != nil {
-		return nil, err
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, env.Body); err != nil {
+		return nil, fmt.Errorf("%w %s: body: %v", errCorruptCheckpoint, path, err)
 	}
-	if sum != env.Checksum {
+	if sum := checksum(compact.Bytes()); sum != env.Checksum {
 		return nil, fmt.Errorf("%w %s: checksum %s does not match content (%s)", errCorruptCheckpoint, path, env.Checksum, sum)
 	}
-	if env.Body.Claims == nil {
-		env.Body.Claims = map[types.UID]*claimRecord{}
+	var body checkpointBody
+	if err := json.Unmarshal(compact.Bytes(), &body); err != nil {
+		return nil, fmt.Errorf("%w %s: body: %v", errCorruptCheckpoint, path, err)
 	}
-	for uid, rec := range env.Body.Claims {
+	if body.Claims == nil {
+		body.Claims = map[types.UID]*claimRecord{}
+	}
+	for uid, rec := range body.Claims {
 		if rec == nil {
-			delete(env.Body.Claims, uid)
+			delete(body.Claims, uid)
 		}
 	}
-	cp.body = env.Body
+	cp.body = body
 	cp.seen = stampOf(path)
 	return cp, nil
 }
@@ -159,22 +167,18 @@ func quarantine(path string) (string, error) {
 	return dst, nil
 }
 
-func checksum(body checkpointBody) (string, error) {
-	data, err := json.Marshal(body)
-	if err != nil {
-		return "", fmt.Errorf("encode checkpoint: %w", err)
-	}
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:]), nil
+func checksum(compactBody []byte) string {
+	sum := sha256.Sum256(compactBody)
+	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
 // save writes the whole state atomically.
 func (c *checkpoint) save() error {
-	sum, err := checksum(c.body)
+	body, err := json.Marshal(c.body)
 	if err != nil {
-		return err
+		return fmt.Errorf("encode checkpoint: %w", err)
 	}
-	data, err := json.MarshalIndent(checkpointEnvelope{Version: checkpointVersion, Checksum: sum, Body: c.body}, "", "  ")
+	data, err := json.MarshalIndent(checkpointEnvelope{Version: checkpointVersion, Checksum: checksum(body), Body: body}, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}

@@ -2,9 +2,12 @@ package dra
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
+	"strings"
 
 	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Device is one device this driver publishes in its node's pool.
@@ -71,11 +74,41 @@ func (d Device) Tainted() bool {
 	})
 }
 
-// validate checks what the API server would refuse, so that one bad device
-// is reported by name instead of failing the whole slice write.
+// API limits of resource.k8s.io/v1 that the core checks before a write, so
+// that one bad device is refused by name at SetDevices instead of freezing
+// the whole pool in a retry loop at the API server.
+const (
+	maxAttributesAndCapacity = resourceapi.ResourceSliceMaxAttributesAndCapacitiesPerDevice
+	maxStringAttribute       = resourceapi.DeviceAttributeMaxValueLength
+	maxAttributeIDLength     = resourceapi.DeviceMaxIDLength
+	maxAttributeDomainLength = resourceapi.DeviceMaxDomainLength
+)
+
+// cIdentifier is the shape of an attribute's name after its domain.
+var cIdentifier = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// validate checks what the API server would refuse (the validation of
+// ResourceSlice in k8s.io/kubernetes pkg/apis/resource/validation, which no
+// importable library exposes). Errors name the device and the field.
 func (d Device) validate() error {
-	if d.Name == "" {
-		return fmt.Errorf("device with empty name")
+	if errs := validation.IsDNS1123Label(d.Name); len(errs) > 0 {
+		return fmt.Errorf("device name %q: %s", d.Name, strings.Join(errs, "; "))
+	}
+	if n := len(d.Attributes) + len(d.Capacity); n > maxAttributesAndCapacity {
+		return fmt.Errorf("device %q: %d attributes and capacities, at most %d allowed", d.Name, n, maxAttributesAndCapacity)
+	}
+	for name, v := range d.Attributes {
+		if err := validateQualifiedName(string(name)); err != nil {
+			return fmt.Errorf("device %q: attribute %q: %w", d.Name, name, err)
+		}
+		if err := validateAttribute(v); err != nil {
+			return fmt.Errorf("device %q: attribute %q: %w", d.Name, name, err)
+		}
+	}
+	for name := range d.Capacity {
+		if err := validateQualifiedName(string(name)); err != nil {
+			return fmt.Errorf("device %q: capacity %q: %w", d.Name, name, err)
+		}
 	}
 	if len(d.Taints) > resourceapi.DeviceTaintsMaxLength {
 		return fmt.Errorf("device %q: %d taints, at most %d allowed", d.Name, len(d.Taints), resourceapi.DeviceTaintsMaxLength)
@@ -86,9 +119,52 @@ func (d Device) validate() error {
 		default:
 			return fmt.Errorf("device %q: taint %q has unknown effect %q", d.Name, t.Key, t.Effect)
 		}
-		if t.Key == "" {
-			return fmt.Errorf("device %q: taint with empty key", d.Name)
+		if errs := validation.IsQualifiedName(t.Key); len(errs) > 0 {
+			return fmt.Errorf("device %q: taint key %q: %s", d.Name, t.Key, strings.Join(errs, "; "))
 		}
+		if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
+			return fmt.Errorf("device %q: taint %q value %q: %s", d.Name, t.Key, t.Value, strings.Join(errs, "; "))
+		}
+	}
+	return nil
+}
+
+// validateQualifiedName checks an attribute or capacity name: an optional
+// DNS-subdomain domain and "/", then a C identifier of at most 32 bytes.
+func validateQualifiedName(name string) error {
+	domain, id, found := strings.Cut(name, "/")
+	if !found {
+		domain, id = "", name
+	}
+	if found {
+		if len(domain) > maxAttributeDomainLength {
+			return fmt.Errorf("domain longer than %d bytes", maxAttributeDomainLength)
+		}
+		if errs := validation.IsDNS1123Subdomain(domain); len(errs) > 0 {
+			return fmt.Errorf("domain: %s", strings.Join(errs, "; "))
+		}
+	}
+	if len(id) > maxAttributeIDLength || !cIdentifier.MatchString(id) {
+		return fmt.Errorf("name must be a C identifier of at most %d bytes", maxAttributeIDLength)
+	}
+	return nil
+}
+
+func validateAttribute(v resourceapi.DeviceAttribute) error {
+	set := 0
+	for _, p := range []bool{v.StringValue != nil, v.IntValue != nil, v.BoolValue != nil, v.VersionValue != nil} {
+		if p {
+			set++
+		}
+	}
+	if set != 1 {
+		return fmt.Errorf("exactly one value must be set, %d are", set)
+	}
+	if v.StringValue != nil && len(*v.StringValue) > maxStringAttribute {
+		return fmt.Errorf("string value longer than %d bytes", maxStringAttribute)
+	}
+	if v.VersionValue != nil && len(*v.VersionValue) > maxStringAttribute {
+		return fmt.Errorf("version value longer than %d bytes", maxStringAttribute)
 	}
 	return nil
 }

@@ -266,21 +266,45 @@ func TestCorruptCheckpointIsQuarantined(t *testing.T) {
 	if err := f.prepare(a)["a"].Err; err != nil {
 		t.Fatal(err)
 	}
-	f.driver.Stop()
 	path := filepath.Join(f.opts.PluginDir, CheckpointFile)
-	if err := os.WriteFile(path, []byte(`{"version":"liken.sh/dra-checkpoint/v1","checksum":"sha256:00","body":{"claims":{}}}`), 0o600); err != nil {
+	good, err := os.ReadFile(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	f.start()
-	moved, _ := filepath.Glob(path + ".corrupt-*")
-	if len(moved) != 1 {
-		t.Fatalf("corrupt checkpoint not kept aside: %v", moved)
+	for name, data := range map[string]string{
+		"tampered":      `{"version":"liken.sh/dra-checkpoint/v1","checksum":"sha256:00","body":{"claims":{}}}`,
+		"truncated":     string(good[:len(good)/2]),
+		"newer version": strings.Replace(string(good), checkpointVersion, "liken.sh/dra-checkpoint/v2", 1),
+	} {
+		t.Run(name, func(t *testing.T) {
+			f.driver.Stop()
+			if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			f.start()
+			moved, _ := filepath.Glob(path + ".corrupt-*")
+			if len(moved) == 0 {
+				t.Fatal("untrusted checkpoint not kept aside")
+			}
+			// The spec a pod may be using stays, its device stays held, and
+			// the kubelet's repeated calls still answer.
+			if _, err := cdi.ReadSpec(f.specPath("a"), 0); err != nil {
+				t.Fatalf("spec of a prepared claim lost: %v", err)
+			}
+			b := claim("b", "b", []resourceapi.DeviceRequestAllocationResult{alloc("r", testDriver, "one")})
+			if err := f.prepare(b)["b"].Err; err == nil {
+				t.Fatal("a device held by an adopted claim was granted again")
+			}
+			res := f.prepare(a)["a"]
+			if res.Err != nil || res.Devices[0].CDIDeviceIDs[0] != "test.liken.sh/dev=a-one" {
+				t.Fatalf("repeated prepare after adoption: %+v", res)
+			}
+		})
 	}
-	if len(f.driver.cp.body.Claims) != 0 {
-		t.Fatal("state taken from a corrupt checkpoint")
+	if err := f.unprepare("a")["a"]; err != nil {
+		t.Fatal(err)
 	}
-	// Its orphan spec is gone, so no runtime resolves a grant nobody tracks.
 	if _, err := os.Stat(f.specPath("a")); !os.IsNotExist(err) {
-		t.Fatalf("orphan spec kept: %v", err)
+		t.Fatal("unprepare of an adopted claim left its spec")
 	}
 }

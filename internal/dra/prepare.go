@@ -3,6 +3,7 @@ package dra
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -50,6 +51,9 @@ func (d *Driver) PrepareResourceClaims(ctx context.Context, claims []*resourceap
 
 func (d *Driver) prepareClaim(ctx context.Context, claim *resourceapi.ResourceClaim) ([]kubeletplugin.Device, error) {
 	logger := klog.FromContext(ctx).WithValues("claim", klog.KObj(claim), "uid", claim.UID)
+	if err := validUID(claim.UID); err != nil {
+		return nil, err
+	}
 	unlock, err := d.lockState()
 	if err != nil {
 		return nil, err
@@ -98,7 +102,7 @@ func (d *Driver) prepareClaim(ctx context.Context, claim *resourceapi.ResourceCl
 	}
 	devices := make([]preparedDevice, 0, len(results))
 	for i, r := range results {
-		edits, err := steps[i](ctx)
+		edits, err := runStep(ctx, steps[i])
 		if err != nil {
 			d.abandon(ctx, claim.UID)
 			return nil, fmt.Errorf("device %s: %w", r.Device, err)
@@ -106,7 +110,7 @@ func (d *Driver) prepareClaim(ctx context.Context, claim *resourceapi.ResourceCl
 		devices = append(devices, preparedDevice{
 			Requests: []string{r.Request}, Pool: r.Pool, Device: r.Device, ShareID: r.ShareID,
 			AdminAccess: r.AdminAccess != nil && *r.AdminAccess,
-			CDIName:     deviceName(claim.UID, r.Device), Edits: edits,
+			CDIName:     deviceName(claim.UID, r.Device, r.ShareID), Edits: edits,
 		})
 	}
 	if err := d.cdi.write(claim.UID, devices); err != nil {
@@ -189,6 +193,9 @@ func (d *Driver) UnprepareResourceClaims(ctx context.Context, claims []kubeletpl
 }
 
 func (d *Driver) unprepareClaim(ctx context.Context, uid types.UID) error {
+	if err := validUID(uid); err != nil {
+		return err
+	}
 	unlock, err := d.lockState()
 	if err != nil {
 		return err
@@ -207,5 +214,29 @@ func (d *Driver) unprepareClaim(ctx context.Context, uid types.UID) error {
 	}
 	d.metrics.preparedClaims.Set(float64(len(d.cp.body.Claims)))
 	klog.FromContext(ctx).V(2).Info("Unprepared claim", "uid", uid)
+	return nil
+}
+
+// runStep runs an operator's prepare step, turning a panic into an error:
+// one bad device must fail its claim, not kill the plugin that serves every
+// claim on the node (the gRPC server does not recover handler panics).
+func runStep(ctx context.Context, step func(context.Context) (ContainerEdits, error)) (edits ContainerEdits, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("prepare panicked: %v", r)
+		}
+	}()
+	return step(ctx)
+}
+
+// uidPattern is what a claim UID may look like: the API server issues
+// RFC 4122 UUIDs; anything with a path separator or a dot could name a file
+// outside this driver's specs, since the UID becomes part of a file name.
+var uidPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,127}$`)
+
+func validUID(uid types.UID) error {
+	if !uidPattern.MatchString(string(uid)) {
+		return fmt.Errorf("claim UID %q is not a UID", uid)
+	}
 	return nil
 }

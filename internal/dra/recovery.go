@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -12,23 +13,31 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
 )
 
-// loadCheckpoint reads the prepared-claim state. A corrupt file is moved
-// aside (never deleted) and the driver starts empty: refusing to start would
-// leave every pod on the node without its devices, while an empty state only
-// costs the orphan specs that repairCDI then removes.
+// loadCheckpoint reads the prepared-claim state. A file that cannot be
+// trusted (corrupt, or a version this driver does not know, e.g. after a
+// rollback) is moved aside, never deleted, and the state is rebuilt from
+// this driver's CDI specs: each spec is a claim some pod may be using, so it
+// must stay, and its devices must stay held. Refusing to start instead would
+// leave every pod on the node without its devices.
 func (d *Driver) loadCheckpoint(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	path := filepath.Join(d.opts.PluginDir, CheckpointFile)
 	cp, err := loadCheckpoint(path)
 	if errors.Is(err, errCorruptCheckpoint) {
+		cause := err
 		moved, qerr := quarantine(path)
 		if qerr != nil {
 			return fmt.Errorf("dra: %v; %w", err, qerr)
 		}
-		logger.Error(err, "Checkpoint cannot be trusted; starting with no prepared claims", "movedTo", moved)
 		cp, err = loadCheckpoint(path)
+		if err == nil {
+			adopted := d.adoptSpecs(ctx, cp)
+			logger.Error(cause, "Checkpoint cannot be trusted; rebuilt the prepared claims from their CDI specs", "movedTo", moved, "adopted", adopted)
+			err = cp.save()
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("dra: %w", err)
@@ -152,4 +161,31 @@ func (d *Driver) dropStarted(uid types.UID) (bool, error) {
 	}
 	d.metrics.preparedClaims.Set(float64(len(d.cp.body.Claims)))
 	return true, nil
+}
+
+// adoptSpecs records every CDI spec of this driver as a completed claim:
+// its devices (the spec's device names minus the claim UID), their edits,
+// and this node's pool. Namespace and name are unknown and stay empty; the
+// kubelet's unprepare needs only the UID. It returns how many it adopted.
+func (d *Driver) adoptSpecs(ctx context.Context, cp *checkpoint) int {
+	logger := klog.FromContext(ctx)
+	uids, err := d.cdi.claimUIDs()
+	if err != nil {
+		logger.Error(err, "Listing CDI specs to adopt", "dir", d.opts.CDIDir)
+		return 0
+	}
+	for _, uid := range uids {
+		spec, err := cdi.ReadSpec(d.cdi.path(uid), 0)
+		if err != nil {
+			logger.Error(err, "CDI spec not adopted", "uid", uid)
+			continue
+		}
+		rec := &claimRecord{Phase: phaseCompleted, Updated: time.Now().UTC()}
+		for _, dev := range spec.Devices {
+			device := strings.TrimPrefix(dev.Name, string(uid)+"-")
+			rec.Devices = append(rec.Devices, preparedDevice{Pool: d.opts.NodeName, Device: device, CDIName: dev.Name, Edits: dev.ContainerEdits})
+		}
+		cp.body.Claims[uid] = rec
+	}
+	return len(cp.body.Claims)
 }
