@@ -147,18 +147,25 @@ func newNode(t *testing.T) node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := node{sysfs: filepath.Join(t.TempDir(), "sys"), dev: filepath.Join(t.TempDir(), "dev"), kernel: hcitest.NewKernel()}
+	n := node{sysfs: filepath.Join(t.TempDir(), "sys"), dev: filepath.Join(t.TempDir(), "dev"), kernel: newKernel()}
 	if err := hcitest.BuildTree(manifest, n.sysfs); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := hcitest.ClaimNode(n.dev, 1, 5); err != nil {
 		t.Fatal(err)
 	}
-	n.kernel.Script(0, hcitest.Answer{Info: hci.DevInfo{ID: 0, Name: "hci0", Address: unclaimed, Flags: 1, Type: 1}})
-	n.kernel.Script(3,
+	return n
+}
+
+// newKernel answers for the unclaimed hci0 and for the claimed hci3,
+// which reads zeros once before its address.
+func newKernel() *hcitest.Kernel {
+	k := hcitest.NewKernel()
+	k.Script(0, hcitest.Answer{Info: hci.DevInfo{ID: 0, Name: "hci0", Address: unclaimed, Flags: 1, Type: 1}})
+	k.Script(3,
 		hcitest.Answer{Info: hci.DevInfo{ID: 3, Name: "hci3", Type: 1}},
 		hcitest.Answer{Info: hci.DevInfo{ID: 3, Name: "hci3", Address: claimed, Flags: 1, Type: 1}})
-	return n
+	return k
 }
 
 func (n node) world(client kubernetes.Interface) world {
