@@ -1,5 +1,9 @@
 # Sourced by the hack scripts: Go on PATH, and the toolchain go.mod asks for.
-if ! command -v go >/dev/null && [ -x /usr/local/go/bin/go ]; then
-	export PATH="/usr/local/go/bin:$PATH"
-fi
+# Prefer a Go that can read go.mod: /usr/local/go, then backports' Go.
+for d in /usr/local/go/bin /usr/lib/go-1.2[1-9]/bin; do
+	if [ -x "$d/go" ]; then
+		case ":$PATH:" in *":$d:"*) ;; *) export PATH="$d:$PATH" ;; esac
+		break
+	fi
+done
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"

@@ -26,7 +26,6 @@ Suites: ${codename}-backports
 Components: main
 Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
-	rm -f /tmp/liken-apt-updated
 fi
 
 # Each line of hack/apt-packages is "package" or "package@backports".
@@ -41,16 +40,20 @@ while read -r line; do
 	fi
 done < hack/apt-packages
 
+# Go 1.21 or newer fetches the toolchain go.mod asks for from the module
+# proxy by itself (GOTOOLCHAIN=auto); older ones, like Debian 12's own 1.19,
+# cannot even read go.mod, so a newer Go comes from backports.
 need_go=false
-if ! command -v go >/dev/null && [ ! -x /usr/local/go/bin/go ]; then
+go_minor() { "$1" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'; }
+gobin="$(command -v go || true)"
+[ -n "$gobin" ] || { [ -x /usr/local/go/bin/go ] && gobin=/usr/local/go/bin/go; }
+if [ -z "$gobin" ] || [ "$(go_minor "$gobin")" -lt 21 ] 2>/dev/null || [ -z "$(go_minor "$gobin")" ]; then
 	need_go=true
 	backported+=(golang-go)
 fi
 
 if [ ${#missing[@]} -gt 0 ] || [ ${#backported[@]} -gt 0 ]; then
-	if [ ! -f /tmp/liken-apt-updated ]; then
-		$SUDO apt-get update -qq && touch /tmp/liken-apt-updated
-	fi
+	$SUDO apt-get update -qq
 	export DEBIAN_FRONTEND=noninteractive
 	if [ ${#missing[@]} -gt 0 ]; then
 		log "installing ${missing[*]}"
@@ -64,5 +67,5 @@ fi
 if $need_go; then
 	# Debian's Go is older than go.mod asks for; with GOTOOLCHAIN=auto it
 	# fetches the required toolchain from the Go module proxy on first use.
-	log "Go from Debian installed; the go1.26 toolchain comes from the module proxy (GOTOOLCHAIN=auto)"
+	log "Go from ${codename}-backports installed; the toolchain go.mod names comes from the module proxy on first use (GOTOOLCHAIN=auto)"
 fi

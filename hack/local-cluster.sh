@@ -4,6 +4,8 @@
 # e.g. `hack/local-cluster.sh -node laptop`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. hack/env.sh
+hack/install-deps.sh
 
 bin="$(hack/build-control-plane.sh | tail -n 1)"
 # Built and exec'd rather than `go run`: go run does not pass SIGTERM on

@@ -2,10 +2,8 @@ package e2e
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,6 +18,7 @@ import (
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/test/bluezsim"
 	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/fakesys"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
 )
 
@@ -64,7 +63,7 @@ func TestBluetoothOperator(t *testing.T) {
 		must(t, sim.Connect("hci0", d))
 	}
 	sysRoot := filepath.Join(dir, "sys")
-	writeHIDDevice(t, sysRoot, padAddr, adapterAddr, 7)
+	must(t, ignore(fakesys.BluetoothHID(sysRoot, "0005:2DC8:3820.0001", "8Bitdo NES30 Pro", padAddr, adapterAddr, 7)))
 
 	opCtx, stopOp := context.WithCancel(ctx)
 	opDone := make(chan error, 1)
@@ -144,19 +143,4 @@ func inputClass() *resourceapi.DeviceClass {
 			Expression: `device.driver == "bluetooth.liken.sh" && has(device.attributes["bluetooth.liken.sh"].input) && device.attributes["bluetooth.liken.sh"].input`,
 		}}}},
 	}
-}
-
-// writeHIDDevice lays out what the kernel shows for a Bluetooth HID device
-// registered by BlueZ through uhid: the bus entry links into
-// /sys/devices/virtual/misc/uhid, and evdev's node sits below input/inputN.
-func writeHIDDevice(t *testing.T, sysRoot, peer, adapter string, event int) {
-	t.Helper()
-	sysName := "0005:2DC8:3820.0001"
-	devDir := filepath.Join(sysRoot, "devices", "virtual", "misc", "uhid", sysName)
-	evDir := filepath.Join(devDir, "input", "input5", "event"+itoa(event))
-	must(t, os.MkdirAll(evDir, 0o755))
-	must(t, os.MkdirAll(filepath.Join(sysRoot, "bus", "hid", "devices"), 0o755))
-	must(t, os.WriteFile(filepath.Join(devDir, "uevent"), []byte("DRIVER=hid-generic\nHID_ID=0005:00002DC8:00003820\nHID_NAME=8Bitdo NES30 Pro\nHID_PHYS="+strings.ToLower(adapter)+"\nHID_UNIQ="+strings.ToLower(peer)+"\nMODALIAS=hid:b0005g0001v00002DC8p00003820\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(evDir, "uevent"), []byte("MAJOR=13\nMINOR="+itoa(64+event)+"\nDEVNAME=input/event"+itoa(event)+"\n"), 0o644))
-	must(t, os.Symlink(devDir, filepath.Join(sysRoot, "bus", "hid", "devices", sysName)))
 }

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"strconv"
 	"testing"
 	"time"
 
@@ -26,8 +25,6 @@ func must(t *testing.T, err error) {
 
 // ignore drops a value so that must can check the error of a two-result call.
 func ignore[T any](_ T, err error) error { return err }
-
-func itoa(i int) string { return strconv.Itoa(i) }
 
 func mustAddr(t *testing.T, s string) bdaddr.Address {
 	t.Helper()
