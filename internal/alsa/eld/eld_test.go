@@ -14,7 +14,7 @@ import (
 // derived is what the operator publishes from a block.
 type derived struct {
 	pnp, product, name, conn, speakers, depths, monitorID string
-	version, channels, maxRate                             int
+	version, channels, maxRate                            int
 }
 
 func derive(e *ELD) derived {
