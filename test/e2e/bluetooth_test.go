@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/bluetooth"
 	"github.com/liken-sh/operators/internal/bluez"
+	"github.com/liken-sh/operators/internal/bonds"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/test/bluezsim"
 	"github.com/liken-sh/operators/test/e2e/harness"
@@ -78,7 +80,16 @@ func TestBluetoothOperator(t *testing.T) {
 			SysRoot: sysRoot, DevRoot: "/dev", DRA: draOpts, BondSettle: 300 * time.Millisecond,
 		})
 	}()
-	t.Cleanup(func() { stopOp(); <-opDone })
+	var opErr error
+	stopped := false
+	stopOperator := func() error {
+		if !stopped {
+			stopOp()
+			opErr, stopped = <-opDone, true
+		}
+		return opErr
+	}
+	t.Cleanup(func() { stopOperator() })
 
 	pad, speaker := bluetooth.ControllerName(mustAddr(t, padAddr)), bluetooth.ControllerName(mustAddr(t, speakerAddr))
 	media := bluetooth.MediaBusName(mustAddr(t, adapterAddr))
@@ -134,6 +145,48 @@ func TestBluetoothOperator(t *testing.T) {
 	for _, d := range []string{padAddr, speakerAddr, newPad} {
 		waitForBondSecret(t, ctx, cluster, sim.StorageDir(), d)
 	}
+
+	// The pod restarts: bondfetch restores the Secrets into a fresh tree,
+	// byte for byte, and the bluetoothd that loads it still has the
+	// gamepad paired, so the new operator publishes it again.
+	if err := stopOperator(); err != nil {
+		t.Fatalf("operator on SIGTERM: %v", err)
+	}
+	fresh := filepath.Join(dir, "fresh-bonds")
+	adapter := mustAddr(t, adapterAddr)
+	fetched, err := bonds.Fetch(ctx, client, "liken-system", adapter)
+	must(t, err)
+	if len(fetched.Skipped) != 0 || len(fetched.Bonds) != 3 {
+		t.Fatalf("fetched %d bonds, skipped %v", len(fetched.Bonds), fetched.Skipped)
+	}
+	must(t, ignore(bonds.WriteTree(fresh, adapter, fetched.Bonds)))
+	old, _, err := bonds.ReadTree(sim.StorageDir(), adapter)
+	must(t, err)
+	restored, _, err := bonds.ReadTree(fresh, adapter)
+	must(t, err)
+	if len(old) != len(restored) {
+		t.Fatalf("restored %d bonds of %d", len(restored), len(old))
+	}
+	for i := range old {
+		if old[i].Device != restored[i].Device || !bytes.Equal(old[i].Info, restored[i].Info) || !bytes.Equal(old[i].Cache, restored[i].Cache) {
+			t.Fatalf("bond of %s not restored byte for byte", old[i].Device)
+		}
+	}
+	sim2 := bluezsim.New(t, bluezsim.Options{StorageDir: fresh})
+	must(t, ignore(sim2.AddAdapter("hci0", adapterAddr)))
+	opCtx2, stopOp2 := context.WithCancel(ctx)
+	defer stopOp2()
+	go func() {
+		_ = bluetooth.Run(opCtx2, bluetooth.Config{
+			NodeName: node, Namespace: "liken-system", KubeClient: client,
+			Bus: bluez.Options{Address: sim2.Address()}, BondsRoot: fresh,
+			SysRoot: sysRoot, DevRoot: "/dev", DRA: draOpts,
+		})
+	}()
+	pad2 := bluetooth.ControllerName(mustAddr(t, newPad))
+	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return hasDevice(s, pad) && hasDevice(s, pad2)
+	})
 }
 
 func inputClass() *resourceapi.DeviceClass {
