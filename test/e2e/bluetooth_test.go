@@ -20,8 +20,8 @@ import (
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/test/bluezsim"
 	"github.com/liken-sh/operators/test/e2e/harness"
-	"github.com/liken-sh/operators/test/fakesys"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
+	"github.com/liken-sh/operators/test/fakesys"
 )
 
 const (
@@ -45,7 +45,7 @@ func TestBluetoothOperator(t *testing.T) {
 	if err := cluster.AddLikenNode(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	if err := cluster.ApplyDeviceClass(ctx, inputClass()); err != nil {
+	if err := cluster.ApplyDeviceClassesFile(ctx, "deploy/bluetooth/deviceclasses.yaml"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := cluster.WaitForServiceAccount(ctx, "default", "default"); err != nil {
@@ -187,13 +187,4 @@ func TestBluetoothOperator(t *testing.T) {
 	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
 		return hasDevice(s, pad) && hasDevice(s, pad2)
 	})
-}
-
-func inputClass() *resourceapi.DeviceClass {
-	return &resourceapi.DeviceClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "bluetooth-input"},
-		Spec: resourceapi.DeviceClassSpec{Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
-			Expression: `device.driver == "bluetooth.liken.sh" && has(device.attributes["bluetooth.liken.sh"].input) && device.attributes["bluetooth.liken.sh"].input`,
-		}}}},
-	}
 }

@@ -3,11 +3,15 @@ package harness
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
 
 	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
 )
 
 // The raw hardware of a simulated node, as liken's own DRA driver
@@ -155,4 +159,39 @@ func (c *Cluster) AddLikenNode(ctx context.Context, node string) error {
 		return err
 	}
 	return c.ApplyLikenDeviceClasses(ctx)
+}
+
+// ApplyDeviceClassesFile applies every DeviceClass in a multi-document
+// YAML file, such as deploy/bluetooth/deviceclasses.yaml, so tests and the
+// demo use the classes a person deploys. Other kinds in the file are
+// ignored. The path is relative to the module root unless absolute.
+func (c *Cluster) ApplyDeviceClassesFile(ctx context.Context, path string) error {
+	if !filepath.IsAbs(path) {
+		root, err := ModuleRoot()
+		if err != nil {
+			return err
+		}
+		path = filepath.Join(root, path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("harness: %w", err)
+	}
+	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
+			return fmt.Errorf("harness: %s document %d: %w", path, i, err)
+		}
+		if meta.Kind != "DeviceClass" {
+			continue
+		}
+		var dc resourceapi.DeviceClass
+		if err := yaml.UnmarshalStrict([]byte(doc), &dc); err != nil {
+			return fmt.Errorf("harness: %s document %d: %w", path, i, err)
+		}
+		if err := c.ApplyDeviceClass(ctx, &dc); err != nil {
+			return err
+		}
+	}
+	return nil
 }
