@@ -1,17 +1,19 @@
 // Command demo is README's first command: it starts a real local control
 // plane with one simulated node, runs the drivers this repository has
 // against it, and prints what a person wants to see: every published device
-// with its attributes and taints, and one claim allocated by the real
-// scheduler and prepared into its CDI spec. hack/demo.sh builds and runs it.
+// with its attributes and taints, and claims allocated by the real
+// scheduler and prepared into the CDI specs a container runtime reads.
+// hack/demo.sh builds and runs it.
 //
-// Today the drivers are liken.sh's simulated hardware (published by the
-// harness, as liken does on a real machine) and the core's test driver; the
-// Bluetooth and audio operators join as they are built.
+// What runs: liken.sh's raw hardware for the node (published by the
+// harness, as liken does on a real machine); the Bluetooth operator,
+// against a BlueZ simulator on a real dbus-daemon and a recorded-shape
+// sysfs; and the driver core's small test driver. The audio operator joins
+// when it is built.
 package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -22,12 +24,10 @@ import (
 	"syscall"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/klog/v2"
 
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/test/e2e/harness"
-	"github.com/liken-sh/operators/test/e2e/kubelet"
 	"github.com/liken-sh/operators/test/e2e/testdriver"
 )
 
@@ -55,25 +55,32 @@ func run(nodeName string, wait bool) error {
 	}
 	defer c.Stop()
 	log.Printf("control plane ready in %s: etcd, kube-apiserver, kube-scheduler, kube-controller-manager", c.ReadyIn().Round(time.Millisecond))
-
 	if err := c.AddLikenNode(ctx, nodeName); err != nil {
-		return err
-	}
-	if err := c.ApplyDeviceClass(ctx, testdriver.DeviceClass()); err != nil {
 		return err
 	}
 	if _, err := c.WaitForServiceAccount(ctx, "default", "default"); err != nil {
 		return err
 	}
+	// The node's kubelet and CDI directories live in the cluster's work
+	// directory, as /var/lib/kubelet and /var/run/cdi would on a machine.
+	root := filepath.Join(c.Dir(), "node")
 
-	// The node's kubelet directories and CDI directory live in the
-	// cluster's work directory, as /var/lib/kubelet and /var/run/cdi would.
-	root := c.Dir()
+	fmt.Println("\n== Bluetooth: bluetooth.liken.sh on a simulated radio with a paired gamepad and speaker")
+	stopBT, err := bluetoothDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c) })
+	if err != nil {
+		return err
+	}
+	defer stopBT()
+
+	fmt.Println("\n== The driver core's test driver, e2e.liken.sh: opaque claim parameters and a NoSchedule taint")
+	if err := c.ApplyDeviceClass(ctx, testdriver.DeviceClass()); err != nil {
+		return err
+	}
 	opts := dra.Options{
 		NodeName: nodeName, KubeClient: c.Client(), SettleQuiet: 300 * time.Millisecond,
-		RegistrarDir: filepath.Join(root, "node", "plugins_registry"),
-		PluginDir:    filepath.Join(root, "node", "plugins", testdriver.Name),
-		CDIDir:       filepath.Join(root, "node", "cdi"),
+		RegistrarDir: filepath.Join(root, "plugins_registry"),
+		PluginDir:    filepath.Join(root, "plugins", testdriver.Name),
+		CDIDir:       filepath.Join(root, "cdi"),
 	}
 	driver, err := testdriver.Start(ctx, opts, []testdriver.Pad{
 		{Name: "pad-blue", Color: "blue", Event: 7},
@@ -83,61 +90,33 @@ func run(nodeName string, wait bool) error {
 		return err
 	}
 	defer driver.Stop()
-	if err := waitForDriverSlice(ctx, c); err != nil {
+	if err := waitForSlice(ctx, c, testdriver.Name, nil); err != nil {
 		return err
 	}
+	claim := testdriver.ClaimForColor("default", "blue-pad", "blue", `{"led":"off"}`)
+	fmt.Printf("claim default/%s (selector: color == \"blue\", opaque config {\"led\":\"off\"})\n", claim.Name)
+	if err := allocateAndPrepare(ctx, c, claim, "player", nodeName, testdriver.Name, opts); err != nil {
+		return err
+	}
+
+	fmt.Println("\n== Every device the node publishes now")
 	if err := printDevices(ctx, os.Stdout, c); err != nil {
 		return err
 	}
-
-	claim := testdriver.ClaimForColor("default", "blue-pad", "blue", `{"led":"off"}`)
-	if _, err := c.Client().ResourceV1().ResourceClaims("default").Create(ctx, claim, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if _, err := c.Client().CoreV1().Pods("default").Create(ctx, testdriver.PodWithClaim("default", "player", nodeName, claim.Name), metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if _, err := c.WaitForPodScheduled(ctx, "default", "player"); err != nil {
-		return err
-	}
-	allocated, err := c.WaitForClaimAllocated(ctx, "default", claim.Name)
-	if err != nil {
-		return err
-	}
-	r := allocated.Status.Allocation.Devices.Results[0]
-	fmt.Printf("\nclaim default/%s (selector: color == \"blue\", config {\"led\":\"off\"})\n  allocated by kube-scheduler: driver %s, pool %s, device %s; pod default/player bound to %s\n",
-		claim.Name, r.Driver, r.Pool, r.Device, nodeName)
-
-	kl := kubelet.New(c.Client(), opts.RegistrarDir)
-	defer kl.Close()
-	plugin, err := kl.Discover(ctx, testdriver.Name)
-	if err != nil {
-		return err
-	}
-	resp, err := plugin.Prepare(ctx, allocated)
-	if err != nil {
-		return err
-	}
-	res := resp.Claims[string(allocated.UID)]
-	if res.Error != "" {
-		return fmt.Errorf("prepare: %s", res.Error)
-	}
-	fmt.Printf("  prepared through %s: CDI device %s\n", plugin.Endpoint(), res.Devices[0].CdiDeviceIds[0])
-	specPath := filepath.Join(opts.CDIDir, testdriver.Name+"-"+string(allocated.UID)+".json")
-	spec, err := os.ReadFile(specPath)
-	if err != nil {
-		return err
-	}
-	var pretty any
-	if err := json.Unmarshal(spec, &pretty); err != nil {
-		return fmt.Errorf("CDI spec %s: %w", specPath, err)
-	}
-	out, _ := json.MarshalIndent(pretty, "  ", "  ")
-	fmt.Printf("  CDI spec %s:\n  %s\n", specPath, out)
-
 	if wait {
-		fmt.Printf("\nThe cluster keeps running until Ctrl-C:\n  export KUBECONFIG=%s\n", c.Kubeconfig())
+		fmt.Printf("\nThe cluster keeps running until Ctrl-C. With the matching kubectl:\n  export KUBECONFIG=%s\n  %s get resourceslices,resourceclaims,pods -A\n",
+			c.Kubeconfig(), filepath.Join(binDir(ctx), "kubectl"))
 		<-ctx.Done()
+	} else {
+		fmt.Println("\n(The work directory with these files is removed now; run with -wait to keep the cluster and look around.)")
 	}
 	return nil
+}
+
+func binDir(ctx context.Context) string {
+	dir, err := harness.BinDir(ctx, nil)
+	if err != nil {
+		return ""
+	}
+	return dir
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -13,20 +15,24 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/liken-sh/operators/test/e2e/harness"
-	"github.com/liken-sh/operators/test/e2e/testdriver"
 )
 
-// waitForDriverSlice waits until the test driver's pool is in the API.
-func waitForDriverSlice(ctx context.Context, c *harness.Cluster) error {
+// waitForSlice waits until one of driver's slices satisfies ok (any slice
+// when ok is nil), for at most 30 s.
+func waitForSlice(ctx context.Context, c *harness.Cluster, driver string, ok func(*resourceapi.ResourceSlice) bool) error {
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		list, err := c.Client().ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + testdriver.Name})
-		if err == nil && len(list.Items) > 0 {
-			return nil
+		list, err := c.Client().ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + driver})
+		if err == nil {
+			for i := range list.Items {
+				if ok == nil || ok(&list.Items[i]) {
+					return nil
+				}
+			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return fmt.Errorf("the %s driver published no ResourceSlice within 30s", testdriver.Name)
+	return fmt.Errorf("the %s driver published no ResourceSlice in the expected state within 30s", driver)
 }
 
 // printDevices writes one line per published device: driver, pool,
@@ -37,10 +43,10 @@ func printDevices(ctx context.Context, w io.Writer, c *harness.Cluster) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "DRIVER\tPOOL\tDEVICE\tATTRIBUTES\tTAINTS")
+	fmt.Fprintln(tw, "DRIVER\tPOOL\tDEVICE\tTAINTS\tATTRIBUTES")
 	for _, s := range list.Items {
 		for _, d := range s.Spec.Devices {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Spec.Driver, s.Spec.Pool.Name, d.Name, attributes(d.Attributes), taints(d.Taints))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Spec.Driver, s.Spec.Pool.Name, d.Name, taints(d.Taints), attributes(d.Attributes))
 		}
 	}
 	return tw.Flush()
@@ -66,13 +72,26 @@ func attributes(attrs map[resourceapi.QualifiedName]resourceapi.DeviceAttribute)
 	return strings.Join(out, " ")
 }
 
+// taints prints key[=value]:Effect, as kubectl prints node taints.
 func taints(ts []resourceapi.DeviceTaint) string {
 	if len(ts) == 0 {
 		return "-"
 	}
 	var out []string
 	for _, t := range ts {
-		out = append(out, fmt.Sprintf("%s=%s:%s", t.Key, t.Value, t.Effect))
+		kv := t.Key
+		if t.Value != "" {
+			kv += "=" + t.Value
+		}
+		out = append(out, kv+":"+string(t.Effect))
 	}
 	return strings.Join(out, ",")
+}
+
+func indentJSON(data []byte) string {
+	var out bytes.Buffer
+	if err := json.Indent(&out, data, "    ", "  "); err != nil {
+		return string(data)
+	}
+	return "    " + out.String()
 }

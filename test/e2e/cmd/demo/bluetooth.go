@@ -1,0 +1,211 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/internal/bluetooth"
+	"github.com/liken-sh/operators/internal/bluez"
+	"github.com/liken-sh/operators/internal/bonds"
+	"github.com/liken-sh/operators/internal/dbusd"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/test/bluezsim"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/e2e/kubelet"
+	"github.com/liken-sh/operators/test/fakesys"
+)
+
+// The simulated radio: the node's adapter, a paired gamepad (the 8BitDo
+// NES30 Pro of the recorded fixtures) and a paired speaker.
+const (
+	adapterAddr = "00:1A:7D:DA:71:13"
+	padAddr     = "E4:17:D8:C5:67:6D"
+	speakerAddr = "A0:AB:51:33:B7:12"
+	bondsNS     = "liken-system"
+)
+
+// bluetoothDemo runs the Bluetooth operator against the BlueZ simulator on
+// a real dbus-daemon and a recorded-shape sysfs, then shows a consumer's
+// claim on the gamepad, the gamepad disconnecting, and the bonds in Secrets.
+func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error) (stop func(), err error) {
+	root := filepath.Join(c.Dir(), "node")
+	client := c.Client()
+	if err := c.ApplyDeviceClassesFile(ctx, "deploy/bluetooth/deviceclasses.yaml"); err != nil {
+		return nil, err
+	}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bondsNS}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	// An open bus policy, so the demo needs no root; the tests run BlueZ's own.
+	sim, err := bluezsim.Start(ctx, bluezsim.Options{StorageDir: filepath.Join(root, "var-lib-bluetooth"), Policy: dbusd.PolicyOpen})
+	if err != nil {
+		return nil, err
+	}
+	steps := []func() error{
+		func() error { _, err := sim.AddAdapter("hci0", adapterAddr); return err },
+		func() error {
+			_, err := sim.AddDevice("hci0", padAddr, bluezsim.Device{Name: "8Bitdo NES30 Pro", Class: 0x002508, Modalias: "usb:v2DC8p3820d0100", UUIDs: []string{"00001124-0000-1000-8000-00805f9b34fb"}})
+			return err
+		},
+		func() error {
+			_, err := sim.AddDevice("hci0", speakerAddr, bluezsim.Device{Name: "Kitchen speaker", Class: 0x240414, UUIDs: []string{"0000110b-0000-1000-8000-00805f9b34fb"}})
+			return err
+		},
+		func() error { return sim.Pair("hci0", padAddr) },
+		func() error { return sim.Connect("hci0", padAddr) },
+		func() error { return sim.Pair("hci0", speakerAddr) },
+		func() error { return sim.Connect("hci0", speakerAddr) },
+		func() error {
+			_, err := fakesys.BluetoothHID(filepath.Join(root, "sys"), "0005:2DC8:3820.0001", "8Bitdo NES30 Pro", padAddr, adapterAddr, 7)
+			return err
+		},
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			sim.Stop()
+			return nil, err
+		}
+	}
+	opts := dra.Options{
+		RegistrarDir: filepath.Join(root, "plugins_registry"), PluginDir: filepath.Join(root, "plugins", bluetooth.DriverName),
+		CDIDir: filepath.Join(root, "cdi"), SettleQuiet: 300 * time.Millisecond,
+	}
+	opCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- bluetooth.Run(opCtx, bluetooth.Config{
+			NodeName: nodeName, Namespace: bondsNS, KubeClient: client,
+			Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
+			SysRoot: filepath.Join(root, "sys"), DevRoot: "/dev", DRA: opts, BondSettle: 300 * time.Millisecond,
+		})
+	}()
+	stop = func() { cancel(); <-done; sim.Stop() }
+
+	pad := bluetooth.ControllerName(mustParse(padAddr))
+	if err := waitForSlice(ctx, c, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool { return hasDevice(s, pad) }); err != nil {
+		stop()
+		return nil, err
+	}
+	if err := show(); err != nil {
+		stop()
+		return nil, err
+	}
+
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "gamepad"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "pad", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "bluetooth-input"},
+		}}}},
+	}
+	fmt.Printf("\nclaim default/gamepad (DeviceClass bluetooth-input: devices with the input attribute)\n")
+	if err := allocateAndPrepare(ctx, c, claim, "emulator", nodeName, bluetooth.DriverName, opts); err != nil {
+		stop()
+		return nil, err
+	}
+
+	if err := sim.Disconnect("hci0", padAddr, bluezsim.ReasonRemote); err != nil {
+		stop()
+		return nil, err
+	}
+	start := time.Now()
+	if err := waitForSlice(ctx, c, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
+			return d.Name == pad && slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == bluetooth.TaintDisconnected })
+		})
+	}); err != nil {
+		stop()
+		return nil, err
+	}
+	fmt.Printf("\nthe gamepad disconnected: %s gained the taint %s:NoExecute after %s (settle window %s)\n",
+		pad, bluetooth.TaintDisconnected, time.Since(start).Round(10*time.Millisecond), opts.SettleQuiet)
+
+	time.Sleep(time.Second) // the bond settle window
+	secrets, err := client.CoreV1().Secrets(bondsNS).List(ctx, metav1.ListOptions{LabelSelector: bonds.AdapterLabel + "=" + mustParse(adapterAddr).Key()})
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	fmt.Printf("bonds written back to Secrets in %s (bondfetch restores them when the pod restarts):\n", bondsNS)
+	for _, s := range secrets.Items {
+		fmt.Printf("  %s (%d keys)\n", s.Name, len(s.Data))
+	}
+	return stop, nil
+}
+
+// allocateAndPrepare creates the claim and a pod using it, waits for the
+// real scheduler, prepares the claim through the driver's socket as the
+// kubelet would, and prints the result and the CDI spec.
+func allocateAndPrepare(ctx context.Context, c *harness.Cluster, claim *resourceapi.ResourceClaim, pod, nodeName, driver string, opts dra.Options) error {
+	client := c.Client()
+	if _, err := client.ResourceV1().ResourceClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	req := claim.Spec.Devices.Requests[0].Name
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: pod},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"kubernetes.io/hostname": nodeName},
+			Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1",
+				Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: req}}}}},
+			ResourceClaims: []corev1.PodResourceClaim{{Name: req, ResourceClaimName: &claim.Name}},
+		},
+	}
+	if _, err := client.CoreV1().Pods(claim.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
+		return err
+	}
+	if _, err := c.WaitForPodScheduled(ctx, claim.Namespace, pod); err != nil {
+		return err
+	}
+	allocated, err := c.WaitForClaimAllocated(ctx, claim.Namespace, claim.Name)
+	if err != nil {
+		return err
+	}
+	r := allocated.Status.Allocation.Devices.Results[0]
+	fmt.Printf("  allocated by kube-scheduler: driver %s, pool %s, device %s; pod %s/%s bound to %s\n", r.Driver, r.Pool, r.Device, claim.Namespace, pod, nodeName)
+	kl := kubelet.New(client, opts.RegistrarDir)
+	defer kl.Close()
+	plugin, err := kl.Discover(ctx, driver)
+	if err != nil {
+		return err
+	}
+	resp, err := plugin.Prepare(ctx, allocated)
+	if err != nil {
+		return err
+	}
+	res := resp.Claims[string(allocated.UID)]
+	if res.Error != "" {
+		return fmt.Errorf("prepare: %s", res.Error)
+	}
+	fmt.Printf("  prepared by the fake kubelet over %s: CDI device %s\n", plugin.Endpoint(), res.Devices[0].CdiDeviceIds[0])
+	return printSpec(filepath.Join(opts.CDIDir, driver+"-"+string(allocated.UID)+".json"))
+}
+
+func printSpec(path string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("  CDI spec %s (what the container runtime reads):\n%s\n", path, indentJSON(data))
+	return nil
+}
+
+func mustParse(s string) bdaddr.Address {
+	a, err := bdaddr.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}
+
+func hasDevice(s *resourceapi.ResourceSlice, name string) bool {
+	return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == name })
+}
