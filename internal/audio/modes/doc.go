@@ -7,7 +7,7 @@
 //	audio-operator graph-answers                      PipeWire's startup probe (graphprobe.go)
 //	audio-operator endpoints-registered               WirePlumber's probes (endpoints.go)
 //
-// Each mode is a func(ctx, args, Env) int: args are the command line after
+// Each mode is a Func, listed in ByName: args are the command line after
 // the mode's name, Env is what the mode takes from its process, and the
 // int is the process's exit status. The image holds no shell, so the
 // probes are modes of the one binary rather than scripts.

@@ -74,33 +74,45 @@ func EndpointsRegistered(ctx context.Context, args []string, env Env) int {
 		fmt.Fprintf(e.Stderr, "endpoints-registered takes no arguments, got %q\n", args)
 		return 2
 	}
-	pass := func(format string, a ...any) int {
-		fmt.Fprintf(e.Stdout, format+"\n", a...)
-		return 0
-	}
 	address := e.getenv(EnvSystemBus)
 	if address == "" {
-		return pass("no media bus: %s is not set, so there are no endpoints to hold", EnvSystemBus)
+		fmt.Fprintf(e.Stdout, "no media bus: %s is not set, so there are no endpoints to hold\n", EnvSystemBus)
+		return 0
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.ProbeDeadline)
 	defer cancel()
+	// The check runs aside so that the deadline holds even for a step
+	// that takes no context (godbus dials without one).
+	result := make(chan verdict, 1)
+	go func() { result <- readEndpoints(ctx, address, min(DefaultBusConnectTimeout, e.ProbeDeadline)) }()
+	var v verdict
+	select {
+	case v = <-result:
+	case <-ctx.Done():
+		v = verdict{line: fmt.Sprintf("media bus %s gave no answer within %v: nothing WirePlumber can repair", address, e.ProbeDeadline)}
+	}
+	if v.fail {
+		fmt.Fprintln(e.Stderr, v.line)
+		return 1
+	}
+	fmt.Fprintln(e.Stdout, v.line)
+	return 0
+}
 
-	conn, err := connectBus(ctx, address, min(DefaultBusConnectTimeout, e.ProbeDeadline))
+// readEndpoints connects to the bus at address (within connectTimeout),
+// reads org.bluez's objects and judges them.
+func readEndpoints(ctx context.Context, address string, connectTimeout time.Duration) verdict {
+	conn, err := connectBus(ctx, address, connectTimeout)
 	if err != nil {
-		return pass("media bus %s does not answer (%v): nothing WirePlumber can repair", address, err)
+		return verdict{line: fmt.Sprintf("media bus %s does not answer (%v): nothing WirePlumber can repair", address, err)}
 	}
 	defer conn.Close()
 	var objects map[dbus.ObjectPath]map[string]map[string]dbus.Variant
 	err = conn.Object(bluezService, "/").CallWithContext(ctx, getManagedObjects, 0).Store(&objects)
 	if err != nil {
-		return pass("bluetoothd does not answer on the media bus (%v): nothing WirePlumber can repair", err)
+		return verdict{line: fmt.Sprintf("bluetoothd does not answer on the media bus (%v): nothing WirePlumber can repair", err)}
 	}
-	v := judgeAdapters(adaptersOf(objects))
-	if v.fail {
-		fmt.Fprintln(e.Stderr, v.line)
-		return 1
-	}
-	return pass("%s", v.line)
+	return judgeAdapters(adaptersOf(objects))
 }
 
 // connectBus connects to address, authenticates and says Hello within

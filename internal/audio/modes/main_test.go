@@ -41,3 +41,15 @@ func durationEnv(key string) time.Duration {
 	d, _ := time.ParseDuration(os.Getenv(key))
 	return d
 }
+
+func TestByNameHoldsTheSeedsModes(t *testing.T) {
+	// The names the seed's commands and probes run.
+	for _, name := range []string{"pipewire", "wireplumber", "graph-answers", "endpoints-registered"} {
+		if ByName[name] == nil {
+			t.Errorf("mode %q missing", name)
+		}
+	}
+	if len(ByName) != 4 {
+		t.Errorf("%d modes, want 4", len(ByName))
+	}
+}
