@@ -76,6 +76,8 @@ func TestWirePlumberModeFollowsAPipeWireRestart(t *testing.T) {
 	}
 	if took := time.Since(began); took > 10*time.Second {
 		t.Errorf("took %v to see the same PipeWire serving (limit 1m)", took)
+	} else {
+		t.Logf("WirePlumber killed to its first process's exit: %v", took.Round(time.Millisecond))
 	}
 	if log := logOf(t, s, "wireplumber"); !strings.Contains(log, "exit is its own") {
 		t.Errorf("the mode did not say the exit was WirePlumber's own:\n%s", log)
