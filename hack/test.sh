@@ -46,6 +46,10 @@ if [ "${BENCH:-1}" != 0 ]; then
 	go test "${flags[@]}" -run '^$' -bench 'PrepareGRPC' -benchtime 300x ./internal/dra/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
 	echo "slice writes for 1,000 device changes in 10 s (bound: one write per settle window):"
 	go test "${flags[@]}" -run '^$' -bench 'EventStorm' -benchtime 1x ./internal/dra/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
+	echo "Bluetooth link change in the simulator to the ResourceSlice on the real API server, default settle window (target: p50 and max under 1.5 s + 200 ms):"
+	go test "${flags[@]}" -run '^$' -bench 'BluetoothEventToSlice' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
+	echo "bluetooth-operator binary's idle resident set once published and settled (target: rss-max under 25 MiB; seed limit 64 MiB):"
+	go test "${flags[@]}" -run '^$' -bench 'BluetoothOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
 fi
 
 echo "== summary"

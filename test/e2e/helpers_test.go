@@ -16,7 +16,7 @@ import (
 	"github.com/liken-sh/operators/test/e2e/testdriver"
 )
 
-func must(t *testing.T, err error) {
+func must(t testing.TB, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
@@ -26,7 +26,7 @@ func must(t *testing.T, err error) {
 // ignore drops a value so that must can check the error of a two-result call.
 func ignore[T any](_ T, err error) error { return err }
 
-func mustAddr(t *testing.T, s string) bdaddr.Address {
+func mustAddr(t testing.TB, s string) bdaddr.Address {
 	t.Helper()
 	a, err := bdaddr.Parse(s)
 	must(t, err)
@@ -47,7 +47,7 @@ func hasDevice(s *resourceapi.ResourceSlice, name string) bool {
 }
 
 // waitForDriverSlice polls the driver's slices until one satisfies ok.
-func waitForDriverSlice(t *testing.T, ctx context.Context, c *harness.Cluster, driver string, ok func(*resourceapi.ResourceSlice) bool) *resourceapi.ResourceSlice {
+func waitForDriverSlice(t testing.TB, ctx context.Context, c *harness.Cluster, driver string, ok func(*resourceapi.ResourceSlice) bool) *resourceapi.ResourceSlice {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
@@ -85,7 +85,7 @@ func createWithPod(t *testing.T, ctx context.Context, c *harness.Cluster, claim 
 
 // waitForBondSecret waits until the bond of device in the storage tree is
 // in its Secret byte for byte.
-func waitForBondSecret(t *testing.T, ctx context.Context, c *harness.Cluster, root, device string) {
+func waitForBondSecret(t testing.TB, ctx context.Context, c *harness.Cluster, root, device string) {
 	t.Helper()
 	dev := mustAddr(t, device)
 	adapter := mustAddr(t, adapterAddr)
