@@ -10,7 +10,13 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/liken-sh/operators/internal/dbusd"
 )
+
+// AddressEnv is the environment variable that names the system bus, as the
+// D-Bus specification ("Well-known Message Bus Instances") defines it.
+const AddressEnv = "DBUS_SYSTEM_BUS_ADDRESS"
 
 // Defaults for Options.
 const (
@@ -26,8 +32,11 @@ const (
 
 // Options configure Connect.
 type Options struct {
-	// Address is the bus address, "unix:path=<absolute path>"; empty means
-	// the value of DBUS_SYSTEM_BUS_ADDRESS.
+	// Address is the bus address, "unix:path=<absolute path>", the one
+	// form dbusd.SocketPath accepts: the pod shares its bus as a socket
+	// file on a volume and Connect waits for that file, so no other
+	// transport could work. Empty means the value of
+	// DBUS_SYSTEM_BUS_ADDRESS.
 	Address string
 	// Wait bounds the wait for the socket and, separately, for org.bluez
 	// to have an owner; zero means DefaultWait.
@@ -58,7 +67,7 @@ type Client struct {
 // an owner. Subscribing before the first read means no change between the
 // caller's first ManagedObjects and its first Change is lost.
 //
-// Errors: a bad address (see SocketPath); ErrNoBus or ErrNoBlueZ, wrapped
+// Errors: a bad address (see dbusd.SocketPath); ErrNoBus or ErrNoBlueZ, wrapped
 // with the last failure seen; ctx's error.
 func Connect(ctx context.Context, opts Options) (*Client, error) {
 	if opts.Address == "" {
@@ -73,7 +82,7 @@ func Connect(ctx context.Context, opts Options) (*Client, error) {
 	if opts.CallTimeout <= 0 {
 		opts.CallTimeout = DefaultCallTimeout
 	}
-	socket, err := SocketPath(opts.Address)
+	socket, err := dbusd.SocketPath(opts.Address)
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/godbus/dbus/v5"
 )
 
 func TestSocketPathAccepts(t *testing.T) {
@@ -28,6 +30,7 @@ func TestSocketPathAccepts(t *testing.T) {
 func TestSocketPathRejects(t *testing.T) {
 	for address, wantInErr := range map[string]string{
 		"":                                       "only the form unix:path=",
+		"/var/run/dbus/system_bus_socket":        "only the form unix:path=",
 		"tcp:host=localhost,port=1234":           "only the form unix:path=",
 		"unix:abstract=/tmp/dbus":                "only the form unix:path=",
 		"unix:tmpdir=/tmp":                       "only the form unix:path=",
@@ -73,7 +76,8 @@ func TestAddressRoundTrip(t *testing.T) {
 }
 
 // FuzzSocketPath: an accepted address names an absolute path without NUL,
-// and the path's own address parses back to the same path.
+// and the path's own address parses back to the same path, as does the
+// address godbus escapes for it (the bluez client dials with godbus).
 func FuzzSocketPath(f *testing.F) {
 	for _, s := range []string{
 		"unix:path=/var/run/bluetooth.liken.sh/dbus/system_bus_socket",
@@ -92,6 +96,10 @@ func FuzzSocketPath(f *testing.F) {
 		again, err := SocketPath(Address(path))
 		if err != nil || again != path {
 			t.Fatalf("round trip of %q: %q, %v", path, again, err)
+		}
+		again, err = SocketPath(unixPathPrefix + dbus.EscapeBusAddressValue(path))
+		if err != nil || again != path {
+			t.Fatalf("round trip of %q through godbus's escape: %q, %v", path, again, err)
 		}
 	})
 }
