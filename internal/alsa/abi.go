@@ -137,9 +137,11 @@ func cString(b []byte) string {
 	return string(b)
 }
 
+// toID converts a kernel id. The name is read up to its NUL, at most 43
+// bytes: the kernel always terminates it within the 44.
 func (c *ctlElemID) toID() ElemID {
 	return ElemID{NumID: c.numid, Iface: Iface(c.iface), Device: c.device, Subdevice: c.subdevice,
-		Name: cString(c.name[:]), Index: c.index}
+		Name: cString(c.name[:ctlElemNameMaxLen-1]), Index: c.index}
 }
 
 func fromID(id ElemID) ctlElemID {

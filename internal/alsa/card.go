@@ -16,8 +16,10 @@ type Card struct {
 	// PCMs are the card's PCM devices, one entry per direction, sorted by
 	// device then playback before capture.
 	PCMs []PCM
-	// Jacks are the card's jack-detection elements, in the card's order.
-	Jacks []Jack
+	// Jacks are the card's jack-detection elements, in the card's order;
+	// JacksErr says which could not be read.
+	Jacks    []Jack
+	JacksErr error
 	// Elements is the card's element list as read.
 	Elements []ElemID
 }
@@ -69,8 +71,8 @@ const maxPCMDevices = 256
 // (PCM_INFO), each playback PCM's ELD element, each PCM's channel map, and
 // the jacks. A failure of the card-wide reads (card info, element list,
 // PCM enumeration or info) is returned; a failure reading one PCM's ELD or
-// channel map is kept in that PCM (ELD.Err, ChannelMapErr) so every other
-// output is still read.
+// channel map is kept in that PCM (ELD.Err, ChannelMapErr), and a jack's
+// in JacksErr, so every other output is still read.
 func ReadCard(c Control) (*Card, error) {
 	info, err := c.CardInfo()
 	if err != nil {
@@ -81,10 +83,7 @@ func ReadCard(c Control) (*Card, error) {
 		return nil, err
 	}
 	card := &Card{Info: info, Elements: ids}
-	card.Jacks, err = ReadJacks(c, ids)
-	if err != nil {
-		return nil, err
-	}
+	card.Jacks, card.JacksErr = ReadJacks(c, ids)
 	has := func(want ElemID) bool {
 		return slices.ContainsFunc(ids, func(id ElemID) bool { return id.sameElement(want) })
 	}

@@ -124,16 +124,19 @@ var (
 )
 
 // ReadJacks reads every jack element in ids (from Control.Elements), in
-// that order. An element that fails to read is an error naming it.
+// that order. An element that fails to read is left out and its error
+// joined into the returned error, so one bad element hides no other jack.
 func ReadJacks(c Control, ids []ElemID) ([]Jack, error) {
 	var out []Jack
+	var errs []error
 	for _, id := range ids {
 		if id.Iface != IfaceCard || !jackName.MatchString(id.Name) {
 			continue
 		}
 		v, err := c.Read(id)
 		if err != nil {
-			return nil, err
+			errs = append(errs, err)
+			continue
 		}
 		if v.Type != TypeBoolean || len(v.Ints) != 1 {
 			continue // not a jack-detection element after all
@@ -144,5 +147,5 @@ func ReadJacks(c Control, ids []ElemID) ([]Jack, error) {
 		}
 		out = append(out, j)
 	}
-	return out, nil
+	return out, errors.Join(errs...)
 }

@@ -1,0 +1,113 @@
+package alsa
+
+import (
+	"os"
+	"reflect"
+	"testing"
+)
+
+func addFile(f *testing.F, path string) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+}
+
+// FuzzDecodeDump: any accepted dump is served without error by ReadCard,
+// and encodes to a dump that reads back equal.
+func FuzzDecodeDump(f *testing.F) {
+	for card := range 3 {
+		addFile(f, DumpPath(xpsDumps, card))
+	}
+	f.Add([]byte(`{"card":1,"info":{"id":"a","driver":"b","name":"c"},"controls":[{"numid":1,"iface":"PCM","device":3,"name":"ELD","type":"BYTES","access":"read","count":2,"bytes":"1000"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		d, err := DecodeDump(data)
+		if err != nil {
+			return
+		}
+		r, err := NewRecorded(d)
+		if err != nil {
+			t.Fatalf("validated dump not served: %v", err)
+		}
+		c := r.Open()
+		defer c.Close()
+		if _, err := ReadCard(c); err != nil {
+			t.Fatalf("ReadCard of a valid dump: %v", err)
+		}
+		enc, err := d.Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := DecodeDump(enc)
+		if err != nil {
+			t.Fatalf("re-encoded dump: %v", err)
+		}
+		again, err := back.Encode()
+		if err != nil || string(again) != string(enc) {
+			t.Fatalf("round trip changed the dump: %v", err)
+		}
+	})
+}
+
+// FuzzImportAlsaInfo: no report panics the importer, and every dump it
+// returns is valid and served.
+func FuzzImportAlsaInfo(f *testing.F) {
+	addFile(f, xpsAlsaInfo)
+	f.Fuzz(func(t *testing.T, text []byte) {
+		info, err := ImportAlsaInfo(text)
+		if err != nil {
+			return
+		}
+		for _, d := range info.Cards {
+			if _, err := NewRecorded(d); err != nil {
+				t.Fatalf("imported dump not served: %v", err)
+			}
+		}
+	})
+}
+
+// FuzzImportAmixerContents: no input panics the importer; its controls
+// either validate or are refused with an error.
+func FuzzImportAmixerContents(f *testing.F) {
+	addFile(f, tglAmixer)
+	f.Fuzz(func(t *testing.T, text []byte) {
+		cs, err := ImportAmixerContents(text)
+		if err != nil {
+			return
+		}
+		d := &Dump{Info: DumpCardInfo{ID: "x", Driver: "y", Name: "z"}, Controls: cs}
+		if err := d.Validate(); err == nil {
+			if _, err := NewRecorded(d); err != nil {
+				t.Fatal(err)
+			}
+		}
+	})
+}
+
+// FuzzParseEvents: any whole number of records parses, and re-encoding
+// what was parsed parses to the same events.
+func FuzzParseEvents(f *testing.F) {
+	f.Add(appendEvent(nil, Event{Mask: EventValue | EventInfo, ID: ELDElemID(3)}))
+	f.Add(make([]byte, 72*3))
+	f.Fuzz(func(t *testing.T, buf []byte) {
+		evs, err := ParseEvents(buf)
+		if err != nil {
+			if len(buf)%ctlEventSize == 0 {
+				t.Fatalf("whole records refused: %v", err)
+			}
+			return
+		}
+		if len(evs)*ctlEventSize != len(buf) {
+			t.Fatalf("%d events from %d bytes", len(evs), len(buf))
+		}
+		var again []byte
+		for _, e := range evs {
+			again = appendEvent(again, e)
+		}
+		back, err := ParseEvents(again)
+		if err != nil || !reflect.DeepEqual(back, evs) {
+			t.Fatalf("re-encoded events differ: %v", err)
+		}
+	})
+}

@@ -1,0 +1,529 @@
+package alsa
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/liken-sh/operators/internal/alsa/eld"
+	"golang.org/x/sys/unix"
+)
+
+func xpsCard(t testing.TB, card int) *Recorded {
+	t.Helper()
+	d, err := ReadDump(DumpPath(xpsDumps, card))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRecorded(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// readEvents waits for the next batch of events, bounded.
+func readEvents(t testing.TB, c Control) []Event {
+	t.Helper()
+	type res struct {
+		evs []Event
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() { evs, err := c.ReadEvents(); ch <- res{evs, err} }()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			t.Fatal(r.err)
+		}
+		return r.evs
+	case <-time.After(5 * time.Second):
+		t.Fatal("no event within 5 s")
+		return nil
+	}
+}
+
+// TestReadCardXPS serves the XPS 17's sof-soundwire card from its recorded
+// dump and reads it as declare and the operator do.
+func TestReadCardXPS(t *testing.T) {
+	c := xpsCard(t, 0).Open()
+	defer c.Close()
+	card, err := ReadCard(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card.Info.Card != 0 || card.Info.ID != "sofsoundwire" || card.Info.MixerName != "Intel Kabylake HDMI" {
+		t.Errorf("info %+v", card.Info)
+	}
+	var got []string
+	for _, p := range card.PCMs {
+		got = append(got, p.String()+" "+p.Info.ID)
+	}
+	want := []string{"card 0 PCM 0 playback Jack Out (*)", "card 0 PCM 1 capture Jack In (*)", "card 0 PCM 2 playback Speaker (*)",
+		"card 0 PCM 4 capture Microphone (*)", "card 0 PCM 5 playback HDMI 1 (*)", "card 0 PCM 6 playback HDMI 2 (*)",
+		"card 0 PCM 7 playback HDMI 3 (*)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("PCMs\n got %q\nwant %q", got, want)
+	}
+	ident := CardIdentity{Card: 0, Bus: "pci", Location: "0000:00:1f.3", DeviceBus: "platform", Driver: "sof_sdw"}
+	for _, tc := range []struct {
+		device       int
+		hasELD       bool
+		monitor      string
+		conn         string
+		jack         string // "" none, "on", "off"
+		layout       string
+		chmapChannel int
+	}{
+		{0, false, "", ConnAnalog, "", "", 0},
+		{2, false, "", ConnAnalog, "", "", 0},
+		{5, true, "", "", "off", "", 8},
+		{6, true, "", "", "off", "", 8},
+		{7, true, "sam-0c4d-u28e590", ConnDisplayPort, "on", "FL,FR", 8},
+	} {
+		p := card.PCM(tc.device, Playback)
+		if p == nil {
+			t.Fatalf("no PCM %d", tc.device)
+		}
+		if p.HasELD != tc.hasELD || p.ELD.Valid() != (tc.monitor != "") {
+			t.Errorf("PCM %d: HasELD %v ELD %+v", tc.device, p.HasELD, p.ELD)
+		}
+		if tc.hasELD && tc.monitor == "" && (!errors.Is(p.ELD.Err, eld.ErrEmpty) || len(p.ELD.Raw) != 0) {
+			t.Errorf("PCM %d: the count-0 ELD gives %v", tc.device, p.ELD.Err)
+		}
+		if tc.monitor != "" && (p.ELD.ELD.MonitorID() != tc.monitor || p.ELD.ELD.MonitorName != "U28E590") {
+			t.Errorf("PCM %d: monitor %q", tc.device, p.ELD.ELD.MonitorID())
+		}
+		if got := ConnectionType(*p, card.Info, ident); got != tc.conn {
+			t.Errorf("PCM %d: connection type %q, want %q", tc.device, got, tc.conn)
+		}
+		jack := ""
+		if p.Jack != nil {
+			jack = map[bool]string{true: "on", false: "off"}[p.Jack.Plugged]
+		}
+		if jack != tc.jack {
+			t.Errorf("PCM %d: jack %q, want %q", tc.device, jack, tc.jack)
+		}
+		if l := ChooseLayout(*p, ConnectionType(*p, card.Info, ident)); l.Position() != tc.layout {
+			t.Errorf("PCM %d: layout %+v", tc.device, l)
+		}
+		if len(p.ChannelMap) != tc.chmapChannel || slices.ContainsFunc(p.ChannelMap, func(v uint32) bool { return v != 0 }) {
+			t.Errorf("PCM %d: channel map %v", tc.device, p.ChannelMap)
+		}
+	}
+	var jacks []string
+	for _, j := range card.Jacks {
+		jacks = append(jacks, j.ID.Name)
+	}
+	if !slices.Equal(jacks, []string{"Headphone Jack", "Headset Mic Jack", "HDMI/DP,pcm=5 Jack", "HDMI/DP,pcm=6 Jack", "HDMI/DP,pcm=7 Jack"}) {
+		t.Errorf("jacks %q", jacks)
+	}
+	if card.Jacks[0].PCM != -1 || card.Jacks[2].PCM != 5 {
+		t.Errorf("jack PCMs %+v", card.Jacks)
+	}
+}
+
+// TestReadCardUSB: the Razer's read-only channel map (3 4 = FL FR) gives
+// its layout; the dock's (0 0) says nothing.
+func TestReadCardUSB(t *testing.T) {
+	sysfs := xpsSysfs(t)
+	for _, tc := range []struct {
+		card   int
+		layout string
+	}{{1, "FL,FR"}, {2, ""}} {
+		c := xpsCard(t, tc.card).Open()
+		card, err := ReadCard(c)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ident, err := ReadCardIdentity(sysfs, tc.card)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := card.PCM(0, Playback)
+		if got := ConnectionType(*p, card.Info, ident); got != ConnUSB {
+			t.Errorf("card %d: %q", tc.card, got)
+		}
+		// The card driver alone says USB too, with no sysfs.
+		if got := ConnectionType(*p, card.Info, CardIdentity{}); got != ConnUSB {
+			t.Errorf("card %d without sysfs: %q", tc.card, got)
+		}
+		l := ChooseLayout(*p, ConnUSB)
+		if l.Position() != tc.layout || (tc.layout != "" && (l.Channels != 2 || l.Source != LayoutChannelMap)) {
+			t.Errorf("card %d: layout %+v", tc.card, l)
+		}
+		if p.Info.ID != "USB Audio" || p.HasELD {
+			t.Errorf("card %d: %+v", tc.card, p.Info)
+		}
+	}
+	c := xpsCard(t, 1).Open()
+	defer c.Close()
+	if pi, err := c.PCMInfo(0, 0, Playback); err != nil || pi.SubdevicesAvail != 0 || pi.Subname != "subdevice #0" {
+		t.Errorf("busy Razer PCM: %+v %v", pi, err)
+	}
+}
+
+// TestRecordedEvents: a monitor arriving on device 5 and leaving device 7,
+// a jack flip and a mixer write reach a subscribed handle as the kernel
+// sends them, and the next ReadCard sees the new state.
+func TestRecordedEvents(t *testing.T) {
+	r := xpsCard(t, 0)
+	sub := r.Open()
+	defer sub.Close()
+	other := r.Open()
+	defer other.Close()
+	if _, err := sub.ReadEvents(); !errors.Is(err, unix.EBADFD) {
+		t.Fatalf("ReadEvents before Subscribe: %v; want EBADFD", err)
+	}
+	if err := sub.Subscribe(); err != nil {
+		t.Fatal(err)
+	}
+
+	dell, err := os.ReadFile("eld/testdata/alsa-ucm-conf-248-dell-g2422hs-eld-ctl.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetELD(5, dell); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Update(ElemID{Iface: IfaceCard, Name: "HDMI/DP,pcm=5 Jack"}, Value{Type: TypeBoolean, Ints: []int64{1}}); err != nil {
+		t.Fatal(err)
+	}
+	evs := readEvents(t, sub)
+	want := []Event{
+		{Type: EventElem, Mask: EventValue | EventInfo, ID: ElemID{NumID: 37, Iface: IfacePCM, Device: 5, Name: "ELD"}},
+		{Type: EventElem, Mask: EventValue, ID: ElemID{NumID: 32, Iface: IfaceCard, Name: "HDMI/DP,pcm=5 Jack"}},
+	}
+	if !reflect.DeepEqual(evs, want) {
+		t.Fatalf("events\n got %+v\nwant %+v", evs, want)
+	}
+	if !evs[0].ID.IsELD() || evs[1].ID.IsELD() {
+		t.Error("IsELD")
+	}
+	// The same block again changes nothing and sends nothing; the monitor
+	// on 7 leaving does.
+	if err := r.SetELD(5, dell); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.SetELD(7, nil); err != nil {
+		t.Fatal(err)
+	}
+	if evs := readEvents(t, sub); len(evs) != 1 || evs[0].ID.NumID != 49 || evs[0].Mask != EventValue|EventInfo {
+		t.Fatalf("after the U28E590 left: %+v", evs)
+	}
+	card, err := ReadCard(other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := card.PCM(5, Playback); p.ELD.ELD.MonitorID() != "del-a1e5-dell-g2422hs" || !p.Jack.Plugged {
+		t.Errorf("PCM 5 after the Dell arrived: %+v", p.ELD)
+	}
+	if p := card.PCM(7, Playback); p.ELD.Valid() || !errors.Is(p.ELD.Err, eld.ErrEmpty) {
+		t.Errorf("PCM 7 after the monitor left: %+v", p.ELD)
+	}
+	if info, _ := other.ElemInfo(ELDElemID(5)); info.Count != 36 {
+		t.Errorf("ELD 5 count %d", info.Count)
+	}
+
+	// A write through another handle notifies the subscriber; writing the
+	// same value again does not.
+	hp := ElemID{Iface: IfaceMixer, Name: "Headphone Switch"}
+	for range 2 {
+		if err := other.Write(hp, Value{Type: TypeBoolean, Ints: []int64{1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := other.Write(ElemID{NumID: 55}, Value{Type: TypeInteger, Ints: []int64{20, 21}}); err != nil {
+		t.Fatal(err)
+	}
+	evs = readEvents(t, sub)
+	if len(evs) != 2 || evs[0].ID.Name != "Headphone Switch" || evs[1].ID.Name != "PGA1.0 1 Master Playback Volume" {
+		t.Fatalf("after the writes: %+v", evs)
+	}
+	if v, _ := sub.Read(ElemID{NumID: 55}); !slices.Equal(v.Ints, []int64{20, 21}) {
+		t.Errorf("volume reads %v", v.Ints)
+	}
+
+	// Close ends a blocked read.
+	done := make(chan error, 1)
+	go func() { _, err := sub.ReadEvents(); done <- err }()
+	time.Sleep(10 * time.Millisecond)
+	sub.Close()
+	select {
+	case err := <-done:
+		if !errors.Is(err, os.ErrClosed) {
+			t.Errorf("ReadEvents after Close: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Close did not end ReadEvents")
+	}
+	if _, err := sub.CardInfo(); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("CardInfo after Close: %v", err)
+	}
+}
+
+// TestRecordedErrors: the errnos the kernel gives, through either lookup.
+func TestRecordedErrors(t *testing.T) {
+	c := xpsCard(t, 0).Open()
+	defer c.Close()
+	for _, tc := range []struct {
+		name  string
+		err   error
+		errno unix.Errno
+	}{
+		{"unknown element", func() error { _, err := c.Read(ElemID{Iface: IfaceMixer, Name: "Nope"}); return err }(), unix.ENOENT},
+		{"unknown numid", func() error { _, err := c.ElemInfo(ElemID{NumID: 54}); return err }(), unix.ENOENT},
+		{"write a jack", c.Write(ElemID{NumID: 44}, Value{Type: TypeBoolean, Ints: []int64{0}}), unix.EPERM},
+		{"write out of range", c.Write(ElemID{NumID: 55}, Value{Type: TypeInteger, Ints: []int64{33, 0}}), unix.EINVAL},
+		{"TLV of an element with none", func() error { _, err := c.TLV(ElemID{NumID: 55}); return err }(), unix.ENXIO},
+		{"capture of a playback PCM", func() error { _, err := c.PCMInfo(5, 0, Capture); return err }(), unix.ENOENT},
+		{"no PCM 3", func() error { _, err := c.PCMInfo(3, 0, Playback); return err }(), unix.ENXIO},
+		{"subdevice 1", func() error { _, err := c.PCMInfo(5, 1, Playback); return err }(), unix.ENXIO},
+	} {
+		if !errors.Is(tc.err, tc.errno) {
+			t.Errorf("%s: %v; want %v", tc.name, tc.err, tc.errno)
+		}
+	}
+	if err := c.Write(ElemID{NumID: 27}, Value{Type: TypeInteger, Ints: []int64{1}}); err == nil || !strings.Contains(err.Error(), "INTEGER for a BOOLEAN") {
+		t.Errorf("wrong type: %v", err)
+	}
+	if err := c.Write(ElemID{NumID: 55}, Value{Type: TypeInteger, Ints: []int64{1}}); err == nil || !strings.Contains(err.Error(), "1 values for a INTEGER element that holds 2") {
+		t.Errorf("wrong count: %v", err)
+	}
+	var devs []int
+	for d := -1; ; {
+		n, err := c.NextPCMDevice(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < 0 {
+			break
+		}
+		devs, d = append(devs, n), n
+	}
+	if !slices.Equal(devs, []int{0, 1, 2, 4, 5, 6, 7}) {
+		t.Errorf("PCM devices %v", devs)
+	}
+}
+
+// TestRecordedTLVAndEnums serves the TGL amixer excerpt: dB scales through
+// TLV_READ, jacks, and an enumerated element's items through ELEM_INFO.
+func TestRecordedTLVAndEnums(t *testing.T) {
+	text, err := os.ReadFile(tglAmixer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	controls, err := ImportAmixerContents(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	controls = append(controls, DumpControl{NumID: 30, Iface: "MIXER", Name: "Input Source", Type: "ENUMERATED",
+		Access: "read write", Count: 1, Items: []string{"Mic", "Front Mic", "Line"}, Values: []int64{2}})
+	r, err := NewRecorded(&Dump{Card: 1, Info: DumpCardInfo{ID: "sofhdadsp", Driver: "sof-hda-dsp", Name: "sof-hda-dsp"}, Controls: controls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := r.Open()
+	defer c.Close()
+	ids, err := c.Elements()
+	if err != nil {
+		t.Fatal(err)
+	}
+	jacks, err := ReadJacks(c, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, j := range jacks {
+		got = append(got, fmt.Sprintf("%s=%v@%d", j.ID.Name, j.Plugged, j.PCM))
+	}
+	if !slices.Equal(got, []string{"Mic Jack=true@-1", "Headphone Jack=true@-1", "HDMI/DP,pcm=3 Jack=true@3",
+		"HDMI/DP,pcm=4 Jack=false@4", "HDMI/DP,pcm=5 Jack=false@5"}) {
+		t.Errorf("jacks in numid order: %q", got)
+	}
+	tlv, err := c.TLV(ElemID{Iface: IfaceMixer, Name: "Master Playback Volume"})
+	if err != nil || !slices.Equal(tlv, []uint32{1, 8, uint32(0xffffe683), 75}) || int32(tlv[2]) != -6525 {
+		t.Errorf("Master TLV %v %v", tlv, err)
+	}
+	info, err := c.ElemInfo(ElemID{NumID: 30})
+	if err != nil || !slices.Equal(info.Items, []string{"Mic", "Front Mic", "Line"}) || info.Type != TypeEnumerated {
+		t.Errorf("enum info %+v %v", info, err)
+	}
+	if err := c.Write(ElemID{NumID: 30}, Value{Type: TypeEnumerated, Ints: []int64{3}}); !errors.Is(err, unix.EINVAL) {
+		t.Errorf("item 3 of 3: %v", err)
+	}
+	if info, _ := c.ElemInfo(ElemID{NumID: 1}); info.Min != 0 || info.Max != 87 || info.Access != AccessRead|AccessWrite|AccessTLVRead {
+		t.Errorf("volume info %+v", info)
+	}
+}
+
+// TestExerciseRecorded runs the VM tier's real-kernel checks against the
+// three recorded XPS cards, through a DumpDir and a stand-in /dev/snd.
+func TestExerciseRecorded(t *testing.T) {
+	dumps := t.TempDir()
+	var all []*Dump
+	for card := range 3 {
+		d, err := ReadDump(DumpPath(xpsDumps, card))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteDump(dumps, d); err != nil {
+			t.Fatal(err)
+		}
+		all = append(all, d)
+	}
+	devsnd := t.TempDir()
+	if err := WriteDevSnd(devsnd, all...); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := ScanDevSnd(devsnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reports, err := exerciseCards(nodes, NewDumpDir(dumps), xpsSysfs(t))
+	if err != nil {
+		for _, r := range reports {
+			t.Log(strings.Join(r.Log, "\n"))
+		}
+		t.Fatal(err)
+	}
+	if len(reports) != 3 {
+		t.Fatalf("%d reports", len(reports))
+	}
+	sof := reports[0]
+	if sof.Elements != 27 || sof.ELDs != 3 || len(sof.PCMs) != 7 || sof.Wrote.NumID != 27 ||
+		sof.Event.Mask != EventValue || sof.Event.ID.Name != "Headphone Switch" {
+		t.Errorf("card 0 report %+v", sof)
+	}
+	for _, r := range reports {
+		t.Log(strings.Join(r.Log, "\n"))
+	}
+	// The write was undone.
+	r, _ := NewDumpDir(dumps).Recorded(0)
+	if v, _ := r.Open().Read(ElemID{NumID: 27}); v.Ints[0] != 0 {
+		t.Errorf("Headphone Switch left at %v", v.Ints)
+	}
+
+	// A card with nothing writable cannot prove events: an error, not a pass.
+	ro, err := NewRecorded(&Dump{Card: 0, Info: DumpCardInfo{ID: "RO", Driver: "x"}, Controls: []DumpControl{
+		{NumID: 1, Iface: "CARD", Name: "Headphone Jack", Type: "BOOLEAN", Access: "read", Count: 1, Values: []int64{1}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Exercise(func() (Control, error) { return ro.Open(), nil }, 0); err == nil || !strings.Contains(err.Error(), "no writable") {
+		t.Errorf("read-only card: %v", err)
+	}
+	// A card reporting another number is caught.
+	if _, err := Exercise(func() (Control, error) { return ro.Open(), nil }, 1); err == nil || !strings.Contains(err.Error(), "want card 1") {
+		t.Errorf("wrong card number: %v", err)
+	}
+	// Here there is no /dev/snd: the VM tier's entry point says so.
+	if _, err := ExerciseDevSnd(t.TempDir(), ""); err == nil || !strings.Contains(err.Error(), "no control node") {
+		t.Errorf("ExerciseDevSnd on an empty root: %v", err)
+	}
+}
+
+// TestDumpDirWatch: rewriting a card's file is hardware changing: the
+// subscribed handle gets the ELD's events, a new element's ADD and a gone
+// element's REMOVE.
+func TestDumpDirWatch(t *testing.T) {
+	dir := t.TempDir()
+	d, err := ReadDump(DumpPath(xpsDumps, 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteDump(dir, d); err != nil {
+		t.Fatal(err)
+	}
+	dd := NewDumpDir(dir)
+	c, err := dd.Open(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.Subscribe(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	watchErr := make(chan error, 1)
+	reloadErrs := make(chan error, 10)
+	go func() { watchErr <- dd.Watch(ctx, func(err error) { reloadErrs <- err }) }()
+	time.Sleep(50 * time.Millisecond) // the watch is set up
+
+	// The U28E590 leaves device 7; Headset Mic Jack (numid 30) goes; a new
+	// element 60 arrives.
+	for i := range d.Controls {
+		if d.Controls[i].NumID == 49 {
+			d.Controls[i].Count, d.Controls[i].Bytes = 0, ""
+		}
+	}
+	d.Controls = slices.DeleteFunc(d.Controls, func(c DumpControl) bool { return c.NumID == 30 })
+	d.Controls = append(d.Controls, DumpControl{NumID: 60, Iface: "CARD", Name: "Line Out Phantom Jack", Type: "BOOLEAN",
+		Access: "read", Count: 1, Values: []int64{1}})
+	if err := WriteDump(dir, d); err != nil {
+		t.Fatal(err)
+	}
+	var got []Event
+	for len(got) < 3 {
+		got = append(got, readEvents(t, c)...)
+	}
+	slices.SortFunc(got, func(a, b Event) int { return int(a.ID.NumID) - int(b.ID.NumID) })
+	if len(got) != 3 || got[0].ID.NumID != 30 || !got[0].Removed() || got[1].ID.NumID != 49 || got[1].Mask != EventValue|EventInfo ||
+		got[2].ID.NumID != 60 || got[2].Mask != EventAdd {
+		t.Errorf("events %+v", got)
+	}
+	card, err := ReadCard(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if card.PCM(7, Playback).ELD.Valid() {
+		t.Error("device 7 still has a monitor")
+	}
+
+	// A broken file is reported and changes nothing.
+	if err := os.WriteFile(DumpPath(dir, 0), []byte(`{"card": 0, "bogus": 1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// An in-place write may be seen half done (truncated: EOF) first.
+	for saw := false; !saw; {
+		select {
+		case err := <-reloadErrs:
+			saw = strings.Contains(err.Error(), `unknown field "bogus"`)
+		case <-time.After(5 * time.Second):
+			t.Fatal("no reload error naming the broken field")
+		}
+	}
+	if _, err := c.ElemInfo(ElemID{NumID: 60}); err != nil {
+		t.Errorf("the broken file changed the card: %v", err)
+	}
+	cancel()
+	if err := <-watchErr; err != nil {
+		t.Errorf("Watch: %v", err)
+	}
+
+	if _, err := dd.Open(4); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Open(4): %v", err)
+	}
+	d.Card = 3
+	if err := os.WriteFile(DumpPath(dir, 4), mustEncode(t, d), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := dd.Open(4); err == nil || !strings.Contains(err.Error(), "holds card 3") {
+		t.Errorf("card4.json holding card 3: %v", err)
+	}
+}
+
+func mustEncode(t testing.TB, d *Dump) []byte {
+	b, err := d.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
