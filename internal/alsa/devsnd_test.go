@@ -109,3 +109,22 @@ func TestNamesRoundTrip(t *testing.T) {
 		t.Errorf("%s", id)
 	}
 }
+
+func TestElemPCMDevice(t *testing.T) {
+	for _, tc := range []struct {
+		id   ElemID
+		dev  int
+		isIt bool
+	}{
+		{ELDElemID(7), 7, true},
+		{ChannelMapElemID(3, 0, Playback), 3, true},
+		{ElemID{Iface: IfaceCard, Name: "HDMI/DP,pcm=5 Jack"}, 5, true},
+		{ElemID{Iface: IfaceCard, Name: "Headphone Jack"}, 0, false},
+		{ElemID{Iface: IfaceMixer, Name: "HDMI/DP,pcm=5 Jack"}, 0, false},
+		{ElemID{Iface: IfaceMixer, Name: "Master Playback Volume"}, 0, false},
+	} {
+		if dev, ok := tc.id.PCMDevice(); dev != tc.dev || ok != tc.isIt {
+			t.Errorf("%s: %d %v", tc.id, dev, ok)
+		}
+	}
+}

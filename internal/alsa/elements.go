@@ -42,6 +42,23 @@ func ChannelMapElemID(device, subdevice int, stream Stream) ElemID {
 // IsELD reports whether id names an ELD element; its Device is the PCM.
 func (id ElemID) IsELD() bool { return id.Iface == IfacePCM && id.Name == ELDElemName }
 
+// PCMDevice tells which PCM device an element (say, the one an event names)
+// belongs to: an iface PCM element's Device (ELD, channel map), or the N of
+// an "HDMI/DP,pcm=N Jack". ok is false for card-wide elements (mixer
+// controls, "Headphone Jack").
+func (id ElemID) PCMDevice() (device int, ok bool) {
+	if id.Iface == IfacePCM {
+		return int(id.Device), true
+	}
+	if id.Iface == IfaceCard {
+		if m := hdmiJackPCM.FindStringSubmatch(id.Name); m != nil {
+			n, err := strconv.Atoi(m[1])
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
 // ELDState is what a PCM's ELD element holds.
 type ELDState struct {
 	// Raw is the element's value; empty when the count is 0 (no monitor,
