@@ -66,6 +66,9 @@ type base struct {
 	seedSHA256 string
 	// objects lists every object the base renders, as "Kind/name".
 	objects []string
+	// secretVerbs are all the operator's ServiceAccount may do with
+	// Secrets, and only in liken-system.
+	secretVerbs []string
 }
 
 var bases = []base{
@@ -95,6 +98,8 @@ var bases = []base{
 			"ResourceClaimTemplate/bluetooth-adapter",
 			"DaemonSet/bluetooth-operator",
 		},
+		// bonds.Sync gets, creates and updates; bonds.Fetch lists.
+		secretVerbs: []string{"get", "list", "create", "update"},
 	},
 	{
 		dir:            "audio",
@@ -182,6 +187,7 @@ func TestBases(t *testing.T) {
 			}
 			t.Run("schedules", func(t *testing.T) { checkScheduling(t, c, b) })
 			t.Run("policy", func(t *testing.T) { checkPolicy(t, k, b) })
+			t.Run("secrets", func(t *testing.T) { checkSecrets(t, k, b) })
 		})
 	}
 }
@@ -481,6 +487,28 @@ func checkPolicy(t *testing.T, k *kube, b base) {
 			t.Errorf("%s: refused, but not by the policy with %q: %v", tc.name, tc.message, err)
 		default:
 			t.Logf("%s: refused: %v", tc.name, err)
+		}
+	}
+}
+
+// checkSecrets asks the API server's authorizer, as the operator's
+// ServiceAccount, for every verb on Secrets: exactly b.secretVerbs are
+// allowed in liken-system, and none anywhere else.
+func checkSecrets(t *testing.T, k *kube, b base) {
+	ctx := t.Context()
+	as := "--as=system:serviceaccount:" + namespace + ":" + b.serviceAccount
+	for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"} {
+		for _, ns := range []string{namespace, "default"} {
+			want := ns == namespace && slices.Contains(b.secretVerbs, verb)
+			// can-i prints yes or no and exits 1 on no.
+			out, err := k.run(ctx, nil, "auth", "can-i", verb, "secrets", "-n", ns, as)
+			got := strings.TrimSpace(out)
+			if (got != "yes" && got != "no") || (err == nil) != (got == "yes") {
+				t.Fatalf("can-i %s secrets -n %s: %q, %v", verb, ns, got, err)
+			}
+			if wantS := map[bool]string{true: "yes", false: "no"}[want]; got != wantS {
+				t.Errorf("may %s %s Secrets in %s: %s, want %s", b.serviceAccount, verb, ns, got, wantS)
+			}
 		}
 	}
 }
