@@ -29,7 +29,10 @@ type Device struct {
 // domain ("card") belongs to the driver's domain, one with a domain
 // ("sound.liken.sh/supportsSound") to that domain. Build values with String,
 // Int and Bool.
-type Attributes = map[resourceapi.QualifiedName]resourceapi.DeviceAttribute
+type Attributes = map[QualifiedName]resourceapi.DeviceAttribute
+
+// QualifiedName is an attribute or capacity name, as in Attributes.
+type QualifiedName = resourceapi.QualifiedName
 
 // Taint marks a published device as unfit, without removing it.
 //

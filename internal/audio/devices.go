@@ -1,0 +1,85 @@
+package audio
+
+import (
+	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/dra"
+)
+
+// Taint keys (reference-audio §4.5).
+const (
+	// TaintDisconnected (NoExecute): nothing can play there now — no sink
+	// node, or an HDMI/DP output with no monitor.
+	TaintDisconnected = DriverName + "/disconnected"
+	// TaintNoMonitor (NoSchedule): an HDMI/DP output with no valid ELD.
+	TaintNoMonitor = DriverName + "/no-monitor"
+	// TaintNoSink (NoSchedule): PipeWire holds no node for the output.
+	TaintNoSink = DriverName + "/no-sink"
+)
+
+// MonitorIDAttribute is the cross-driver pairing identity of the monitor
+// behind an output; the display operator publishes the same value.
+const MonitorIDAttribute = "monitor.liken.sh/id"
+
+// Devices returns one DRA device per endpoint. live holds the node.names
+// PipeWire has right now; nil means PipeWire did not answer, which taints
+// every device as having no sink. Attributes that are unknown are absent,
+// never empty strings.
+func Devices(endpoints []Endpoint, live map[string]bool) []dra.Device {
+	out := make([]dra.Device, 0, len(endpoints))
+	for _, e := range endpoints {
+		out = append(out, device(e, live[e.NodeName]))
+	}
+	return out
+}
+
+func device(e Endpoint, hasNode bool) dra.Device {
+	attrs := dra.Attributes{
+		"sink": dra.String(e.Name),
+		"card": dra.Int(int64(e.PCM.Card())),
+		"pcm":  dra.Int(int64(e.PCM.Device())),
+	}
+	if ct := alsa.ConnectionType(e.PCM, e.Card, e.Identity); ct != "" {
+		attrs["connectionType"] = dra.String(ct)
+	}
+	if hasNode {
+		attrs["nodeName"] = dra.String(e.NodeName)
+	}
+	if eld := e.PCM.ELD.ELD; eld != nil {
+		setString(attrs, "manufacturer", eld.PNPID())
+		setString(attrs, "product", eld.Product())
+		setString(attrs, "monitorName", eld.MonitorName)
+		setInt(attrs, "lpcmChannels", eld.LPCMChannels())
+		setInt(attrs, "lpcmMaxRateHz", eld.LPCMMaxRateHz())
+		setString(attrs, "lpcmBitDepths", eld.LPCMBitDepths())
+		setString(attrs, "speakers", eld.Speakers())
+		setInt(attrs, "eldVersion", eld.Version)
+		setInt(attrs, "portID", int(eld.PortID))
+		setString(attrs, MonitorIDAttribute, eld.MonitorID())
+	}
+	d := dra.Device{Name: e.Name, Attributes: attrs}
+	noMonitor := e.PCM.HasELD && !e.PCM.ELD.Valid()
+	if !hasNode || noMonitor {
+		d.Taints = append(d.Taints, dra.Taint{Key: TaintDisconnected, Effect: dra.TaintNoExecute})
+	}
+	if noMonitor {
+		d.Taints = append(d.Taints, dra.Taint{Key: TaintNoMonitor, Effect: dra.TaintNoSchedule})
+	}
+	if !hasNode {
+		d.Taints = append(d.Taints, dra.Taint{Key: TaintNoSink, Effect: dra.TaintNoSchedule})
+	}
+	return d
+}
+
+// String attributes longer than the API's 64 bytes are left out rather
+// than cut: a cut value could match a selector meant for another device.
+func setString(a dra.Attributes, name, v string) {
+	if v != "" && len(v) <= 64 {
+		a[dra.QualifiedName(name)] = dra.String(v)
+	}
+}
+
+func setInt(a dra.Attributes, name string, v int) {
+	if v > 0 {
+		a[dra.QualifiedName(name)] = dra.Int(int64(v))
+	}
+}

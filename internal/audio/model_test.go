@@ -1,0 +1,184 @@
+package audio
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+
+	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/test/fakesys"
+)
+
+// xpsCards reads the recorded Dell XPS 17 (SOF soundwire with three DP-MST
+// outputs, a Razer USB headset, a WD19 dock) through the recorded control
+// backend and its sysfs tree, as the operator reads a real machine.
+func xpsCards(t *testing.T) []CardState {
+	t.Helper()
+	sys := t.TempDir()
+	manifest, err := os.ReadFile("../alsa/testdata/sysfs/xps9700.tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fakesys.BuildTree(manifest, sys); err != nil {
+		t.Fatal(err)
+	}
+	dumps := alsa.NewDumpDir("../alsa/testdata/xps9700")
+	var out []CardState
+	for card := range 3 {
+		ctl, err := dumps.Open(card)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := alsa.ReadCard(ctl)
+		ctl.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		id, err := alsa.ReadCardIdentity(sys, card)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, CardState{Card: c, Identity: id})
+	}
+	return out
+}
+
+func TestEndpointsAreNamedByHardwareIdentity(t *testing.T) {
+	eps, problems := Endpoints("Kitchen", xpsCards(t))
+	if len(problems) != 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	var names []string
+	for _, e := range eps {
+		names = append(names, e.Name)
+		if !strings.HasPrefix(e.NodeName, NodeNamePrefix) || strings.Contains(e.NodeName, "kitchen") {
+			t.Errorf("%s: node.name %q", e.Name, e.NodeName)
+		}
+	}
+	for _, want := range []string{
+		"kitchen-pci-0000-00-1f-3-hdmi-1",
+		"kitchen-pci-0000-00-1f-3-hdmi-3",
+		"kitchen-pci-0000-00-1f-3-jack-out",
+		"kitchen-usb-1532-0526-00000000-usb-audio",
+	} {
+		if !slices.Contains(names, want) {
+			t.Errorf("no endpoint %s in %v", want, names)
+		}
+	}
+	for _, n := range names {
+		if strings.Contains(n, "capture") || strings.Contains(n, "microphone") || strings.Contains(n, "jack-in") {
+			t.Errorf("capture PCM published as an output: %s", n)
+		}
+	}
+}
+
+func TestDevicesAttributesAndTaints(t *testing.T) {
+	eps, _ := Endpoints("kitchen", xpsCards(t))
+	live := map[string]bool{}
+	for _, e := range eps {
+		if e.Name != "kitchen-pci-0000-00-1f-3-jack-out" {
+			live[e.NodeName] = true
+		}
+	}
+	byName := map[string]dra.Device{}
+	for _, d := range Devices(eps, live) {
+		byName[d.Name] = d
+	}
+	// The DP output with the Samsung U28E590's ELD.
+	dp := byName["kitchen-pci-0000-00-1f-3-hdmi-3"]
+	for attr, want := range map[string]string{
+		"connectionType": "displayport", "manufacturer": "SAM", "monitorName": "U28E590",
+		MonitorIDAttribute: "sam-0c4d-u28e590",
+	} {
+		if v := dp.Attributes[resourceapi.QualifiedName(attr)].StringValue; v == nil || *v != want {
+			t.Errorf("DP output %s = %v, want %q", attr, v, want)
+		}
+	}
+	if len(dp.Taints) != 0 {
+		t.Errorf("DP output with monitor and sink tainted %v", dp.Taints)
+	}
+	// An HDMI/DP output with no monitor: disconnected and no-monitor, and
+	// no empty attributes.
+	hdmi := byName["kitchen-pci-0000-00-1f-3-hdmi-1"]
+	if !hasTaint(hdmi, TaintDisconnected) || !hasTaint(hdmi, TaintNoMonitor) || hasTaint(hdmi, TaintNoSink) {
+		t.Errorf("monitorless HDMI taints %v", hdmi.Taints)
+	}
+	if _, ok := hdmi.Attributes["monitorName"]; ok {
+		t.Error("monitorless HDMI has a monitorName")
+	}
+	// No PipeWire node: no-sink and disconnected, and no nodeName.
+	jack := byName["kitchen-pci-0000-00-1f-3-jack-out"]
+	if !hasTaint(jack, TaintNoSink) || !hasTaint(jack, TaintDisconnected) {
+		t.Errorf("sinkless output taints %v", jack.Taints)
+	}
+	if _, ok := jack.Attributes["nodeName"]; ok {
+		t.Error("sinkless output has a nodeName")
+	}
+	for _, d := range byName {
+		for k, v := range d.Attributes {
+			if v.StringValue != nil && *v.StringValue == "" {
+				t.Errorf("%s: empty attribute %s", d.Name, k)
+			}
+		}
+	}
+}
+
+func hasTaint(d dra.Device, key string) bool {
+	return slices.ContainsFunc(d.Taints, func(t dra.Taint) bool { return t.Key == key })
+}
+
+func TestDeviceNameRefusesWhatItCannotForm(t *testing.T) {
+	pcm := alsa.PCMInfo{Card: 0, Device: 3, ID: "HDMI 0"}
+	if _, err := DeviceName("n", alsa.CardIdentity{}, pcm); err == nil {
+		t.Error("named a card with no location")
+	}
+	long := alsa.CardIdentity{Bus: "pci", Location: strings.Repeat("0000:00:1f.3-", 6)}
+	if _, err := DeviceName("n", long, pcm); err == nil || !strings.Contains(err.Error(), "63") {
+		t.Errorf("a name over 63 characters: %v", err)
+	}
+	if _, err := DeviceName("n", alsa.CardIdentity{Bus: "pci", Location: "0000:00:1f.3"}, alsa.PCMInfo{ID: " (*) "}); err == nil {
+		t.Error("named a PCM with no id")
+	}
+}
+
+func TestPrepareEdits(t *testing.T) {
+	lookup := func(dev string) (string, bool, bool) {
+		switch dev {
+		case "live":
+			return "liken.audio.pci-0000-00-1f-3-hdmi-0", true, true
+		case "silent":
+			return "liken.audio.x", false, true
+		}
+		return "", false, false
+	}
+	prep := Prepare(lookup)
+	edits, err := prep(t.Context(), dra.DeviceRequest[Params]{Result: resourceapi.DeviceRequestAllocationResult{Device: "live"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(edits.Env, []string{"PIPEWIRE_REMOTE=/var/run/audio.liken.sh/pipewire-0", "PIPEWIRE_NODE=liken.audio.pci-0000-00-1f-3-hdmi-0"}) {
+		t.Errorf("env %v", edits.Env)
+	}
+	if m := edits.Mounts[0]; m.HostPath != RuntimeDir || m.ContainerPath != RuntimeDir || !slices.Contains(m.Options, "ro") {
+		t.Errorf("mount %+v", m)
+	}
+	// The CDI library accepts what prepare makes.
+	spec := &cdispec.Spec{Version: "0.6.0", Kind: DriverName + "/" + CDIClass, Devices: []cdispec.Device{{Name: "u-live", ContainerEdits: edits}}}
+	path := filepath.Join(t.TempDir(), "s.json")
+	c, _ := cdi.NewCache(cdi.WithSpecDirs(filepath.Dir(path)), cdi.WithAutoRefresh(false))
+	if err := c.WriteSpec(spec, "s.json"); err != nil {
+		t.Fatalf("CDI refuses the edits: %v", err)
+	}
+	for _, dev := range []string{"silent", "unknown"} {
+		if _, err := prep(t.Context(), dra.DeviceRequest[Params]{Result: resourceapi.DeviceRequestAllocationResult{Device: dev}}); err == nil {
+			t.Errorf("%s prepared", dev)
+		}
+	}
+}
