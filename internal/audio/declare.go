@@ -1,0 +1,89 @@
+package audio
+
+import (
+	"fmt"
+
+	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/pipewire"
+)
+
+// Default drop-in directories of the seed's volumes.
+const (
+	PipeWireDropInDir = "/etc/pipewire/pipewire.conf.d"
+)
+
+// DeclareConfig is what the declare init container runs with.
+type DeclareConfig struct {
+	Hardware
+	// Node is the node's name (NODE_NAME), the first part of every name.
+	Node string
+	// PipeWireDir and WirePlumberDir are the drop-in directories.
+	PipeWireDir, WirePlumberDir string
+	// MediaBus is true when the claim delivered a Bluetooth media bus
+	// (DBUS_SYSTEM_BUS_ADDRESS is set): WirePlumber's Bluetooth monitor
+	// is turned on.
+	MediaBus bool
+	// ALSAPath, when set, replaces hw:<card>,<pcm> in every declaration
+	// and Rate sets audio.rate: tests and the demo declare ALSA's "null"
+	// device where there is no card.
+	ALSAPath string
+	Rate     int
+}
+
+// DeclareResult says what Declare wrote.
+type DeclareResult struct {
+	Declaration string   // the PipeWire drop-in's path
+	Fragments   []string // the WirePlumber drop-ins written
+	Endpoints   []Endpoint
+	Problems    []error // outputs or cards left out, each naming card and PCM
+}
+
+// Declare writes PipeWire's declaration of every playback PCM of the
+// claimed cards (HDMI outputs with no monitor included) and WirePlumber's
+// fragments. Problems with single cards or outputs are reported and the
+// rest is declared; an error means /dev/snd could not be read or a file
+// could not be written, and the pod must not start on it.
+func Declare(cfg DeclareConfig) (DeclareResult, error) {
+	if cfg.PipeWireDir == "" {
+		cfg.PipeWireDir = PipeWireDropInDir
+	}
+	if cfg.WirePlumberDir == "" {
+		cfg.WirePlumberDir = pipewire.WirePlumberDropInDir
+	}
+	var res DeclareResult
+	cards, problems, err := cfg.Hardware.Cards()
+	if err != nil {
+		return res, err
+	}
+	eps, more := Endpoints(cfg.Node, cards)
+	res.Endpoints, res.Problems = eps, append(problems, more...)
+	path, err := pipewire.WriteDeclaration(cfg.PipeWireDir, Outputs(eps, cfg.ALSAPath, cfg.Rate))
+	if err != nil {
+		return res, fmt.Errorf("declaration: %w", err)
+	}
+	res.Declaration = path
+	if res.Fragments, err = pipewire.WriteWirePlumberFragments(cfg.WirePlumberDir, cfg.MediaBus); err != nil {
+		return res, fmt.Errorf("WirePlumber fragments: %w", err)
+	}
+	return res, nil
+}
+
+// Outputs are the PipeWire declarations of endpoints, with the channel
+// layout each one's hardware states: an HDMI/DP monitor's ELD, a USB
+// card's channel map, else none (PipeWire's stereo).
+func Outputs(eps []Endpoint, alsaPath string, rate int) []pipewire.Output {
+	out := make([]pipewire.Output, 0, len(eps))
+	for _, e := range eps {
+		o := pipewire.Output{
+			Card: e.PCM.Card(), Device: e.PCM.Device(), Direction: pipewire.Playback,
+			PCMID: e.PCM.Info.ID, Name: e.NodeName, Output: e.Name,
+			Description: fmt.Sprintf("%s (%s)", e.PCM.Info.ID, e.Card.Name),
+			Path:        alsaPath, Rate: rate,
+		}
+		if l := alsa.ChooseLayout(e.PCM, alsa.ConnectionType(e.PCM, e.Card, e.Identity)); l.Channels > 0 {
+			o.Channels, o.Positions = l.Channels, l.Positions
+		}
+		out = append(out, o)
+	}
+	return out
+}

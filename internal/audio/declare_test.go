@@ -1,0 +1,118 @@
+package audio
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/fakesys"
+)
+
+// xpsHardware is the recorded XPS 17 as declare sees a node: a /dev/snd
+// with its nodes, recorded control interfaces behind them, and sysfs.
+func xpsHardware(t *testing.T) Hardware {
+	t.Helper()
+	root := t.TempDir()
+	manifest, err := os.ReadFile("../alsa/testdata/sysfs/xps9700.tree")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fakesys.BuildTree(manifest, filepath.Join(root, "sys")); err != nil {
+		t.Fatal(err)
+	}
+	var dumps []*alsa.Dump
+	for card := range 3 {
+		data, err := os.ReadFile(fmt.Sprintf("../alsa/testdata/xps9700/card%d.json", card))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := alsa.DecodeDump(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dumps = append(dumps, d)
+	}
+	if err := alsa.WriteDevSnd(filepath.Join(root, "snd"), dumps...); err != nil {
+		t.Fatal(err)
+	}
+	return Hardware{DevSnd: filepath.Join(root, "snd"), Sysfs: filepath.Join(root, "sys"), Opener: alsa.NewDumpDir("../alsa/testdata/xps9700")}
+}
+
+func TestDeclareEveryPlaybackPCM(t *testing.T) {
+	dir := t.TempDir()
+	cfg := DeclareConfig{Hardware: xpsHardware(t), Node: "study", PipeWireDir: filepath.Join(dir, "pw"), WirePlumberDir: filepath.Join(dir, "wp")}
+	res, err := Declare(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Problems) != 0 {
+		t.Fatalf("problems: %v", res.Problems)
+	}
+	outs, err := pipewire.ReadDeclaration(res.Declaration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byOutput := map[string]pipewire.Output{}
+	for _, o := range outs {
+		byOutput[o.Output] = o
+	}
+	if len(outs) != len(res.Endpoints) || len(outs) < 7 {
+		t.Fatalf("%d declarations for %d endpoints", len(outs), len(res.Endpoints))
+	}
+	// HDMI outputs with no monitor are declared too.
+	for _, name := range []string{"study-pci-0000-00-1f-3-hdmi-1", "study-pci-0000-00-1f-3-hdmi-2", "study-pci-0000-00-1f-3-hdmi-3"} {
+		o, ok := byOutput[name]
+		if !ok {
+			t.Errorf("%s not declared", name)
+			continue
+		}
+		if o.ALSAPath() != fmt.Sprintf("hw:0,%d", o.Device) {
+			t.Errorf("%s: path %s", name, o.ALSAPath())
+		}
+	}
+	// The Samsung's ELD says 2ch LPCM: a stereo layout; the Razer's
+	// channel map says FL FR.
+	if o := byOutput["study-pci-0000-00-1f-3-hdmi-3"]; o.Channels != 2 || !slices.Equal(o.Positions, []string{"FL", "FR"}) {
+		t.Errorf("DP output layout %d %v", o.Channels, o.Positions)
+	}
+	if o := byOutput["study-usb-1532-0526-00000000-usb-audio"]; !slices.Equal(o.Positions, []string{"FL", "FR"}) {
+		t.Errorf("USB headset layout %v", o.Positions)
+	}
+	// Without a media bus, no Bluetooth fragment.
+	if _, err := os.Stat(filepath.Join(dir, "wp", pipewire.BluetoothFragment)); !os.IsNotExist(err) {
+		t.Errorf("Bluetooth fragment without a bus: %v", err)
+	}
+	cfg.MediaBus = true
+	if _, err := Declare(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "wp", pipewire.BluetoothFragment)); err != nil {
+		t.Errorf("no Bluetooth fragment with a bus: %v", err)
+	}
+}
+
+func TestDeclareWithoutCards(t *testing.T) {
+	dir := t.TempDir()
+	res, err := Declare(DeclareConfig{Hardware: Hardware{DevSnd: filepath.Join(dir, "missing")}, Node: "n",
+		PipeWireDir: filepath.Join(dir, "pw"), WirePlumberDir: filepath.Join(dir, "wp")})
+	if err != nil {
+		t.Fatalf("a claim with no cards: %v", err)
+	}
+	if outs, err := pipewire.ReadDeclaration(res.Declaration); err != nil || len(outs) != 0 {
+		t.Fatalf("declaration %v, %v", outs, err)
+	}
+}
+
+func TestDeclareUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	blocker := filepath.Join(dir, "file")
+	os.WriteFile(blocker, nil, 0o600)
+	_, err := Declare(DeclareConfig{Hardware: xpsHardware(t), Node: "n", PipeWireDir: filepath.Join(blocker, "pw"), WirePlumberDir: filepath.Join(dir, "wp")})
+	if err == nil {
+		t.Fatal("declared into a path under a file")
+	}
+}
