@@ -1,0 +1,320 @@
+package pipewire
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ErrBadDump is wrapped by every error about pw-dump's output: text that
+// is not JSON, JSON cut short, or JSON that is not pw-dump's shape.
+var ErrBadDump = errors.New("bad pw-dump output")
+
+// ParseDump parses the output of one `pw-dump` run: a JSON array of
+// objects, each with a numeric "id" and a "type", and for nodes and
+// links an "info" object. Objects may come in any id order (pw-dump
+// lists them as the registry announced them), and "info", "info.props",
+// "info.params" and "info.state" may each be absent or null (the
+// recorded fixture has props only). Anything else is a failed read that
+// wraps ErrBadDump and names the object: input that is empty, cut short
+// or followed by more text, an element that is not an object, an id that
+// is missing, negative or past 32 bits, or used twice, a missing type, a
+// removal entry (those belong to monitor mode), or a field of the wrong
+// JSON type in a node or link. No partial graph is returned.
+func ParseDump(data []byte) (*Graph, error) {
+	objs, err := parseBatch(data)
+	if err != nil {
+		return nil, err
+	}
+	s := NewStream()
+	seen := make(map[uint32]bool, len(objs))
+	for i, o := range objs {
+		if o.removed {
+			return nil, fmt.Errorf("%w: object %d (id %d) is a removal, which only monitor mode prints", ErrBadDump, i, o.id)
+		}
+		if seen[o.id] {
+			return nil, fmt.Errorf("%w: object %d: id %d appears twice", ErrBadDump, i, o.id)
+		}
+		seen[o.id] = true
+		s.apply(o)
+	}
+	return s.Graph(), nil
+}
+
+// objectKind says what an entry of a pw-dump array is.
+type object struct {
+	id      uint32
+	removed bool  // monitor mode's {"id": N, "info": null}
+	node    *Node // for TypeNode
+	link    *Link // for TypeLink
+}
+
+// rawObject is the part of a pw-dump entry the parser reads. Metadata
+// objects carry "props" and "metadata" at the top level instead of
+// "info"; those are not read.
+type rawObject struct {
+	ID   *uint32         `json:"id"`
+	Type *string         `json:"type"`
+	Info json.RawMessage `json:"info"`
+}
+
+type rawInfo struct {
+	State  *string                      `json:"state"`
+	Error  *string                      `json:"error"`
+	Props  map[string]json.RawMessage   `json:"props"`
+	Params map[string][]json.RawMessage `json:"params"`
+	// Link fields.
+	OutputNode *uint32 `json:"output-node-id"`
+	OutputPort *uint32 `json:"output-port-id"`
+	InputNode  *uint32 `json:"input-node-id"`
+	InputPort  *uint32 `json:"input-port-id"`
+}
+
+// parseBatch parses one pw-dump array completely before anything uses
+// it, so a bad element fails the whole batch.
+func parseBatch(data []byte) ([]object, error) {
+	trimmed := bytes.TrimSpace(data)
+	if len(trimmed) == 0 {
+		return nil, fmt.Errorf("%w: empty", ErrBadDump)
+	}
+	if trimmed[0] != '[' {
+		return nil, fmt.Errorf("%w: not a JSON array (starts with %q)", ErrBadDump, clip(trimmed, 20))
+	}
+	var raws []json.RawMessage
+	if err := json.Unmarshal(trimmed, &raws); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadDump, err)
+	}
+	objs := make([]object, 0, len(raws))
+	for i, raw := range raws {
+		o, err := parseObject(raw)
+		if err != nil {
+			return nil, fmt.Errorf("%w: object %d: %v", ErrBadDump, i, err)
+		}
+		objs = append(objs, o)
+	}
+	return objs, nil
+}
+
+func parseObject(raw json.RawMessage) (object, error) {
+	if len(raw) == 0 || raw[0] != '{' {
+		return object{}, fmt.Errorf("not a JSON object")
+	}
+	var r rawObject
+	if err := json.Unmarshal(raw, &r); err != nil {
+		return object{}, err
+	}
+	if r.ID == nil {
+		return object{}, fmt.Errorf("no id")
+	}
+	o := object{id: *r.ID}
+	if r.Type == nil || *r.Type == "" {
+		if isNull(r.Info) && r.Info != nil {
+			o.removed = true
+			return o, nil
+		}
+		return o, fmt.Errorf("id %d has no type", o.id)
+	}
+	switch *r.Type {
+	case TypeNode:
+		n, err := parseNode(o.id, r.Info)
+		if err != nil {
+			return o, fmt.Errorf("node %d: %v", o.id, err)
+		}
+		o.node = n
+	case TypeLink:
+		l, err := parseLink(o.id, r.Info)
+		if err != nil {
+			return o, fmt.Errorf("link %d: %v", o.id, err)
+		}
+		o.link = l
+	}
+	return o, nil
+}
+
+// isNull reports whether raw is absent or the JSON null.
+func isNull(raw json.RawMessage) bool {
+	return len(raw) == 0 || string(raw) == "null"
+}
+
+func decodeInfo(raw json.RawMessage) (*rawInfo, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("info is not an object")
+	}
+	var info rawInfo
+	if err := json.Unmarshal(raw, &info); err != nil {
+		return nil, fmt.Errorf("info: %v", err)
+	}
+	return &info, nil
+}
+
+func parseNode(id uint32, rawInfo json.RawMessage) (*Node, error) {
+	n := &Node{ID: id}
+	info, err := decodeInfo(rawInfo)
+	if err != nil || info == nil {
+		return n, err
+	}
+	if info.State != nil {
+		n.State = *info.State
+	}
+	if info.Error != nil {
+		n.Error = *info.Error
+	}
+	if n.Props, err = propsText(info.Props); err != nil {
+		return n, err
+	}
+	n.Name = n.Props[PropNodeName]
+	n.Description = n.Props[PropDescription]
+	n.MediaClass = n.Props[PropMediaClass]
+	n.Declared = declared(n.Props)
+	n.Format = parseFormat(info.Params["Format"])
+	n.Volume = parseVolume(info.Params["Props"])
+	return n, nil
+}
+
+func parseLink(id uint32, rawInfo json.RawMessage) (*Link, error) {
+	l := &Link{ID: id}
+	info, err := decodeInfo(rawInfo)
+	if err != nil || info == nil {
+		return l, err
+	}
+	for _, f := range []struct {
+		dst *uint32
+		src *uint32
+	}{{&l.OutputNode, info.OutputNode}, {&l.OutputPort, info.OutputPort}, {&l.InputNode, info.InputNode}, {&l.InputPort, info.InputPort}} {
+		if f.src != nil {
+			*f.dst = *f.src
+		}
+	}
+	if info.State != nil {
+		l.State = *info.State
+	}
+	return l, nil
+}
+
+// propsText turns pw-dump's property values into text: a string as it
+// is, a number as its literal, a boolean as "true" or "false", an object
+// or array as compact JSON; a null value is left out.
+func propsText(raw map[string]json.RawMessage) (map[string]string, error) {
+	if raw == nil {
+		return nil, nil
+	}
+	props := make(map[string]string, len(raw))
+	for k, v := range raw {
+		if len(v) == 0 {
+			continue
+		}
+		switch v[0] {
+		case '"':
+			var s string
+			if err := json.Unmarshal(v, &s); err != nil {
+				return nil, fmt.Errorf("property %s: %v", k, err)
+			}
+			props[k] = s
+		case 'n':
+		case '{', '[':
+			var b bytes.Buffer
+			if err := json.Compact(&b, v); err != nil {
+				return nil, fmt.Errorf("property %s: %v", k, err)
+			}
+			props[k] = b.String()
+		default: // number, true, false: already valid JSON literals
+			props[k] = string(v)
+		}
+	}
+	return props, nil
+}
+
+// parseFormat reads the first entry of a Format param. Params vary
+// between PipeWire versions and node kinds, so a field of an unexpected
+// type is left unknown rather than failing the read.
+func parseFormat(entries []json.RawMessage) *Format {
+	for _, e := range entries {
+		var f struct {
+			MediaSubtype any `json:"mediaSubtype"`
+			Format       any `json:"format"`
+			Rate         any `json:"rate"`
+			Channels     any `json:"channels"`
+			Position     any `json:"position"`
+		}
+		if json.Unmarshal(e, &f) != nil {
+			continue
+		}
+		out := &Format{}
+		out.MediaSubtype, _ = f.MediaSubtype.(string)
+		out.SampleFormat, _ = f.Format.(string)
+		out.Rate = wholeNumber(f.Rate)
+		out.Channels = wholeNumber(f.Channels)
+		if ps, ok := f.Position.([]any); ok {
+			for _, p := range ps {
+				if s, ok := p.(string); ok {
+					out.Positions = append(out.Positions, s)
+				}
+			}
+		}
+		return out
+	}
+	return nil
+}
+
+// parseVolume reads the first entry of a Props param that has a volume,
+// a mute switch or channel volumes.
+func parseVolume(entries []json.RawMessage) *Volume {
+	for _, e := range entries {
+		var p struct {
+			Volume         any `json:"volume"`
+			Mute           any `json:"mute"`
+			ChannelVolumes any `json:"channelVolumes"`
+		}
+		if json.Unmarshal(e, &p) != nil {
+			continue
+		}
+		v := &Volume{}
+		if f, ok := p.Volume.(float64); ok {
+			v.Volume = &f
+		}
+		if b, ok := p.Mute.(bool); ok {
+			v.Mute = &b
+		}
+		if cs, ok := p.ChannelVolumes.([]any); ok {
+			v.ChannelVolumes = make([]float64, 0, len(cs))
+			for _, c := range cs {
+				if f, ok := c.(float64); ok {
+					v.ChannelVolumes = append(v.ChannelVolumes, f)
+				}
+			}
+		}
+		if v.Volume != nil || v.Mute != nil || v.ChannelVolumes != nil {
+			return v
+		}
+	}
+	return nil
+}
+
+// wholeNumber returns v when it is a non-negative whole JSON number that
+// fits an int32, else 0.
+func wholeNumber(v any) int {
+	f, ok := v.(float64)
+	if !ok || f < 0 || f > 1<<31-1 || f != float64(int(f)) {
+		return 0
+	}
+	return int(f)
+}
+
+// graphOf builds a Graph from the current objects.
+func graphOf(nodes map[uint32]*Node, links map[uint32]*Link, objects int) *Graph {
+	g := &Graph{Objects: objects, Nodes: make([]Node, 0, len(nodes)), Links: make([]Link, 0, len(links))}
+	for _, n := range nodes {
+		g.Nodes = append(g.Nodes, *n)
+	}
+	for _, l := range links {
+		g.Links = append(g.Links, *l)
+	}
+	slices.SortFunc(g.Nodes, func(a, b Node) int { return cmpID(a.ID, b.ID) })
+	slices.SortFunc(g.Links, func(a, b Link) int { return cmpID(a.ID, b.ID) })
+	return g
+}

@@ -1,0 +1,193 @@
+package pipewire
+
+import (
+	"slices"
+	"strconv"
+)
+
+// PipeWire object types as pw-dump prints them in "type".
+const (
+	TypeNode   = "PipeWire:Interface:Node"
+	TypeLink   = "PipeWire:Interface:Link"
+	TypeDevice = "PipeWire:Interface:Device"
+	TypeCore   = "PipeWire:Interface:Core"
+)
+
+// Node states as pw-dump prints info.state (enum pw_node_state,
+// src/pipewire/node.h). A declared ALSA node is "suspended" until a
+// stream plays to it, "running" while one does and "idle" shortly after.
+const (
+	NodeStateError     = "error"
+	NodeStateCreating  = "creating"
+	NodeStateSuspended = "suspended"
+	NodeStateIdle      = "idle"
+	NodeStateRunning   = "running"
+)
+
+// Graph is one reading of PipeWire's objects: the nodes and links, each
+// sorted by id. Other objects (ports, clients, modules, metadata) are
+// counted, not kept. A Graph is never modified after it is returned, so
+// it may be shared between goroutines.
+type Graph struct {
+	// Nodes are the PipeWire:Interface:Node objects, by ascending id.
+	Nodes []Node
+	// Links are the PipeWire:Interface:Link objects, by ascending id.
+	Links []Link
+	// Objects is the number of objects of every type in the reading.
+	Objects int
+}
+
+// Node is one PipeWire node.
+type Node struct {
+	// ID is the global object id. PipeWire reuses a freed id for the
+	// next object (measured: a node destroyed and another created got
+	// the same id), so an id names a node only within one Graph.
+	ID uint32
+	// Name, Description and MediaClass are node.name, node.description
+	// and media.class; empty when absent.
+	Name        string
+	Description string
+	MediaClass  string
+	// State is info.state (NodeStateRunning, ...); empty when pw-dump
+	// printed no info.
+	State string
+	// Error is info.error, set with NodeStateError.
+	Error string
+	// Props holds every property as text. pw-dump prints a property whose
+	// text reads as a JSON number or boolean as that literal, reformatted
+	// (measured with PipeWire 1.4.2: "007" as 7, "1e3" as 1000.000000,
+	// "0" as 0), and Props keeps the printed literal, so number-like text
+	// does not survive; a nested object or array is kept as compact JSON.
+	Props map[string]string
+	// Declared is what the liken.audio.* properties say; nil for a node
+	// this package did not declare.
+	Declared *Declared
+	// Format is the negotiated format (the Format param); nil while the
+	// node is suspended and has none.
+	Format *Format
+	// Volume is the first Props param entry that carries a volume or
+	// mute; nil when there is none.
+	Volume *Volume
+}
+
+// Declared is the private part of a node this package declared: the PCM
+// it serves and the published output it belongs to.
+type Declared struct {
+	// Card and PCM are liken.audio.card and liken.audio.pcm.
+	Card, PCM int
+	// PCMID and Output are liken.audio.pcm-id and liken.audio.output;
+	// empty when absent.
+	PCMID, Output string
+}
+
+// Format is a node's negotiated audio format.
+type Format struct {
+	// MediaSubtype is "raw" for PCM, or "iec958", "dsd", ...
+	MediaSubtype string
+	// SampleFormat is the SPA sample format, e.g. "F32P", "S16LE".
+	SampleFormat string
+	// Rate is in Hz; Channels is the channel count; 0 when absent.
+	Rate, Channels int
+	// Positions are the SPA channel names, one per channel, when given.
+	Positions []string
+}
+
+// Volume is a node's software volume (the Props param).
+type Volume struct {
+	// Volume is the node's master volume, linear (1.0 is unity); nil
+	// when absent.
+	Volume *float64
+	// Mute is the mute switch; nil when absent.
+	Mute *bool
+	// ChannelVolumes are the per-channel linear gains, in the order of
+	// the node's channels; nil when absent.
+	ChannelVolumes []float64
+}
+
+// Link is one PipeWire link: data flows from an output port of
+// OutputNode to an input port of InputNode.
+type Link struct {
+	ID                    uint32
+	OutputNode, InputNode uint32
+	OutputPort, InputPort uint32
+	// State is info.state: "active", "paused", "init", "error", ...;
+	// empty when absent.
+	State string
+}
+
+// Node returns the node with the given id.
+func (g *Graph) Node(id uint32) (Node, bool) {
+	i, ok := slices.BinarySearchFunc(g.Nodes, id, func(n Node, id uint32) int { return cmpID(n.ID, id) })
+	if !ok {
+		return Node{}, false
+	}
+	return g.Nodes[i], true
+}
+
+// NodeByName returns the node with the given node.name; with several
+// (PipeWire does not forbid it) the one with the lowest id.
+func (g *Graph) NodeByName(name string) (Node, bool) {
+	for _, n := range g.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return Node{}, false
+}
+
+// NodesOfClass returns the nodes whose media.class is class, by id.
+func (g *Graph) NodesOfClass(class string) []Node {
+	var out []Node
+	for _, n := range g.Nodes {
+		if n.MediaClass == class {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// LinksOf returns the links that touch node id, as output or input, by
+// link id.
+func (g *Graph) LinksOf(id uint32) []Link {
+	var out []Link
+	for _, l := range g.Links {
+		if l.OutputNode == id || l.InputNode == id {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+func cmpID(a, b uint32) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// declared reads the liken.audio.* properties of props. Both the card
+// and the PCM must be non-negative integers; pw-dump prints them as
+// numbers, and a string form is accepted too.
+func declared(props map[string]string) *Declared {
+	card, ok1 := propInt(props, PropCard)
+	pcm, ok2 := propInt(props, PropPCM)
+	if !ok1 || !ok2 {
+		return nil
+	}
+	return &Declared{Card: card, PCM: pcm, PCMID: props[PropPCMID], Output: props[PropOutput]}
+}
+
+func propInt(props map[string]string, key string) (int, bool) {
+	v, ok := props[key]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}

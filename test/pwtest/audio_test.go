@@ -1,0 +1,42 @@
+package pwtest
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestToneAndGoertzel(t *testing.T) {
+	const rate = 48000
+	pcm := Tone(1000, 0.5, rate, 2, 200*time.Millisecond)
+	if len(pcm) != rate/5*2*2 {
+		t.Fatalf("%d bytes, want %d", len(pcm), rate/5*2*2)
+	}
+	for ch := 0; ch < 2; ch++ {
+		x := Samples(pcm, 2, ch)
+		if len(x) != rate/5 {
+			t.Fatalf("channel %d: %d samples", ch, len(x))
+		}
+		for f, want := range map[float64]float64{1000: 0.5, 500: 0, 1500: 0, 2000: 0} {
+			if got := Goertzel(x, rate, f); math.Abs(got-want) > 0.001 {
+				t.Errorf("channel %d: %v Hz at %.5f, want %.1f", ch, f, got, want)
+			}
+		}
+	}
+	// A tone in the middle of silence is found at its level by PeakTone,
+	// and diluted by a whole-buffer Goertzel.
+	x := append(append(make([]float64, rate), Samples(pcm, 2, 0)...), make([]float64, rate)...)
+	if p := PeakTone(x, rate, 1000, rate/10); math.Abs(p-0.5) > 0.001 {
+		t.Errorf("PeakTone %.4f, want 0.5", p)
+	}
+	if g := Goertzel(x, rate, 1000); g > 0.1 {
+		t.Errorf("whole-buffer Goertzel %.4f, want the tone diluted", g)
+	}
+	if Goertzel(nil, rate, 1000) != 0 || PeakTone(x[:10], rate, 1000, 4800) != 0 {
+		t.Error("empty input gave a level")
+	}
+	// A partial trailing frame is ignored.
+	if n := len(Samples(pcm[:7], 2, 1)); n != 1 {
+		t.Errorf("%d samples from 7 bytes of stereo", n)
+	}
+}

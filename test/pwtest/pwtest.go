@@ -1,0 +1,504 @@
+// Package pwtest runs a real PipeWire and WirePlumber for tests, headless,
+// in a temporary directory, configured the way the audio-operator pod
+// configures them: the image's baked fragments (pipewire.BakedFiles), the
+// declaration of outputs (pipewire.WriteDeclaration) and the generated
+// WirePlumber fragments (pipewire.WriteWirePlumberFragments), with
+// WirePlumber running `--profile=main-embedded`.
+//
+// The set-up is the one measured in ../../../shared/design/infra.md §5
+// (PipeWire 1.4.2, WirePlumber 0.5.8): no udev, no systemd, no session
+// bus. XDG_RUNTIME_DIR and PIPEWIRE_RUNTIME_DIR name the directory the
+// socket is created in; XDG_CONFIG_HOME holds the drop-ins (PipeWire and
+// WirePlumber merge $XDG_CONFIG_HOME/<name>/<name>.conf.d with their
+// /usr/share ones, where the image puts its baked files, so the baked
+// files go there too under the same names). Where there is no sound
+// card, a declared output's api.alsa.path is "null", ALSA's null device,
+// which drives the graph in real time like a card.
+//
+// The daemons die with the test binary (PR_SET_PDEATHSIG) and are stopped
+// by Stop (or the test's cleanup with New).
+package pwtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/liken-sh/operators/internal/pipewire"
+)
+
+// DefaultReadyTimeout bounds the wait for each daemon to answer. PipeWire
+// creates its socket in about 140 ms here and WirePlumber publishes its
+// default metadata within about a second.
+const DefaultReadyTimeout = 15 * time.Second
+
+// Options configures Start.
+type Options struct {
+	// Outputs are declared in 60-liken-outputs.conf before PipeWire
+	// starts. Use NullOutput for outputs with no card behind them.
+	Outputs []pipewire.Output
+	// MediaBus, when set, is the D-Bus system bus address WirePlumber
+	// gets as DBUS_SYSTEM_BUS_ADDRESS, and the Bluetooth fragment is
+	// written, as the declare container does when the claim delivers a
+	// media bus. Empty removes DBUS_SYSTEM_BUS_ADDRESS from both
+	// daemons' environment.
+	MediaBus string
+	// NoWirePlumber starts PipeWire alone. Nothing links streams then.
+	NoWirePlumber bool
+	// PIDNamespace runs PipeWire in a PID namespace of its own (and a
+	// mount namespace for its /proc), so that every client is in another
+	// one, as in the pod: each container has its own PID namespace, and
+	// a peer's pid is not visible across them (SO_PEERCRED gives 0). It
+	// runs unshare(1), as root or in a user namespace of its own.
+	PIDNamespace bool
+	// LeaveOut names baked files (pipewire.BakedFile.Path) not to
+	// install, to show what they are for.
+	LeaveOut []string
+	// ReadyTimeout bounds each daemon's start; zero means
+	// DefaultReadyTimeout.
+	ReadyTimeout time.Duration
+}
+
+// NullOutput returns a playback output on ALSA's null device: card and
+// device as given, node name name, 48 kHz stereo (FL, FR). The null
+// device needs a fixed rate: with none, PipeWire 1.4.2 crashed when a
+// stream started (see pipewire.Output.Rate).
+func NullOutput(card, device int, name string) pipewire.Output {
+	return pipewire.Output{
+		Card: card, Device: device, Name: name, Path: "null",
+		Rate: 48000, Channels: 2, Positions: []string{"FL", "FR"},
+		Description: fmt.Sprintf("null output card %d PCM %d", card, device),
+		Output:      fmt.Sprintf("test-card%d-pcm%d", card, device),
+	}
+}
+
+// Daemons is a running PipeWire and (unless NoWirePlumber) WirePlumber.
+type Daemons struct {
+	opts Options
+	// Root is the temporary directory holding everything below.
+	Root string
+	// RuntimeDir holds PipeWire's sockets (pipewire-0).
+	RuntimeDir string
+	// ConfigHome is XDG_CONFIG_HOME.
+	ConfigHome string
+	// PipeWireConfD and WirePlumberConfD are the drop-in directories,
+	// the pod's /etc/pipewire/pipewire.conf.d and
+	// /etc/wireplumber/wireplumber.conf.d.
+	PipeWireConfD, WirePlumberConfD string
+
+	mu sync.Mutex
+	pw *Process
+	wp *Process
+	n  int // daemon starts, for log names
+}
+
+// Start writes the configuration and starts PipeWire, waits until its
+// socket accepts, then starts WirePlumber and waits until it has
+// published its "default" metadata. On error nothing is left running and
+// the error carries the end of the daemons' logs.
+func Start(ctx context.Context, opts Options) (*Daemons, error) {
+	if opts.ReadyTimeout <= 0 {
+		opts.ReadyTimeout = DefaultReadyTimeout
+	}
+	// A short name: the socket path must fit in a sockaddr_un.
+	root, err := os.MkdirTemp("", "pwtest")
+	if err != nil {
+		return nil, fmt.Errorf("pwtest: %w", err)
+	}
+	d := &Daemons{
+		opts:       opts,
+		Root:       root,
+		RuntimeDir: filepath.Join(root, "run"),
+		ConfigHome: filepath.Join(root, "config"),
+	}
+	d.PipeWireConfD = filepath.Join(d.ConfigHome, "pipewire", "pipewire.conf.d")
+	d.WirePlumberConfD = filepath.Join(d.ConfigHome, "wireplumber", "wireplumber.conf.d")
+	fail := func(err error) (*Daemons, error) {
+		logs := d.Logs()
+		d.Stop()
+		return nil, fmt.Errorf("pwtest: %w\n%s", err, logs)
+	}
+	for _, dir := range []string{d.RuntimeDir, filepath.Join(root, "state"), filepath.Join(root, "data")} {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return fail(err)
+		}
+	}
+	// The image's baked files live under /usr/share; here they go in the
+	// user configuration directory, which both daemons merge the same
+	// way, file names deciding the order.
+	for _, f := range pipewire.BakedFiles() {
+		if slices.Contains(opts.LeaveOut, f.Path) {
+			continue
+		}
+		path := filepath.Join(d.ConfigHome, filepath.FromSlash(f.Path))
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			return fail(err)
+		}
+		if err := os.WriteFile(path, f.Content, 0o644); err != nil {
+			return fail(err)
+		}
+	}
+	if _, err := pipewire.WriteDeclaration(d.PipeWireConfD, opts.Outputs); err != nil {
+		return fail(err)
+	}
+	if _, err := pipewire.WriteWirePlumberFragments(d.WirePlumberConfD, opts.MediaBus != ""); err != nil {
+		return fail(err)
+	}
+	if err := d.StartPipeWire(ctx); err != nil {
+		return fail(err)
+	}
+	if !opts.NoWirePlumber {
+		if err := d.StartWirePlumber(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	return d, nil
+}
+
+// New is Start for a test: it fails the test on error and stops the
+// daemons in the test's cleanup, logging the end of their logs if the
+// test failed.
+func New(t testing.TB, opts Options) *Daemons {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	d, err := Start(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("PipeWire and WirePlumber logs:\n%s", d.Logs())
+		}
+		if err := d.Stop(); err != nil {
+			t.Errorf("pwtest: stop: %v", err)
+		}
+	})
+	return d
+}
+
+// Remote returns the pipewire.Remote that reaches this PipeWire.
+func (d *Daemons) Remote() pipewire.Remote { return pipewire.Remote{RuntimeDir: d.RuntimeDir} }
+
+// SocketPath is PipeWire's client socket.
+func (d *Daemons) SocketPath() string { return filepath.Join(d.RuntimeDir, "pipewire-0") }
+
+// DeclarationPath is the declaration PipeWire reads at start.
+func (d *Daemons) DeclarationPath() string {
+	return filepath.Join(d.PipeWireConfD, pipewire.DeclarationFile)
+}
+
+// Env returns the environment a client of this PipeWire runs with: the
+// process environment with the runtime directory set, no session bus,
+// and the configuration home, so client tools find their client.conf.
+func (d *Daemons) Env() []string {
+	env := d.Remote().Env()
+	out := env[:0:0]
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "DBUS_SESSION_BUS_ADDRESS=") || strings.HasPrefix(kv, "PIPEWIRE_NODE=") ||
+			strings.HasPrefix(kv, "PIPEWIRE_REMOTE=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return append(out, "DBUS_SESSION_BUS_ADDRESS=disabled:")
+}
+
+// daemonEnv is the environment both daemons run with.
+func (d *Daemons) daemonEnv() []string {
+	env := d.Env()
+	out := env[:0:0]
+	for _, kv := range env {
+		if strings.HasPrefix(kv, "XDG_CONFIG_HOME=") || strings.HasPrefix(kv, "XDG_STATE_HOME=") ||
+			strings.HasPrefix(kv, "XDG_DATA_HOME=") || strings.HasPrefix(kv, "DBUS_SYSTEM_BUS_ADDRESS=") ||
+			strings.HasPrefix(kv, "PIPEWIRE_CONFIG_DIR=") || strings.HasPrefix(kv, "WIREPLUMBER_CONFIG_DIR=") {
+			continue
+		}
+		out = append(out, kv)
+	}
+	out = append(out,
+		"XDG_CONFIG_HOME="+d.ConfigHome,
+		"XDG_STATE_HOME="+filepath.Join(d.Root, "state"),
+		"XDG_DATA_HOME="+filepath.Join(d.Root, "data"),
+	)
+	if d.opts.MediaBus != "" {
+		out = append(out, "DBUS_SYSTEM_BUS_ADDRESS="+d.opts.MediaBus)
+	}
+	return out
+}
+
+// Command returns name with args, run with Env.
+func (d *Daemons) Command(ctx context.Context, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = d.Env()
+	cmd.WaitDelay = time.Second
+	return cmd
+}
+
+// Declare rewrites the declaration; PipeWire reads it at its next start
+// (RestartPipeWire).
+func (d *Daemons) Declare(outputs []pipewire.Output) error {
+	_, err := pipewire.WriteDeclaration(d.PipeWireConfD, outputs)
+	return err
+}
+
+// PipeWire returns the running PipeWire process, or nil.
+func (d *Daemons) PipeWire() *Process {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.pw
+}
+
+// WirePlumber returns the running WirePlumber process, or nil.
+func (d *Daemons) WirePlumber() *Process {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.wp
+}
+
+// StartPipeWire starts PipeWire and waits until its socket accepts a
+// connection. It is an error if one is already running.
+func (d *Daemons) StartPipeWire(ctx context.Context) error {
+	d.mu.Lock()
+	if d.pw != nil && !d.pw.Exited() {
+		d.mu.Unlock()
+		return errors.New("PipeWire is already running")
+	}
+	d.n++
+	name, args := "pipewire", []string(nil)
+	if d.opts.PIDNamespace {
+		// --kill-child: PipeWire dies with unshare, which Stop signals.
+		name, args = "unshare", []string{"--pid", "--kill-child", "--mount", "--mount-proc"}
+		if os.Geteuid() != 0 {
+			args = append([]string{"--user", "--map-root-user"}, args...)
+		}
+		args = append(args, "pipewire")
+	}
+	p, err := startProcess(filepath.Join(d.Root, fmt.Sprintf("pipewire.%d.log", d.n)), d.daemonEnv(), name, args...)
+	if err != nil {
+		d.mu.Unlock()
+		return fmt.Errorf("start pipewire: %w", err)
+	}
+	d.pw = p
+	d.mu.Unlock()
+	// Ready is a socket that accepts, not a pw-dump that answers: a test
+	// may start a PipeWire on purpose that does not answer this client.
+	// PipeWire serves a connection only after it has loaded its
+	// configuration and created the declared nodes (one main loop).
+	return d.waitReady(ctx, p, "PipeWire", func(ctx context.Context) error {
+		var dialer net.Dialer
+		c, err := dialer.DialContext(ctx, "unix", d.SocketPath())
+		if err != nil {
+			return err
+		}
+		return c.Close()
+	})
+}
+
+// StartWirePlumber starts `wireplumber --profile=main-embedded` and waits
+// until the "default" metadata object (WirePlumber's policy) exists.
+func (d *Daemons) StartWirePlumber(ctx context.Context) error {
+	d.mu.Lock()
+	if d.wp != nil && !d.wp.Exited() {
+		d.mu.Unlock()
+		return errors.New("WirePlumber is already running")
+	}
+	d.n++
+	p, err := startProcess(filepath.Join(d.Root, fmt.Sprintf("wireplumber.%d.log", d.n)), d.daemonEnv(),
+		"wireplumber", "--profile="+pipewire.Profile)
+	if err != nil {
+		d.mu.Unlock()
+		return fmt.Errorf("start wireplumber: %w", err)
+	}
+	d.wp = p
+	d.mu.Unlock()
+	return d.waitReady(ctx, p, "WirePlumber", func(ctx context.Context) error {
+		md, err := d.Metadata(ctx, "default")
+		if err != nil {
+			return err
+		}
+		if md == nil {
+			return errors.New("no default metadata yet")
+		}
+		return nil
+	})
+}
+
+// waitReady polls ready every 50 ms until it succeeds, the process exits,
+// or the ready timeout passes.
+func (d *Daemons) waitReady(ctx context.Context, p *Process, name string, ready func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.ReadyTimeout)
+	defer cancel()
+	var last error
+	for {
+		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		last = ready(pctx)
+		pcancel()
+		if last == nil {
+			return nil
+		}
+		select {
+		case <-p.Done():
+			return fmt.Errorf("%s exited while starting: %v", name, p.Err())
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready within %v: %v", name, d.opts.ReadyTimeout, last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// StopPipeWire stops PipeWire (SIGTERM, then SIGKILL after 5 s).
+// WirePlumber exits by itself when its PipeWire goes away.
+func (d *Daemons) StopPipeWire() {
+	if p := d.PipeWire(); p != nil {
+		p.Stop()
+	}
+}
+
+// StopWirePlumber stops WirePlumber.
+func (d *Daemons) StopWirePlumber() {
+	if p := d.WirePlumber(); p != nil {
+		p.Stop()
+	}
+}
+
+// Restart stops both daemons and starts them again, so that PipeWire
+// reads the declaration as it is now.
+func (d *Daemons) Restart(ctx context.Context) error {
+	d.StopWirePlumber()
+	d.StopPipeWire()
+	if err := d.StartPipeWire(ctx); err != nil {
+		return err
+	}
+	if d.opts.NoWirePlumber {
+		return nil
+	}
+	return d.StartWirePlumber(ctx)
+}
+
+// Logs returns the end of every daemon log written so far.
+func (d *Daemons) Logs() string {
+	files, _ := filepath.Glob(filepath.Join(d.Root, "*.log"))
+	var b strings.Builder
+	for _, f := range files {
+		fmt.Fprintf(&b, "--- %s\n%s\n", filepath.Base(f), tail(f, 40))
+	}
+	return b.String()
+}
+
+// Stop stops WirePlumber and PipeWire and removes the temporary
+// directory. It returns an error only if the directory could not be
+// removed; stopping twice is harmless.
+func (d *Daemons) Stop() error {
+	d.StopWirePlumber()
+	d.StopPipeWire()
+	if d.Root == "" {
+		return nil
+	}
+	return os.RemoveAll(d.Root)
+}
+
+// Process is one daemon started by Daemons.
+type Process struct {
+	cmd     *exec.Cmd
+	LogPath string
+	done    chan struct{}
+	err     error
+}
+
+// Pid returns the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// Done is closed once the process has exited and been reaped.
+func (p *Process) Done() <-chan struct{} { return p.done }
+
+// Exited reports whether Done is closed.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Err returns the exit error once Done is closed (nil for status 0).
+func (p *Process) Err() error {
+	if !p.Exited() {
+		return nil
+	}
+	return p.err
+}
+
+// Stop sends SIGTERM to the process's group, then SIGKILL after 5 s,
+// and waits for the reap. The group, because unshare(1) ignores SIGTERM
+// while it waits for its child; the daemon in it must get the signal.
+func (p *Process) Stop() {
+	if p.Exited() {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(5 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// startProcess starts name with args and env, output to logPath. The
+// child dies with the test binary (PR_SET_PDEATHSIG): the fork happens on
+// a goroutine locked to its thread, which stays until the child is
+// reaped, because the kernel sends the signal when the forking thread
+// ends, not the process.
+func startProcess(logPath string, env []string, name string, args ...string) (*Process, error) {
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = env
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
+	p := &Process{cmd: cmd, LogPath: logPath, done: make(chan struct{})}
+	started := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+		err := cmd.Start()
+		logFile.Close()
+		started <- err
+		if err != nil {
+			return
+		}
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	if err := <-started; err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// tail returns the last n lines of a file, or why it could not be read.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
