@@ -7,11 +7,6 @@ import (
 	"github.com/liken-sh/operators/internal/pipewire"
 )
 
-// Default drop-in directories of the seed's volumes.
-const (
-	PipeWireDropInDir = "/etc/pipewire/pipewire.conf.d"
-)
-
 // DeclareConfig is what the declare init container runs with.
 type DeclareConfig struct {
 	Hardware
@@ -45,7 +40,7 @@ type DeclareResult struct {
 // could not be written, and the pod must not start on it.
 func Declare(cfg DeclareConfig) (DeclareResult, error) {
 	if cfg.PipeWireDir == "" {
-		cfg.PipeWireDir = PipeWireDropInDir
+		cfg.PipeWireDir = pipewire.DeclarationDir
 	}
 	if cfg.WirePlumberDir == "" {
 		cfg.WirePlumberDir = pipewire.WirePlumberDropInDir

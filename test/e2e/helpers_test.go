@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"tags.cncf.io/container-device-interface/pkg/parser"
@@ -71,9 +72,7 @@ func createWithPod(t *testing.T, ctx context.Context, c *harness.Cluster, claim 
 	client := c.Client()
 	_, err := client.ResourceV1().ResourceClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{})
 	must(t, err)
-	p := testdriver.PodWithClaim(claim.Namespace, pod, node, claim.Name)
-	p.Spec.ResourceClaims[0].Name = claim.Spec.Devices.Requests[0].Name
-	p.Spec.Containers[0].Resources.Claims[0].Name = claim.Spec.Devices.Requests[0].Name
+	p := podFor(claim, pod)
 	_, err = client.CoreV1().Pods(claim.Namespace).Create(ctx, p, metav1.CreateOptions{})
 	must(t, err)
 	_, err = c.WaitForPodScheduled(ctx, claim.Namespace, pod)
@@ -115,4 +114,13 @@ func errString(err error) string {
 		return "present, bytes differ"
 	}
 	return err.Error()
+}
+
+// podFor is a pod on the node using claim's first request.
+func podFor(claim *resourceapi.ResourceClaim, pod string) *corev1.Pod {
+	p := testdriver.PodWithClaim(claim.Namespace, pod, node, claim.Name)
+	req := claim.Spec.Devices.Requests[0].Name
+	p.Spec.ResourceClaims[0].Name = req
+	p.Spec.Containers[0].Resources.Claims[0].Name = req
+	return p
 }

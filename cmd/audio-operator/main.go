@@ -1,0 +1,164 @@
+// Command audio-operator is the one binary of the audio seed's image; its
+// first argument selects the mode, as the seed's containers run it:
+//
+//	audio-operator                         the operator (DRA driver audio.liken.sh)
+//	audio-operator declare                 init container: PipeWire and WirePlumber drop-ins
+//	audio-operator pipewire                sidecar: PipeWire, restarted in place on a new declaration
+//	audio-operator wireplumber [args]      sidecar: WirePlumber, following PipeWire's restarts
+//	audio-operator graph-answers           PipeWire's startup probe
+//	audio-operator endpoints-registered    WirePlumber's probes
+//
+// Environment (as the seed sets it): NODE_NAME, PIPEWIRE_RUNTIME_DIR and
+// XDG_RUNTIME_DIR, METRICS_ADDRESS (operator; empty: no listener),
+// DBUS_SYSTEM_BUS_ADDRESS (declare, endpoints-registered: set when the
+// claim delivered a Bluetooth media bus), POD_UID (optional, per-pod
+// kubelet sockets). Flags (before the mode's own arguments) move host
+// paths for tests and for a kubelet with another root directory.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/audio"
+	"github.com/liken-sh/operators/internal/audio/modes"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/kubeclient"
+	"github.com/liken-sh/operators/internal/metricsserver"
+	"github.com/liken-sh/operators/internal/pipewire"
+)
+
+// paths are the host paths every mode may be pointed elsewhere.
+type paths struct {
+	kubeconfig, devSnd, sysfs, recorded string
+	pipewireDir, wireplumberDir         string
+	registrar, plugins, cdi, alsaPath   string
+	rate                                int
+}
+
+func main() {
+	klog.InitFlags(nil)
+	var p paths
+	flag.StringVar(&p.kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else the pod's service account)")
+	flag.StringVar(&p.devSnd, "dev-snd", alsa.DevSndRoot, "the /dev/snd the claim delivered")
+	flag.StringVar(&p.sysfs, "sys-root", "/sys", "sysfs mount")
+	flag.StringVar(&p.recorded, "recorded-cards", "", "serve cards from recorded dumps (card<N>.json) in this directory instead of the kernel (demo, tests)")
+	flag.StringVar(&p.pipewireDir, "pipewire-dir", pipewire.DeclarationDir, "PipeWire drop-in directory")
+	flag.StringVar(&p.wireplumberDir, "wireplumber-dir", pipewire.WirePlumberDropInDir, "WirePlumber drop-in directory")
+	flag.StringVar(&p.registrar, "kubelet-registry-dir", dra.DefaultRegistrarDir, "kubelet plugin registration directory")
+	flag.StringVar(&p.plugins, "kubelet-plugins-dir", dra.DefaultPluginsDir, "kubelet plugins directory; the driver uses <dir>/"+audio.DriverName)
+	flag.StringVar(&p.cdi, "cdi-dir", dra.DefaultCDIDir, "CDI spec directory")
+	flag.StringVar(&p.alsaPath, "alsa-path", "", "declare every output on this ALSA device instead of hw:<card>,<pcm> (\"null\" where there is no card)")
+	flag.IntVar(&p.rate, "rate", 0, "audio.rate for every declared output (needed with -alsa-path null)")
+	flag.Parse()
+	args := flag.Args()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	ctx = klog.NewContext(ctx, klog.Background())
+
+	mode := ""
+	if len(args) > 0 {
+		mode, args = args[0], args[1:]
+	}
+	switch mode {
+	case "":
+		exit(runOperator(ctx, p))
+	case "declare":
+		exit(runDeclare(p))
+	case "capture", "api":
+		exit(fmt.Errorf("mode %q is not built yet", mode))
+	default:
+		run, ok := modes.ByName[mode]
+		if !ok {
+			exit(fmt.Errorf("unknown mode %q (operator, declare, pipewire, wireplumber, graph-answers, endpoints-registered)", mode))
+		}
+		stop() // the supervising modes forward signals themselves
+		env := modes.ProcessEnv()
+		env.Declaration = filepath.Join(p.pipewireDir, pipewire.DeclarationFile)
+		os.Exit(run(context.Background(), args, env))
+	}
+}
+
+func exit(err error) {
+	if err != nil {
+		klog.Background().Error(err, "audio-operator failed")
+		klog.Flush()
+		os.Exit(1)
+	}
+	klog.Flush()
+	os.Exit(0)
+}
+
+func (p paths) hardware() audio.Hardware {
+	h := audio.Hardware{DevSnd: p.devSnd, Sysfs: p.sysfs}
+	if p.recorded != "" {
+		h.Opener = alsa.NewDumpDir(p.recorded)
+	}
+	return h
+}
+
+func runDeclare(p paths) error {
+	_, mediaBus := os.LookupEnv("DBUS_SYSTEM_BUS_ADDRESS")
+	res, err := audio.Declare(audio.DeclareConfig{
+		Hardware: p.hardware(), Node: os.Getenv("NODE_NAME"),
+		PipeWireDir: p.pipewireDir, WirePlumberDir: p.wireplumberDir, MediaBus: mediaBus,
+		ALSAPath: p.alsaPath, Rate: p.rate,
+	})
+	logger := klog.Background()
+	for _, problem := range res.Problems {
+		logger.Info("Output left out", "problem", problem)
+	}
+	if err != nil {
+		return err
+	}
+	logger.Info("Declared outputs", "outputs", len(res.Endpoints), "declaration", res.Declaration, "wireplumber", res.Fragments, "mediaBus", mediaBus)
+	return nil
+}
+
+func runOperator(ctx context.Context, p paths) error {
+	node := os.Getenv("NODE_NAME")
+	if node == "" {
+		return errors.New("NODE_NAME must be set (the seed sets it from the downward API)")
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	listener, err := metricsserver.Listen(os.Getenv("METRICS_ADDRESS"))
+	if err != nil {
+		return err
+	}
+	go func() {
+		if err := metricsserver.Serve(ctx, listener, reg); err != nil {
+			klog.FromContext(ctx).Error(err, "Metrics listener stopped")
+		}
+	}()
+	client, err := kubeclient.New(p.kubeconfig, "audio-operator")
+	if err != nil {
+		return err
+	}
+	runtime := os.Getenv("PIPEWIRE_RUNTIME_DIR")
+	if runtime == "" {
+		runtime = os.Getenv("XDG_RUNTIME_DIR")
+	}
+	return audio.Run(ctx, audio.Config{
+		Node: node, KubeClient: client, Hardware: p.hardware(),
+		Remote: pipewire.Remote{RuntimeDir: runtime}, PipeWireDir: p.pipewireDir,
+		DRA: dra.Options{
+			RegistrarDir: p.registrar, PluginDir: filepath.Join(p.plugins, audio.DriverName), CDIDir: p.cdi,
+			PodUID: types.UID(os.Getenv("POD_UID")),
+		},
+		Registerer: reg,
+	})
+}

@@ -1,0 +1,306 @@
+package audio
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pipewire"
+)
+
+// Defaults of Config.
+const (
+	// DefaultStartWait bounds the wait for PipeWire to answer at start.
+	DefaultStartWait = 60 * time.Second
+	// DefaultBackstop is the pass every minute that catches what the
+	// event sources missed.
+	DefaultBackstop = time.Minute
+	// maxGraphFailures is how many graph reads may fail in a row before
+	// the operator publishes every device tainted and exits.
+	maxGraphFailures = 3
+)
+
+// Config is what the operator runs with. Node and KubeClient are
+// required; the rest defaults to the seed's pod.
+type Config struct {
+	Node       string
+	KubeClient kubernetes.Interface
+	Hardware   Hardware
+	// Remote reaches the pod's PipeWire (RuntimeDir = PIPEWIRE_RUNTIME_DIR).
+	Remote pipewire.Remote
+	// PipeWireDir holds the declaration declare wrote.
+	PipeWireDir string
+	// DRA locates the kubelet and CDI directories; the driver name, CDI
+	// class, node and client are filled in by Run.
+	DRA        dra.Options
+	StartWait  time.Duration
+	Backstop   time.Duration
+	Registerer prometheus.Registerer
+}
+
+func (c *Config) complete() error {
+	switch {
+	case c.Node == "":
+		return errors.New("the node name is required (NODE_NAME)")
+	case c.KubeClient == nil:
+		return errors.New("an API client is required")
+	}
+	if c.PipeWireDir == "" {
+		c.PipeWireDir = pipewire.DeclarationDir
+	}
+	if c.StartWait <= 0 {
+		c.StartWait = DefaultStartWait
+	}
+	if c.Backstop <= 0 {
+		c.Backstop = DefaultBackstop
+	}
+	c.DRA.DriverName, c.DRA.CDIClass = DriverName, CDIClass
+	c.DRA.NodeName, c.DRA.KubeClient, c.DRA.Registerer = c.Node, c.KubeClient, c.Registerer
+	return nil
+}
+
+// Run is the operator: it serves the kubelet and publishes one device per
+// playback PCM of the claimed cards, from the cards' control interfaces
+// (ELD and jack changes arrive as control events, not polls) and the live
+// PipeWire graph (followed with `pw-dump -m`). It returns nil when ctx ends
+// and an error otherwise: no declaration, PipeWire never answered or three
+// graph reads failed in a row (after publishing every device tainted), or
+// the DRA plugin stopped.
+func Run(ctx context.Context, cfg Config) error {
+	if err := cfg.complete(); err != nil {
+		return err
+	}
+	logger := klog.FromContext(ctx)
+	declared, err := pipewire.ReadDeclaration(filepath.Join(cfg.PipeWireDir, pipewire.DeclarationFile))
+	if err != nil {
+		return fmt.Errorf("the declaration declare writes: %w", err)
+	}
+	op := &operator{cfg: cfg, declared: map[string]bool{}, wake: make(chan struct{}, 1)}
+	for _, o := range declared {
+		op.declared[o.Name] = true
+	}
+	driver, err := dra.Start(ctx, cfg.DRA, Prepare(op.lookup))
+	if err != nil {
+		return err
+	}
+	defer driver.Stop()
+	op.driver = driver
+	op.watchCards(ctx)
+
+	failures := 0
+	backstop := time.NewTicker(cfg.Backstop)
+	defer backstop.Stop()
+	for {
+		mon, err := op.startMonitor(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			failures++
+			logger.Error(err, "Reading the PipeWire graph failed", "inARow", failures)
+			if failures >= maxGraphFailures {
+				op.publish(ctx, nil)
+				time.Sleep(op.settle()) // let the all-tainted set reach the API server
+				return fmt.Errorf("PipeWire graph unreadable %d times in a row: %w", failures, err)
+			}
+			continue
+		}
+		failures = 0
+		if err := op.follow(ctx, mon, backstop.C); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		logger.Info("pw-dump -m ended; following the graph again", "reason", mon.Err())
+	}
+}
+
+// operator is the state of one Run.
+type operator struct {
+	cfg      Config
+	driver   *dra.Driver
+	declared map[string]bool // node.names PipeWire was started with
+	wake     chan struct{}   // ALSA control events
+
+	mu    sync.Mutex
+	known map[string]Endpoint // by device name, from the latest pass
+	live  map[string]bool     // node.names in the latest graph
+}
+
+func (o *operator) settle() time.Duration {
+	if o.cfg.DRA.SettleQuiet > 0 {
+		return o.cfg.DRA.SettleQuiet + time.Second
+	}
+	return dra.DefaultSettleQuiet + time.Second
+}
+
+// startMonitor starts `pw-dump -m` and waits (bounded by StartWait) for
+// its first whole graph.
+func (o *operator) startMonitor(ctx context.Context) (*pipewire.Monitor, error) {
+	wait, cancel := context.WithTimeout(ctx, o.cfg.StartWait)
+	defer cancel()
+	for {
+		mon, err := o.cfg.Remote.Monitor(ctx)
+		if err != nil {
+			return nil, err
+		}
+		select {
+		case g, ok := <-mon.Snapshots():
+			if ok {
+				o.pass(ctx, g)
+				return mon, nil
+			}
+			// The child ended before answering (PipeWire not up yet):
+			// try again until the start wait runs out.
+			select {
+			case <-wait.Done():
+				return nil, fmt.Errorf("PipeWire did not answer within %s: %w", o.cfg.StartWait, mon.Err())
+			case <-time.After(time.Second):
+			}
+		case <-wait.Done():
+			mon.Stop()
+			return nil, fmt.Errorf("PipeWire did not answer within %s", o.cfg.StartWait)
+		}
+	}
+}
+
+// follow runs passes on every graph change, control event and backstop
+// tick until the monitor ends (nil) or the driver stops (an error).
+func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <-chan time.Time) error {
+	defer mon.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-o.driver.Done():
+			return fmt.Errorf("DRA plugin stopped: %w", o.driver.Err())
+		case g, ok := <-mon.Snapshots():
+			if !ok {
+				return nil
+			}
+			o.pass(ctx, g)
+		case <-o.wake:
+			o.pass(ctx, mon.Latest())
+		case <-backstop:
+			o.pass(ctx, mon.Latest())
+		}
+	}
+}
+
+// pass reads the cards and publishes their outputs against graph g (nil:
+// PipeWire is not answering, so no output has a sink).
+func (o *operator) pass(ctx context.Context, g *pipewire.Graph) {
+	logger := klog.FromContext(ctx)
+	cards, problems, err := o.cfg.Hardware.Cards()
+	if err != nil {
+		logger.Error(err, "Reading the claimed cards")
+		return
+	}
+	eps, more := Endpoints(o.cfg.Node, cards)
+	for _, p := range append(problems, more...) {
+		logger.Info("Output left out", "problem", p)
+	}
+	live := map[string]bool{}
+	if g != nil {
+		for _, n := range g.Nodes {
+			live[n.Name] = true
+		}
+	}
+	for _, e := range eps {
+		if !o.declared[e.NodeName] {
+			// The PCM set changed since PipeWire started: it has no node
+			// until the pod is replaced, and is published with no-sink.
+			logger.Info("Output not in the declaration PipeWire loaded", "output", e.Name)
+		}
+	}
+	known := make(map[string]Endpoint, len(eps))
+	for _, e := range eps {
+		known[e.Name] = e
+	}
+	o.mu.Lock()
+	o.known, o.live = known, live
+	o.mu.Unlock()
+	if g == nil {
+		live = nil
+	}
+	o.publish(ctx, Devices(eps, live))
+}
+
+func (o *operator) publish(ctx context.Context, devices []dra.Device) {
+	if devices == nil {
+		// Every known output, tainted as having no sink.
+		o.mu.Lock()
+		eps := make([]Endpoint, 0, len(o.known))
+		for _, e := range o.known {
+			eps = append(eps, e)
+		}
+		o.mu.Unlock()
+		devices = Devices(eps, nil)
+	}
+	if err := o.driver.SetDevices(devices); err != nil {
+		klog.FromContext(ctx).Error(err, "Publishing outputs")
+	}
+}
+
+// lookup answers prepare from the latest pass.
+func (o *operator) lookup(device string) (string, bool, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	e, ok := o.known[device]
+	if !ok {
+		return "", false, false
+	}
+	return e.NodeName, o.live[e.NodeName], true
+}
+
+// watchCards subscribes to each claimed card's control events: an ELD
+// arriving with a monitor, a jack changing, an element added or removed
+// wakes a pass. A card whose control cannot be subscribed is logged and
+// left to the backstop.
+func (o *operator) watchCards(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	cards, _, err := o.cfg.Hardware.Cards()
+	if err != nil {
+		logger.Error(err, "Listing cards to watch")
+		return
+	}
+	for _, c := range cards {
+		n := c.Card.Info.Card
+		ctl, err := o.cfg.Hardware.opener().Open(n)
+		if err == nil {
+			err = ctl.Subscribe()
+		}
+		if err != nil {
+			logger.Error(err, "Control events unavailable; the backstop covers this card", "card", n)
+			continue
+		}
+		go func(ctl alsa.Control) {
+			go func() { <-ctx.Done(); ctl.Close() }()
+			for {
+				evs, err := ctl.ReadEvents()
+				if err != nil {
+					if ctx.Err() == nil {
+						logger.Error(err, "Control events ended", "card", n)
+					}
+					return
+				}
+				if len(evs) > 0 {
+					select {
+					case o.wake <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}(ctl)
+	}
+}

@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
+
+	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/audio"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/e2e/kubelet"
+	"github.com/liken-sh/operators/test/fakesys"
+	"github.com/liken-sh/operators/test/pwtest"
+)
+
+// recordedXPS lays out the recorded Dell XPS 17 (three DP-MST outputs, one
+// with a Samsung U28E590 attached; a USB headset; a dock) as a node with
+// those cards: /dev/snd stand-ins, the recorded control interfaces (a copy,
+// so the test can change the hardware), and sysfs.
+func recordedXPS(t *testing.T, dir string) (audio.Hardware, *alsa.DumpDir) {
+	t.Helper()
+	src := "../../internal/alsa/testdata"
+	manifest, err := os.ReadFile(filepath.Join(src, "sysfs", "xps9700.tree"))
+	must(t, err)
+	must(t, fakesys.BuildTree(manifest, filepath.Join(dir, "sys")))
+	var dumps []*alsa.Dump
+	for card := range 3 {
+		data, err := os.ReadFile(filepath.Join(src, "xps9700", fmt.Sprintf("card%d.json", card)))
+		must(t, err)
+		d, err := alsa.DecodeDump(data)
+		must(t, err)
+		dumps = append(dumps, d)
+		must(t, os.MkdirAll(filepath.Join(dir, "cards"), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "cards", fmt.Sprintf("card%d.json", card)), data, 0o644))
+	}
+	must(t, alsa.WriteDevSnd(filepath.Join(dir, "snd"), dumps...))
+	cards := alsa.NewDumpDir(filepath.Join(dir, "cards"))
+	return audio.Hardware{DevSnd: filepath.Join(dir, "snd"), Sysfs: filepath.Join(dir, "sys"), Opener: cards}, cards
+}
+
+// TestAudioOperator runs declare and the operator against recorded cards,
+// real PipeWire and WirePlumber, and the real control plane.
+func TestAudioOperator(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
+	must(t, err)
+	t.Cleanup(cluster.Stop)
+	client := cluster.Client()
+	must(t, cluster.AddLikenNode(ctx, node))
+	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"))
+	_, err = cluster.WaitForServiceAccount(ctx, "default", "default")
+	must(t, err)
+
+	dir := t.TempDir()
+	hw, cards := recordedXPS(t, dir)
+	// declare, with ALSA's null device standing in for hw:<card>,<pcm>.
+	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: node,
+		PipeWireDir: filepath.Join(dir, "declared"), WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
+	must(t, err)
+	outputs, err := pipewire.ReadDeclaration(res.Declaration)
+	must(t, err)
+	pw := pwtest.New(t, pwtest.Options{Outputs: outputs})
+
+	draOpts := dra.Options{
+		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", audio.DriverName),
+		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
+	}
+	opCtx, stopOp := context.WithCancel(ctx)
+	opDone := make(chan error, 1)
+	go func() {
+		opDone <- audio.Run(opCtx, audio.Config{Node: node, KubeClient: client, Hardware: hw,
+			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: draOpts})
+	}()
+	t.Cleanup(func() { stopOp(); <-opDone })
+
+	dp := node + "-pci-0000-00-1f-3-hdmi-3" // the Samsung's DP output
+	bare := node + "-pci-0000-00-1f-3-hdmi-1"
+	slice := waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return hasDevice(s, dp) && hasDevice(s, bare) && !deviceTainted(s, dp)
+	})
+	for _, d := range slice.Spec.Devices {
+		if d.Name == bare && !slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == audio.TaintNoMonitor }) {
+			t.Fatalf("monitorless HDMI output not tainted no-monitor: %v", d.Taints)
+		}
+		if d.Name == dp && d.Attributes["nodeName"].StringValue == nil {
+			t.Fatal("DP output with a live node has no nodeName")
+		}
+	}
+
+	// A consumer claim selecting the monitor's name gets the DP output and
+	// a CDI spec with the runtime mount and both variables.
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "desk-monitor"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "speakers", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "audio-sink",
+				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: `has(device.attributes["audio.liken.sh"].monitorName) && device.attributes["audio.liken.sh"].monitorName == "U28E590"`}}}},
+		}}}},
+	}
+	allocated := createWithPod(t, ctx, cluster, claim, "player-desk")
+	if got := allocated.Status.Allocation.Devices.Results[0].Device; got != dp {
+		t.Fatalf("claim allocated %s, want %s", got, dp)
+	}
+	kl := kubelet.New(client, draOpts.RegistrarDir)
+	t.Cleanup(func() { kl.Close() })
+	plugin, err := kl.Discover(ctx, audio.DriverName)
+	must(t, err)
+	dev := prepareOK(t, ctx, plugin, allocated)
+	spec, err := cdi.ReadSpec(filepath.Join(draOpts.CDIDir, audio.DriverName+"-"+string(allocated.UID)+".json"), 0)
+	must(t, err)
+	_, _, name, _ := cdiParts(dev.CdiDeviceIds[0])
+	edits := spec.GetDevice(name).ContainerEdits
+	var nodeName string
+	for _, o := range outputs {
+		if o.Output == dp {
+			nodeName = o.Name
+		}
+	}
+	if !slices.Contains(edits.Env, "PIPEWIRE_NODE="+nodeName) || !slices.Contains(edits.Env, "PIPEWIRE_REMOTE=/var/run/audio.liken.sh/pipewire-0") ||
+		len(edits.Mounts) != 1 || edits.Mounts[0].HostPath != audio.RuntimeDir {
+		t.Fatalf("CDI edits %+v", edits)
+	}
+
+	// The monitor is unplugged: the ELD goes, the output gains its taints,
+	// and a new claim on it parks.
+	rec, err := cards.Recorded(0)
+	must(t, err)
+	must(t, rec.SetELD(7, nil))
+	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		for _, d := range s.Spec.Devices {
+			if d.Name == dp {
+				return slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == audio.TaintNoMonitor })
+			}
+		}
+		return false
+	})
+	again := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "desk-again"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "speakers", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "audio-sink",
+				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: fmt.Sprintf(`device.attributes["audio.liken.sh"].sink == %q`, dp)}}}},
+		}}}},
+	}
+	_, err = client.ResourceV1().ResourceClaims("default").Create(ctx, again, metav1.CreateOptions{})
+	must(t, err)
+	p := podFor(again, "player-again")
+	_, err = client.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+	must(t, err)
+	_, err = cluster.WaitForPodUnschedulable(ctx, "default", "player-again")
+	must(t, err)
+}
+
+func deviceTainted(s *resourceapi.ResourceSlice, name string) bool {
+	for _, d := range s.Spec.Devices {
+		if d.Name == name {
+			return len(d.Taints) > 0
+		}
+	}
+	return true
+}
