@@ -37,11 +37,7 @@ const declarationKey = "context.objects"
 // offending output.
 func CheckOutputs(outputs []Output) error {
 	names := make(map[string]int, len(outputs))
-	type pcm struct {
-		card, device int
-		dir          Direction
-	}
-	pcms := make(map[pcm]bool, len(outputs))
+	pcms := make(map[PCM]bool, len(outputs))
 	for i, o := range outputs {
 		if err := o.Validate(); err != nil {
 			return fmt.Errorf("output %d: %w", i, err)
@@ -50,11 +46,10 @@ func CheckOutputs(outputs []Output) error {
 			return fmt.Errorf("output %d: node name %q is also output %d's", i, o.Name, j)
 		}
 		names[o.Name] = i
-		k := pcm{o.Card, o.Device, o.Direction}
-		if pcms[k] {
-			return fmt.Errorf("output %d: card %d PCM %d %s is declared twice", i, o.Card, o.Device, o.Direction)
+		if pcms[o.PCM()] {
+			return fmt.Errorf("output %d: %s is declared twice", i, o.PCM())
 		}
-		pcms[k] = true
+		pcms[o.PCM()] = true
 	}
 	return nil
 }

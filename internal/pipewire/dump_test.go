@@ -210,3 +210,63 @@ func TestParseDumpTolerates(t *testing.T) {
 		t.Errorf("[]: %+v, %v", empty, err)
 	}
 }
+
+func TestGraphDeclaredNode(t *testing.T) {
+	g, err := ParseDump(readFile(t, "testdata/pw-dump-playing.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, ok := g.DeclaredNode(PCM{Card: 1, Device: 0})
+	if !ok || n.Name != "liken.audio.card1-pcm0" || !g.Linked(n.ID) {
+		t.Errorf("card 1 PCM 0: %+v %v, want liken.audio.card1-pcm0, linked", n.Name, ok)
+	}
+	if _, ok := g.DeclaredNode(PCM{Card: 1, Device: 0, Direction: Capture}); ok {
+		t.Error("a capture node found where only sinks are declared")
+	}
+	if _, ok := g.DeclaredNode(PCM{Card: 0, Device: 7}); ok {
+		t.Error("card 0 PCM 7 found")
+	}
+	if d, _ := g.NodeByName("Dummy-Driver"); g.Linked(d.ID) {
+		t.Error("Dummy-Driver linked")
+	}
+	// Two nodes claiming one PCM: the name that sorts first, whatever
+	// the ids.
+	two, err := ParseDump([]byte(`[
+	 {"id": 5, "type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "z", "media.class": "Audio/Sink", "liken.audio.card": 0, "liken.audio.pcm": 3}}},
+	 {"id": 9, "type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "b", "media.class": "Audio/Sink", "liken.audio.card": 0, "liken.audio.pcm": 3}}},
+	 {"id": 7, "type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "a", "media.class": "Audio/Source", "liken.audio.card": 0, "liken.audio.pcm": 3}}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := two.DeclaredNode(PCM{Card: 0, Device: 3}); n.ID != 9 {
+		t.Errorf("tie: node %d (%s), want 9 (b)", n.ID, n.Name)
+	}
+	if n, _ := two.DeclaredNode(PCM{Card: 0, Device: 3, Direction: Capture}); n.ID != 7 {
+		t.Errorf("capture: node %d, want 7", n.ID)
+	}
+}
+
+func BenchmarkParseDump(b *testing.B) {
+	data := readFile(b, "testdata/pw-dump-playing.json")
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := ParseDump(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// One monitor batch (a node's state change, printed whole) applied to a
+// graph the size of the recorded one, snapshot included.
+func BenchmarkStreamBatch(b *testing.B) {
+	s := NewStream()
+	if _, err := s.Apply(readFile(b, "testdata/pw-dump-playing.json")); err != nil {
+		b.Fatal(err)
+	}
+	batch := []byte(`[{"id": 30, "type": "PipeWire:Interface:Node", "info": {"state": "idle", "props": {"node.name": "liken.audio.card0-pcm3", "media.class": "Audio/Sink", "liken.audio.card": 0, "liken.audio.pcm": 3}}}]`)
+	for b.Loop() {
+		if _, err := s.Apply(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -27,7 +27,8 @@ const (
 // Graph is one reading of PipeWire's objects: the nodes and links, each
 // sorted by id. Other objects (ports, clients, modules, metadata) are
 // counted, not kept. A Graph is never modified after it is returned, so
-// it may be shared between goroutines.
+// it may be shared between goroutines; callers treat its slices and maps
+// as read-only, since snapshots share them.
 type Graph struct {
 	// Nodes are the PipeWire:Interface:Node objects, by ascending id.
 	Nodes []Node
@@ -145,6 +146,32 @@ func (g *Graph) NodesOfClass(class string) []Node {
 	}
 	return out
 }
+
+// DeclaredNode returns the node that serves pcm, found by its
+// liken.audio.card and liken.audio.pcm properties and its media class
+// (Audio/Sink for playback, Audio/Source for capture). When several
+// nodes claim one PCM, the one whose name sorts first wins, so the
+// answer does not depend on the order PipeWire created them in.
+func (g *Graph) DeclaredNode(pcm PCM) (Node, bool) {
+	var best Node
+	found := false
+	for _, n := range g.Nodes {
+		if n.Declared == nil || n.Declared.Card != pcm.Card || n.Declared.PCM != pcm.Device ||
+			n.MediaClass != pcm.Direction.MediaClass() {
+			continue
+		}
+		if !found || n.Name < best.Name {
+			best, found = n, true
+		}
+	}
+	return best, found
+}
+
+// Linked reports whether any link touches node id: a stream plays to it
+// or something records from it. A layout change restarts PipeWire, which
+// interrupts every stream, so the operator waits until no published node
+// is linked.
+func (g *Graph) Linked(id uint32) bool { return len(g.LinksOf(id)) > 0 }
 
 // LinksOf returns the links that touch node id, as output or input, by
 // link id.

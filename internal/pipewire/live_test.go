@@ -301,6 +301,29 @@ func TestLiveMonitorFollowsGraph(t *testing.T) {
 	}
 	for range m.Snapshots() { // closed after Done
 	}
+
+	// PipeWire starts again with another declaration; a new monitor sees
+	// the new set, and the declaration on disk says the same.
+	next := []pipewire.Output{pwtest.NullOutput(0, 0, "liken.audio.card0-pcm0"), pwtest.NullOutput(2, 1, "liken.audio.card2-pcm1")}
+	if err := d.Declare(next); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	m2, err := d.Remote().Monitor(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m2.Stop()
+	g = waitGraph(t, m2, func(g *pipewire.Graph) bool { _, ok := g.DeclaredNode(pipewire.PCM{Card: 2, Device: 1}); return ok })
+	if _, ok := g.DeclaredNode(pipewire.PCM{Card: 0, Device: 0}); !ok {
+		t.Error("card 0 PCM 0 missing after the restart")
+	}
+	declared, err := pipewire.ReadDeclaration(d.DeclarationPath())
+	if err != nil || len(declared) != 2 || declared[1].PCM() != (pipewire.PCM{Card: 2, Device: 1}) {
+		t.Errorf("declaration read back as %+v, %v", declared, err)
+	}
 }
 
 // waitGraph reads snapshots until ok holds for one, failing the test

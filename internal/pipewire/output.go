@@ -125,6 +125,24 @@ type Output struct {
 	Extra map[string]string
 }
 
+// PCM names one PCM stream of a card: the identity a declaration and a
+// node share, and what the operator compares to notice that the PCM set
+// changed since PipeWire loaded its declaration.
+type PCM struct {
+	// Card and Device are the ALSA card and PCM device numbers.
+	Card, Device int
+	// Direction is playback or capture.
+	Direction Direction
+}
+
+// String returns "card C PCM D playback".
+func (p PCM) String() string {
+	return fmt.Sprintf("card %d PCM %d %s", p.Card, p.Device, p.Direction)
+}
+
+// PCM returns the PCM stream o declares.
+func (o Output) PCM() PCM { return PCM{Card: o.Card, Device: o.Device, Direction: o.Direction} }
+
 // ALSAPath returns the api.alsa.path written for o: o.Path, or
 // "hw:<Card>,<Device>" when it is empty.
 func (o Output) ALSAPath() string {

@@ -115,15 +115,19 @@ type BakedFile struct {
 //     enables it, without cameras, and without the session-bus
 //     connection (there is no session bus).
 //   - wireplumber/wireplumber.conf.d/51-access-rules.conf: a client that
-//     PipeWire's legacy check classed as sandboxed gets every permission.
-//     A client in another PID namespace (every consumer pod) has a peer
-//     pid the kernel cannot translate, so it looks like a Flatpak client;
-//     a WirePlumber that treated it so would never link its streams.
+//     PipeWire's legacy access check classed as a Flatpak client gets
+//     every permission. A client in another PID namespace (every other
+//     container, every consumer pod) has a peer pid of 0, the flatpak
+//     check fails on it (measured) and the reference's drill found
+//     WirePlumber then left its streams unlinked. With the access file
+//     below no client is classed so; this rule is the second line.
 //   - pipewire/pipewire.conf.d/50-pipewire-access.conf: both sockets are
 //     "unrestricted" (module-access's access.socket), so no client waits
-//     for permissions the session manager has to grant; pw-dump in the
-//     legacy mode waited forever for objects it was never shown. Access
-//     is decided by who gets the socket mounted (the CDI edits).
+//     for permissions the session manager has to grant. Without it, a
+//     pw-dump from another PID namespace never got an answer (measured
+//     with PipeWire 1.4.2: the startup probe would hang); with it, it
+//     answers at once. Access is decided by who gets the socket mounted
+//     (the CDI edits).
 func BakedFiles() []BakedFile {
 	return []BakedFile{
 		{Path: "wireplumber/wireplumber.conf.d/50-audio-operator.conf", Content: []byte(`# Baked into the audio-operator image. There is no udev in the pod, so the
@@ -141,10 +145,10 @@ wireplumber.profiles = {
   }
 }
 `)},
-		{Path: "wireplumber/wireplumber.conf.d/51-access-rules.conf", Content: []byte(`# Baked into the audio-operator image. Clients connect from other pods,
-# in other PID namespaces, where the peer's pid cannot be translated and
-# the client looks sandboxed. Who may connect is decided by who gets the
-# socket mounted, so such a client gets every permission.
+		{Path: "wireplumber/wireplumber.conf.d/51-access-rules.conf", Content: []byte(`# Baked into the audio-operator image. Clients connect from other
+# containers, in other PID namespaces, where the peer's pid cannot be
+# read and the client looks sandboxed. Who may connect is decided by who
+# gets the socket mounted, so such a client gets every permission.
 access.rules = [
   {
     matches = [ { access = "flatpak" } ]

@@ -103,11 +103,36 @@ type Daemons struct {
 	n  int // daemon starts, for log names
 }
 
-// Start writes the configuration and starts PipeWire, waits until its
-// socket accepts, then starts WirePlumber and waits until it has
-// published its "default" metadata. On error nothing is left running and
-// the error carries the end of the daemons' logs.
+// Start writes the configuration (Prepare) and starts PipeWire, waits
+// until its socket accepts, then starts WirePlumber and waits until it
+// has published its "default" metadata. On error nothing is left running
+// and the error carries the end of the daemons' logs.
 func Start(ctx context.Context, opts Options) (*Daemons, error) {
+	d, err := Prepare(opts)
+	if err != nil {
+		return nil, err
+	}
+	fail := func(err error) (*Daemons, error) {
+		logs := d.Logs()
+		d.Stop()
+		return nil, fmt.Errorf("pwtest: %w\n%s", err, logs)
+	}
+	if err := d.StartPipeWire(ctx); err != nil {
+		return fail(err)
+	}
+	if !opts.NoWirePlumber {
+		if err := d.StartWirePlumber(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	return d, nil
+}
+
+// Prepare creates the temporary directories and writes the configuration
+// Start would, and starts nothing: for a test that runs the daemons its
+// own way (a supervisor under test) with DaemonEnv. Stop removes the
+// directory.
+func Prepare(opts Options) (*Daemons, error) {
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
 	}
@@ -125,9 +150,8 @@ func Start(ctx context.Context, opts Options) (*Daemons, error) {
 	d.PipeWireConfD = filepath.Join(d.ConfigHome, "pipewire", "pipewire.conf.d")
 	d.WirePlumberConfD = filepath.Join(d.ConfigHome, "wireplumber", "wireplumber.conf.d")
 	fail := func(err error) (*Daemons, error) {
-		logs := d.Logs()
-		d.Stop()
-		return nil, fmt.Errorf("pwtest: %w\n%s", err, logs)
+		os.RemoveAll(root)
+		return nil, fmt.Errorf("pwtest: %w", err)
 	}
 	for _, dir := range []string{d.RuntimeDir, filepath.Join(root, "state"), filepath.Join(root, "data")} {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -154,14 +178,6 @@ func Start(ctx context.Context, opts Options) (*Daemons, error) {
 	}
 	if _, err := pipewire.WriteWirePlumberFragments(d.WirePlumberConfD, opts.MediaBus != ""); err != nil {
 		return fail(err)
-	}
-	if err := d.StartPipeWire(ctx); err != nil {
-		return fail(err)
-	}
-	if !opts.NoWirePlumber {
-		if err := d.StartWirePlumber(ctx); err != nil {
-			return fail(err)
-		}
 	}
 	return d, nil
 }
@@ -215,8 +231,11 @@ func (d *Daemons) Env() []string {
 	return append(out, "DBUS_SESSION_BUS_ADDRESS=disabled:")
 }
 
-// daemonEnv is the environment both daemons run with.
-func (d *Daemons) daemonEnv() []string {
+// DaemonEnv is the environment both daemons run with: Env plus
+// XDG_CONFIG_HOME (the drop-ins), XDG_STATE_HOME and XDG_DATA_HOME in the
+// temporary directory, and DBUS_SYSTEM_BUS_ADDRESS only when MediaBus
+// is set.
+func (d *Daemons) DaemonEnv() []string {
 	env := d.Env()
 	out := env[:0:0]
 	for _, kv := range env {
@@ -285,7 +304,7 @@ func (d *Daemons) StartPipeWire(ctx context.Context) error {
 		}
 		args = append(args, "pipewire")
 	}
-	p, err := startProcess(filepath.Join(d.Root, fmt.Sprintf("pipewire.%d.log", d.n)), d.daemonEnv(), name, args...)
+	p, err := startProcess(filepath.Join(d.Root, fmt.Sprintf("pipewire.%d.log", d.n)), d.DaemonEnv(), name, args...)
 	if err != nil {
 		d.mu.Unlock()
 		return fmt.Errorf("start pipewire: %w", err)
@@ -315,7 +334,7 @@ func (d *Daemons) StartWirePlumber(ctx context.Context) error {
 		return errors.New("WirePlumber is already running")
 	}
 	d.n++
-	p, err := startProcess(filepath.Join(d.Root, fmt.Sprintf("wireplumber.%d.log", d.n)), d.daemonEnv(),
+	p, err := startProcess(filepath.Join(d.Root, fmt.Sprintf("wireplumber.%d.log", d.n)), d.DaemonEnv(),
 		"wireplumber", "--profile="+pipewire.Profile)
 	if err != nil {
 		d.mu.Unlock()
