@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -24,29 +23,14 @@ import (
 	"github.com/liken-sh/operators/test/pwtest"
 )
 
-// recordedXPS lays out the recorded Dell XPS 17 (three DP-MST outputs, one
-// with a Samsung U28E590 attached; a USB headset; a dock) as a node with
-// those cards: /dev/snd stand-ins, the recorded control interfaces (a copy,
-// so the test can change the hardware), and sysfs.
+// recordedXPS is the recorded Dell XPS 17's sound hardware as a node's.
 func recordedXPS(t *testing.T, dir string) (audio.Hardware, *alsa.DumpDir) {
 	t.Helper()
-	src := "../../internal/alsa/testdata"
-	manifest, err := os.ReadFile(filepath.Join(src, "sysfs", "xps9700.tree"))
+	root, err := harness.ModuleRoot()
 	must(t, err)
-	must(t, fakesys.BuildTree(manifest, filepath.Join(dir, "sys")))
-	var dumps []*alsa.Dump
-	for card := range 3 {
-		data, err := os.ReadFile(filepath.Join(src, "xps9700", fmt.Sprintf("card%d.json", card)))
-		must(t, err)
-		d, err := alsa.DecodeDump(data)
-		must(t, err)
-		dumps = append(dumps, d)
-		must(t, os.MkdirAll(filepath.Join(dir, "cards"), 0o755))
-		must(t, os.WriteFile(filepath.Join(dir, "cards", fmt.Sprintf("card%d.json", card)), data, 0o644))
-	}
-	must(t, alsa.WriteDevSnd(filepath.Join(dir, "snd"), dumps...))
-	cards := alsa.NewDumpDir(filepath.Join(dir, "cards"))
-	return audio.Hardware{DevSnd: filepath.Join(dir, "snd"), Sysfs: filepath.Join(dir, "sys"), Opener: cards}, cards
+	sc, err := fakesys.XPS17(root, dir)
+	must(t, err)
+	return audio.Hardware{DevSnd: sc.DevSnd, Sysfs: sc.Sysfs, Opener: sc.Cards}, sc.Cards
 }
 
 // TestAudioOperator runs declare and the operator against recorded cards,
