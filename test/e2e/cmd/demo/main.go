@@ -8,8 +8,9 @@
 // What runs: liken.sh's raw hardware for the node (published by the
 // harness, as liken does on a real machine); the Bluetooth operator,
 // against a BlueZ simulator on a real dbus-daemon and a recorded-shape
-// sysfs; and the driver core's small test driver. The audio operator joins
-// when it is built.
+// sysfs; the audio operator, with declare, on a recorded laptop's sound
+// cards and real PipeWire and WirePlumber; and the driver core's small
+// test driver.
 package main
 
 import (
@@ -71,6 +72,13 @@ func run(nodeName string, wait bool) error {
 		return err
 	}
 	defer stopBT()
+
+	fmt.Println("\n== Audio: audio.liken.sh on a recorded laptop's cards with real PipeWire and WirePlumber")
+	stopAudio, err := audioDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c) })
+	if err != nil {
+		return err
+	}
+	defer stopAudio()
 
 	fmt.Println("\n== The driver core's test driver, e2e.liken.sh: opaque claim parameters and a NoSchedule taint")
 	if err := c.ApplyDeviceClass(ctx, testdriver.DeviceClass()); err != nil {

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liken-sh/operators/internal/audio"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/fakesys"
+	"github.com/liken-sh/operators/test/pwtest"
+)
+
+// audioDemo runs declare and the audio operator on a recorded laptop's
+// sound hardware with real PipeWire and WirePlumber, then shows a claim on
+// the output whose monitor is a Samsung U28E590, and the monitor being
+// unplugged.
+func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error) (stop func(), err error) {
+	root := filepath.Join(c.Dir(), "node")
+	if err := c.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"); err != nil {
+		return nil, err
+	}
+	moduleRoot, err := harness.ModuleRoot()
+	if err != nil {
+		return nil, err
+	}
+	sc, err := fakesys.XPS17(moduleRoot, filepath.Join(root, "sound"))
+	if err != nil {
+		return nil, err
+	}
+	hw := audio.Hardware{DevSnd: sc.DevSnd, Sysfs: sc.Sysfs, Opener: sc.Cards}
+	// ALSA's null device stands in for hw:<card>,<pcm>: there is no card.
+	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: nodeName,
+		PipeWireDir: filepath.Join(root, "pipewire.conf.d"), WirePlumberDir: filepath.Join(root, "wireplumber.conf.d"),
+		ALSAPath: "null", Rate: 48000})
+	if err != nil {
+		return nil, err
+	}
+	outputs, err := pipewire.ReadDeclaration(res.Declaration)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Printf("declare: %d outputs of 3 recorded cards declared to PipeWire in %s\n", len(outputs), res.Declaration)
+	pw, err := pwtest.Start(ctx, pwtest.Options{Outputs: outputs})
+	if err != nil {
+		return nil, err
+	}
+	opts := dra.Options{
+		RegistrarDir: filepath.Join(root, "plugins_registry"), PluginDir: filepath.Join(root, "plugins", audio.DriverName),
+		CDIDir: filepath.Join(root, "cdi"), SettleQuiet: 300 * time.Millisecond,
+	}
+	opCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- audio.Run(opCtx, audio.Config{Node: nodeName, KubeClient: c.Client(), Hardware: hw,
+			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: opts})
+	}()
+	stop = func() { cancel(); <-done; pw.Stop() }
+	fail := func(err error) (func(), error) { stop(); return nil, err }
+
+	dp := nodeName + "-pci-0000-00-1f-3-hdmi-3"
+	untainted := func(s *resourceapi.ResourceSlice) bool {
+		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == dp && len(d.Taints) == 0 })
+	}
+	if err := waitForSlice(ctx, c, audio.DriverName, untainted); err != nil {
+		return fail(err)
+	}
+	if err := show(); err != nil {
+		return fail(err)
+	}
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "desk-speakers"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "speakers", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "audio-sink",
+				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: `has(device.attributes["audio.liken.sh"].monitorName) && device.attributes["audio.liken.sh"].monitorName == "U28E590"`}}}},
+		}}}},
+	}
+	fmt.Printf("\nclaim default/desk-speakers (DeviceClass audio-sink, selector: monitorName == \"U28E590\")\n")
+	if err := allocateAndPrepare(ctx, c, claim, "music", nodeName, audio.DriverName, opts); err != nil {
+		return fail(err)
+	}
+
+	rec, err := sc.Cards.Recorded(0)
+	if err != nil {
+		return fail(err)
+	}
+	start := time.Now()
+	if err := rec.SetELD(7, nil); err != nil {
+		return fail(err)
+	}
+	if err := waitForSlice(ctx, c, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
+			return d.Name == dp && slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == audio.TaintNoMonitor })
+		})
+	}); err != nil {
+		return fail(err)
+	}
+	fmt.Printf("\nthe monitor was unplugged (its ELD went, an ALSA control event): %s gained %s:NoExecute and %s:NoSchedule after %s\n",
+		dp, audio.TaintDisconnected, audio.TaintNoMonitor, time.Since(start).Round(10*time.Millisecond))
+	return stop, nil
+}
