@@ -44,11 +44,12 @@ type Node struct {
 	// next object (measured: a node destroyed and another created got
 	// the same id), so an id names a node only within one Graph.
 	ID uint32
-	// Name, Description and MediaClass are node.name, node.description
-	// and media.class; empty when absent.
-	Name        string
+	// Name is node.name; empty when absent.
+	Name string
+	// Description is node.description; empty when absent.
 	Description string
-	MediaClass  string
+	// MediaClass is media.class (MediaClassSink, ...); empty when absent.
+	MediaClass string
 	// State is info.state (NodeStateRunning, ...); empty when pw-dump
 	// printed no info.
 	State string
@@ -108,8 +109,12 @@ type Volume struct {
 // Link is one PipeWire link: data flows from an output port of
 // OutputNode to an input port of InputNode.
 type Link struct {
-	ID                    uint32
+	// ID is the link's global object id.
+	ID uint32
+	// OutputNode and InputNode are the ids of the nodes the link joins
+	// (info.output-node-id, info.input-node-id); 0 when absent.
 	OutputNode, InputNode uint32
+	// OutputPort and InputPort are the ids of the ports it joins.
 	OutputPort, InputPort uint32
 	// State is info.state: "active", "paused", "init", "error", ...;
 	// empty when absent.

@@ -65,9 +65,8 @@ func (d Direction) String() string {
 // (SPA_AUDIO_MAX_CHANNELS, spa/param/audio/raw.h, PipeWire 1.4).
 const MaxChannels = 64
 
-// MaxRate bounds Output.Rate. No ALSA hardware runs faster than 768 kHz;
-// the bound only catches a unit mistake (Hz vs kHz is not it, but
-// samples vs bytes would be).
+// MaxRate bounds Output.Rate, in Hz: ALSA's highest standard rate
+// (SNDRV_PCM_RATE_768000). It catches a field or unit mix-up.
 const MaxRate = 768000
 
 // Output is one PCM device declared to PipeWire: one adapter object in
@@ -109,8 +108,9 @@ type Output struct {
 	// crashed PipeWire 1.4.2's converter when a stream started (measured:
 	// SIGSEGV in libspa-audioconvert), so a "null" node needs a rate.
 	Rate int
-	// Channels is audio.channels; 0 leaves the count to PipeWire (the
-	// device's own maximum, so stereo for most cards).
+	// Channels is audio.channels; 0 leaves the count to PipeWire, which
+	// takes what the device offers (all 64 of ALSA's null device,
+	// measured).
 	Channels int
 	// Positions is audio.position, one SPA channel name per channel
 	// ("FL", "FR", "LFE", ...). When set, its length equals Channels.

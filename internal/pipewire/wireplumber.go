@@ -102,7 +102,9 @@ func WriteWirePlumberFragments(dir string, mediaBus bool) ([]string, error) {
 // because the pod mounts emptyDir volumes over /etc/pipewire/pipewire.conf.d
 // and /etc/wireplumber/wireplumber.conf.d, which would hide it.
 type BakedFile struct {
-	Path    string
+	// Path is relative to /usr/share, with forward slashes.
+	Path string
+	// Content is the file's text.
 	Content []byte
 }
 

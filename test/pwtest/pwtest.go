@@ -430,7 +430,8 @@ func (d *Daemons) Stop() error {
 
 // Process is one daemon started by Daemons.
 type Process struct {
-	cmd     *exec.Cmd
+	cmd *exec.Cmd
+	// LogPath is the file holding the process's stdout and stderr.
 	LogPath string
 	done    chan struct{}
 	err     error

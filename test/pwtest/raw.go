@@ -10,14 +10,17 @@ import (
 // RawObject is one pw-dump entry decoded loosely, for the objects
 // pipewire.Graph does not model (clients, metadata).
 type RawObject struct {
-	ID   uint32 `json:"id"`
+	// ID and Type are the object's id and type.
+	ID uint32 `json:"id"`
+	// Type is e.g. "PipeWire:Interface:Client".
 	Type string `json:"type"`
+	// Info holds the props of objects other than metadata.
 	Info *struct {
 		Props map[string]any `json:"props"`
 	} `json:"info"`
-	// Props and Metadata are where pw-dump puts a metadata object's
-	// properties and entries.
-	Props    map[string]any `json:"props"`
+	// Props is where pw-dump puts a metadata object's properties.
+	Props map[string]any `json:"props"`
+	// Metadata are a metadata object's entries.
 	Metadata []struct {
 		Subject uint32          `json:"subject"`
 		Key     string          `json:"key"`
