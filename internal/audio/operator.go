@@ -96,7 +96,7 @@ func Run(ctx context.Context, cfg Config) error {
 	op.driver = driver
 	op.watchCards(ctx)
 
-	failures := 0
+	failures, answered := 0, false
 	backstop := time.NewTicker(cfg.Backstop)
 	defer backstop.Stop()
 	for {
@@ -107,14 +107,22 @@ func Run(ctx context.Context, cfg Config) error {
 			}
 			failures++
 			logger.Error(err, "Reading the PipeWire graph failed", "inARow", failures)
-			if failures >= maxGraphFailures {
-				op.publish(ctx, nil)
-				time.Sleep(op.settle()) // let the all-tainted set reach the API server
-				return fmt.Errorf("PipeWire graph unreadable %d times in a row: %w", failures, err)
+			// At start PipeWire gets one StartWait; once it has answered,
+			// a replaced PipeWire gets maxGraphFailures tries.
+			if !answered || failures >= maxGraphFailures {
+				// Every output, tainted as having no sink, so nothing is
+				// scheduled onto a PipeWire that does not answer.
+				op.pass(ctx, nil)
+				flush, cancel := context.WithTimeout(ctx, 10*time.Second)
+				if ferr := driver.Flush(flush); ferr != nil {
+					logger.Error(ferr, "The all-tainted device set may not have reached the API server")
+				}
+				cancel()
+				return fmt.Errorf("PipeWire graph unreadable (%d failed reads in a row): %w", failures, err)
 			}
 			continue
 		}
-		failures = 0
+		failures, answered = 0, true
 		if err := op.follow(ctx, mon, backstop.C); err != nil {
 			return err
 		}
@@ -135,13 +143,6 @@ type operator struct {
 	mu    sync.Mutex
 	known map[string]Endpoint // by device name, from the latest pass
 	live  map[string]bool     // node.names in the latest graph
-}
-
-func (o *operator) settle() time.Duration {
-	if o.cfg.DRA.SettleQuiet > 0 {
-		return o.cfg.DRA.SettleQuiet + time.Second
-	}
-	return dra.DefaultSettleQuiet + time.Second
 }
 
 // startMonitor starts `pw-dump -m` and waits (bounded by StartWait) for
@@ -201,52 +202,32 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 // PipeWire is not answering, so no output has a sink).
 func (o *operator) pass(ctx context.Context, g *pipewire.Graph) {
 	logger := klog.FromContext(ctx)
-	cards, problems, err := o.cfg.Hardware.Cards()
+	p, err := Reconcile(o.cfg.Node, o.cfg.Hardware, g)
 	if err != nil {
 		logger.Error(err, "Reading the claimed cards")
 		return
 	}
-	eps, more := Endpoints(o.cfg.Node, cards)
-	for _, p := range append(problems, more...) {
-		logger.Info("Output left out", "problem", p)
+	for _, problem := range p.Problems {
+		logger.Info("Output left out", "problem", problem)
 	}
-	live := map[string]bool{}
-	if g != nil {
-		for _, n := range g.Nodes {
-			live[n.Name] = true
-		}
-	}
-	for _, e := range eps {
+	for _, e := range p.Endpoints {
 		if !o.declared[e.NodeName] {
 			// The PCM set changed since PipeWire started: it has no node
 			// until the pod is replaced, and is published with no-sink.
 			logger.Info("Output not in the declaration PipeWire loaded", "output", e.Name)
 		}
 	}
-	known := make(map[string]Endpoint, len(eps))
-	for _, e := range eps {
+	known := make(map[string]Endpoint, len(p.Endpoints))
+	for _, e := range p.Endpoints {
 		known[e.Name] = e
 	}
 	o.mu.Lock()
-	o.known, o.live = known, live
+	o.known, o.live = known, p.Live
 	o.mu.Unlock()
-	if g == nil {
-		live = nil
-	}
-	o.publish(ctx, Devices(eps, live))
+	o.publish(ctx, p.Devices)
 }
 
 func (o *operator) publish(ctx context.Context, devices []dra.Device) {
-	if devices == nil {
-		// Every known output, tainted as having no sink.
-		o.mu.Lock()
-		eps := make([]Endpoint, 0, len(o.known))
-		for _, e := range o.known {
-			eps = append(eps, e)
-		}
-		o.mu.Unlock()
-		devices = Devices(eps, nil)
-	}
 	if err := o.driver.SetDevices(devices); err != nil {
 		klog.FromContext(ctx).Error(err, "Publishing outputs")
 	}

@@ -43,8 +43,10 @@ type publisher struct {
 	metrics *metrics
 	onWrite func([]Device) // after every successful write, for health reports
 
-	mu        sync.Mutex
-	pending   []Device
+	mu      sync.Mutex
+	pending []Device
+
+	writeMu   sync.Mutex // one write at a time: the settled one or a flush
 	published []resourceapi.Device
 	wrote     bool
 }
@@ -79,8 +81,24 @@ func (p *publisher) run(ctx context.Context) {
 	})
 }
 
+// flush writes the latest set now, without waiting for the window, and
+// returns what was published.
+func (p *publisher) flush(ctx context.Context) ([]resourceapi.Device, error) {
+	p.mu.Lock()
+	devices := p.pending
+	p.mu.Unlock()
+	if err := p.write(ctx, devices); err != nil {
+		return nil, err
+	}
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
+	return p.published, nil
+}
+
 // write publishes devices unless they equal what was last published.
 func (p *publisher) write(ctx context.Context, devices []Device) error {
+	p.writeMu.Lock()
+	defer p.writeMu.Unlock()
 	logger := klog.FromContext(ctx)
 	api, err := p.apiDevices(devices)
 	if err != nil {
