@@ -10,8 +10,8 @@ import (
 	"testing"
 )
 
-// sharedFixtures is ../shared/fixtures beside the repository.
-const sharedFixtures = "../../../shared/fixtures"
+// sharedFixtures is the repository's copy of the recorded fixtures.
+const sharedFixtures = "../../testdata/fixtures"
 
 var recordedTree = []Device{
 	{

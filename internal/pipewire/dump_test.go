@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-const fixturePWDump = "../../../shared/fixtures/pwdump/voxpipe-tests-data-pw-dump.json"
+const fixturePWDump = "../../testdata/fixtures/pwdump/voxpipe-tests-data-pw-dump.json"
 
 func readFile(t testing.TB, path string) []byte {
 	t.Helper()

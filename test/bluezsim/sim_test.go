@@ -14,7 +14,7 @@ import (
 	"github.com/godbus/dbus/v5"
 )
 
-// The fixtures' real devices (../../../shared/fixtures/bluez).
+// The fixtures' real devices (testdata/fixtures/bluez in the repository).
 const (
 	adapterAddr = "04:4A:69:66:92:27"
 	gamepadAddr = "E4:17:D8:C5:67:6D" // 8Bitdo NES30 Pro, classic HID
@@ -28,7 +28,7 @@ const (
 	gapUUID = "00001800-0000-1000-8000-00805f9b34fb"
 )
 
-var fixtureDir = filepath.Join("..", "..", "..", "shared", "fixtures", "bluez")
+var fixtureDir = filepath.Join("..", "..", "testdata", "fixtures", "bluez")
 
 var gamepad = Device{
 	Name:     "8Bitdo NES30 Pro",
@@ -384,8 +384,8 @@ var hexKey = regexp.MustCompile(`^[0-9A-F]{32}$`)
 // fixtures, and the SDP records given.
 func TestPairWritesClassicBond(t *testing.T) {
 	s, _ := setup(t, Options{})
-	fixtureInfo := readKeyFile(t, filepath.Join(fixtureDir, "my-retropie", "ADAPTER", gamepadAddr, "info"))
-	fixtureCache := readKeyFile(t, filepath.Join(fixtureDir, "my-retropie", "ADAPTER", "cache", gamepadAddr))
+	fixtureInfo := readKeyFile(t, filepath.Join(fixtureDir, "8bitdo-nes30-pro.info"))
+	fixtureCache := readKeyFile(t, filepath.Join(fixtureDir, "8bitdo-nes30-pro.cache"))
 
 	// Re-add the gamepad with the fixture's own SDP records.
 	if err := s.RemoveDevice("hci0", gamepadAddr); err != nil {
@@ -627,7 +627,7 @@ func TestRestartReloadsBonds(t *testing.T) {
 func TestLoadsFixtureLEBond(t *testing.T) {
 	requireRoot(t)
 	storage := t.TempDir()
-	data, err := os.ReadFile(filepath.Join(fixtureDir, "ble-razer-basilisk", "info"))
+	data, err := os.ReadFile(filepath.Join(fixtureDir, "razer-basilisk-x-hyperspeed.info"))
 	if err != nil {
 		t.Fatal(err)
 	}
