@@ -1,0 +1,121 @@
+package guest
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// BluetoothModules are what btvirt needs: hci_vhci for its controllers
+// (and through it the Bluetooth core), and the kernel crypto user API
+// (AF_ALG sockets for ecb(aes) and cmac(aes)) its emulated controllers do
+// their pairing crypto with. Without udev nothing loads the crypto modules
+// on demand, and btvirt fails with "Failed to open Virtual HCI device".
+var BluetoothModules = []string{"hci_vhci", "af_alg", "algif_hash", "algif_skcipher", "cmac", "aesni-intel"}
+
+// Btvirt is a running btvirt (package bluez-test-tools): emulated
+// controllers, registered with the kernel through /dev/vhci, that can see
+// and connect to each other.
+type Btvirt struct {
+	cmd *exec.Cmd
+	out bytes.Buffer
+	// Controllers are the new controllers' ids (the N of hciN), ascending.
+	Controllers []uint16
+}
+
+// StartBtvirt loads BluetoothModules, starts btvirt with n BR/EDR+LE
+// controllers, and waits up to 10 s until n controllers more than before
+// are registered in /sys/class/bluetooth.
+func StartBtvirt(n int) (*Btvirt, error) {
+	if err := Modprobe(BluetoothModules...); err != nil {
+		return nil, err
+	}
+	before := controllers()
+	b := &Btvirt{cmd: exec.Command("btvirt", "-l"+strconv.Itoa(n))}
+	b.cmd.Stdout, b.cmd.Stderr = &b.out, &b.out
+	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := b.cmd.Start(); err != nil {
+		return nil, err
+	}
+	ok := WaitFor(10*time.Second, func() bool {
+		b.Controllers = nil
+		for _, id := range controllers() {
+			if !slices.Contains(before, id) {
+				b.Controllers = append(b.Controllers, id)
+			}
+		}
+		return len(b.Controllers) == n
+	})
+	if !ok {
+		b.Stop()
+		return nil, fmt.Errorf("btvirt -l%d: %d new controllers after 10 s (%v); its output:\n%s", n, len(b.Controllers), b.Controllers, b.out.String())
+	}
+	return b, nil
+}
+
+// Output is what btvirt printed so far.
+func (b *Btvirt) Output() string { return b.out.String() }
+
+// Stop ends btvirt, which unregisters its controllers, and waits up to 5 s
+// until they are gone.
+func (b *Btvirt) Stop() error {
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- b.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		b.cmd.Process.Kill()
+		<-done
+	}
+	if !WaitFor(5*time.Second, func() bool {
+		for _, id := range controllers() {
+			if slices.Contains(b.Controllers, id) {
+				return false
+			}
+		}
+		return true
+	}) {
+		return fmt.Errorf("btvirt's controllers %v are still registered after it stopped", b.Controllers)
+	}
+	return nil
+}
+
+// controllers lists the registered hciN ids.
+func controllers() []uint16 {
+	var ids []uint16
+	for _, p := range Glob("/sys/class/bluetooth/hci*") {
+		name := filepath.Base(p)
+		if strings.Contains(name, ":") { // hci0:256 is a connection
+			continue
+		}
+		if n, err := strconv.ParseUint(strings.TrimPrefix(name, "hci"), 10, 16); err == nil {
+			ids = append(ids, uint16(n))
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// MgmtAddress reads a controller's address with btmgmt, BlueZ's client of
+// the kernel's management interface: a second reading, by another
+// interface than HCIGETDEVINFO, to check that one against.
+func MgmtAddress(id uint16) (string, error) {
+	out, err := exec.Command("btmgmt", "--index", strconv.Itoa(int(id)), "info").CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("btmgmt --index %d info: %w: %s", id, err, out)
+	}
+	for _, f := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(f)
+		if len(fields) >= 2 && fields[0] == "addr" {
+			return strings.ToUpper(fields[1]), nil
+		}
+	}
+	return "", fmt.Errorf("btmgmt --index %d info printed no address:\n%s", id, out)
+}

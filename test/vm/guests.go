@@ -1,0 +1,106 @@
+package vm
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Guest is one package whose vmtier tests run in the guest: its test
+// binary is /tests/<Name>.test there and leaves <Name>.log and <Name>.rc
+// in the results share. Only tests named TestVM* run.
+type Guest struct {
+	// Name is the package's last path element.
+	Name string
+	// Package is the package's directory relative to the module root.
+	Package string
+}
+
+// Guests run in this order in one boot. Each test loads the modules it
+// needs itself, so a test that watches a module load sees it happen.
+var Guests = []Guest{
+	{"alsa", "./internal/alsa"},     // the control interface's ioctls on three real cards
+	{"audio", "./internal/audio"},   // declare against those cards' /dev/snd
+	{"uevent", "./internal/uevent"}, // the listener on a module load and on a uhid device
+	{"hid", "./internal/hid"},       // discovery of a uhid Bluetooth gamepad
+	{"hci", "./internal/hci"},       // HCIGETDEVINFO on btvirt's controllers
+	{"bluez", "./test/vm/bluez"},    // the bluetoothd entrypoint, pairing, bonds
+}
+
+// Modules are the kernel modules staged in the initramfs (with their
+// dependencies). 9p and 9pnet_virtio carry the results share; the rest are
+// what the guest tests load.
+var Modules = []string{
+	"9p", "9pnet_virtio",
+	"snd-dummy", "snd-aloop", "snd-hda-intel", "snd-hda-codec-generic",
+	"uhid", "hid-generic", "evdev", "dummy",
+	"hci_vhci", "af_alg", "algif_hash", "algif_skcipher", "cmac", "ecb", "aesni-intel",
+}
+
+// Programs are the host programs (with their libraries) the guest tests
+// run: btvirt and btmgmt (bluez-test-tools, bluez), and what the
+// bluetoothd entrypoint starts.
+var Programs = []string{
+	"/usr/bin/btvirt", "/usr/bin/btmgmt",
+	"/usr/bin/dbus-daemon", "/usr/libexec/bluetooth/bluetoothd",
+}
+
+// Files are host files copied to the same path: the system bus's
+// configuration and BlueZ's policy in it, which the entrypoint's
+// dbus-daemon --system reads.
+var Files = []string{
+	"/usr/share/dbus-1/system.conf",
+	"/etc/dbus-1/system.d/bluetooth.conf",
+}
+
+// Written are files made for the guest: the users dbus-daemon and
+// bluetoothd look up (the system bus drops to messagebus), and the
+// machine id libdbus wants.
+var Written = map[string]string{
+	"/etc/passwd":     "root:x:0:0:root:/root:/bin/sh\nmessagebus:x:100:102::/nonexistent:/bin/false\n",
+	"/etc/group":      "root:x:0:\nmessagebus:x:102:\n",
+	"/etc/machine-id": "6c696b656e766d746573747469657200\n",
+}
+
+// GuestTestTimeout bounds each guest test binary (-test.timeout), so a
+// hung test ends with its goroutines' stacks in its log rather than with
+// the whole boot's timeout.
+const GuestTestTimeout = "150s"
+
+// InitScript is the guest's /init: mount the kernel's filesystems, name
+// busybox's modprobe as the kernel's module loader, mount the results
+// share, run each guest's test binary, and power off. Progress lines on
+// the console start with "vm-test:".
+func InitScript(names []string) string {
+	var b strings.Builder
+	b.WriteString(`#!/bin/sh
+# /init of the VM test tier, written by package vm.
+export PATH=/usr/local/bin:/usr/bin:/usr/sbin:/bin:/sbin HOME=/root
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mkdir -p /dev/pts /dev/shm
+mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /tmp
+mount -t tmpfs tmpfs /run
+mkdir -p /var/run /var/lib/bluetooth
+# request_module() (e.g. the HDA codec driver) runs this.
+echo /sbin/modprobe > /proc/sys/kernel/modprobe
+up() { cut -d' ' -f1 /proc/uptime; }
+if ! { modprobe 9pnet_virtio && modprobe 9p && mount -t 9p -o trans=virtio,version=9p2000.L ` + ShareTag + ` /out; }; then
+	echo "vm-test: cannot mount the results share"
+	poweroff -f
+fi
+echo "vm-test: guest up at $(up) s"
+`)
+	fmt.Fprintf(&b, "for t in %s; do\n", strings.Join(names, " "))
+	fmt.Fprintf(&b, `	echo "vm-test: $t starts at $(up) s"
+	/tests/$t.test -test.v -test.run '^TestVM' -test.timeout %s >/out/$t.log 2>&1
+	rc=$?
+	echo $rc >/out/$t.rc
+	echo "vm-test: $t exited $rc at $(up) s"
+done
+sync
+poweroff -f
+`, GuestTestTimeout)
+	return b.String()
+}
