@@ -1,0 +1,208 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liken-sh/operators/internal/audio"
+	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/fakesys"
+	"github.com/liken-sh/operators/test/pwtest"
+)
+
+// audioSeedMemoryLimit is the operator container's memory limit in the
+// audio seed (128Mi). The container's cgroup holds the operator and its
+// `pw-dump -m` child, so both count against it.
+const audioSeedMemoryLimit = 128 << 20
+
+// BenchmarkAudioOperatorIdleRSS builds cmd/audio-operator and runs the
+// binary as the seed's containers would, with host paths moved by flags:
+// its declare mode writes the PipeWire declaration and the WirePlumber
+// drop-ins for the recorded Dell XPS 17 (ALSA's null device standing in
+// for each card), real PipeWire 1.4 and WirePlumber 0.5 start on exactly
+// those files, and the operator mode (NODE_NAME, PIPEWIRE_RUNTIME_DIR,
+// XDG_RUNTIME_DIR, METRICS_ADDRESS on a free port, as the seed serves
+// metrics) follows that PipeWire and publishes to the real control plane.
+// Once the slice holds every declared output with its sink, it reads
+// /proc/<pid>/status every 500 ms for 5 s and reports the largest VmRSS,
+// RssAnon and VmHWM in MiB, and the largest VmRSS of the operator's
+// children (the `pw-dump -m` that streams the graph), which shares the
+// container's limit. The target is under 40 MiB of the operator's VmRSS;
+// it fails when the operator and its children together pass the seed's
+// 128 MiB limit, and when the operator does not exit 0 on SIGTERM.
+//
+// As with the Bluetooth operator, most of VmRSS is RssFile, pages of the
+// binary the kernel can reclaim under the limit; RssAnon is what the
+// process alone owns. Measured on this machine's kernel (6.18, binary on
+// ext4): VmRSS 51-57 MiB, RssAnon 13 MiB (a Go heap of 5-9 MB), pw-dump
+// 11 MiB; the file pages are nearly all of the binary's 52 MB of text and
+// rodata, 14 MiB of them mapped as large folios (FilePmdMapped in
+// smaps_rollup), and the Bluetooth operator's binary, the same size, shows
+// 44 MiB there too.
+func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
+	bin := buildCommand(b, "audio-operator")
+	ctx := context.Background()
+	cluster, err := harness.Start(ctx, harness.Options{})
+	must(b, err)
+	b.Cleanup(cluster.Stop)
+	must(b, cluster.AddLikenNode(ctx, node))
+	root, err := harness.ModuleRoot()
+	must(b, err)
+	dir := b.TempDir()
+	cards, err := fakesys.XPS17(root, dir)
+	must(b, err)
+
+	// The pod's emptyDirs: pwtest lays out the image's baked files, and
+	// the binary's declare mode writes the rest over them.
+	pw, err := pwtest.Prepare(pwtest.Options{})
+	must(b, err)
+	b.Cleanup(func() { pw.Stop() })
+	hostPaths := []string{
+		"-dev-snd", cards.DevSnd, "-sys-root", cards.Sysfs, "-recorded-cards", cards.Cards.Dir(),
+		"-pipewire-dir", pw.PipeWireConfD, "-wireplumber-dir", pw.WirePlumberConfD,
+	}
+	declare := exec.Command(bin, append(hostPaths, "-alsa-path", "null", "-rate", "48000", "declare")...)
+	declare.Env = []string{"NODE_NAME=" + node, "PATH=" + os.Getenv("PATH")}
+	if out, err := declare.CombinedOutput(); err != nil {
+		b.Fatalf("declare: %v\n%s", err, out)
+	}
+	outputs, err := pipewire.ReadDeclaration(pw.DeclarationPath())
+	must(b, err)
+	if len(outputs) < 7 {
+		b.Fatalf("declare wrote %d outputs for the XPS 17's cards", len(outputs))
+	}
+	must(b, pw.StartPipeWire(ctx))
+	must(b, pw.StartWirePlumber(ctx))
+
+	published := func(s *resourceapi.ResourceSlice) bool {
+		for _, o := range outputs {
+			found := false
+			for _, d := range s.Spec.Devices {
+				if d.Name == o.Output {
+					_, found = d.Attributes["nodeName"]
+				}
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+	dirs := filepath.Join(dir, "kubelet")
+	var most memory
+	var children int64
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		// A fresh start each time: a previous run's slice would make
+		// "published" true before this run did anything.
+		must(b, cluster.Client().ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
+			metav1.ListOptions{FieldSelector: "spec.driver=" + audio.DriverName}))
+		b.StartTimer()
+
+		op := startOperator(b, bin, append(hostPaths,
+			"-kubeconfig", cluster.Kubeconfig(),
+			"-kubelet-registry-dir", filepath.Join(dirs, "plugins_registry"), "-kubelet-plugins-dir", filepath.Join(dirs, "plugins"),
+			"-cdi-dir", filepath.Join(dir, "cdi"),
+		), []string{
+			"NODE_NAME=" + node, "PIPEWIRE_RUNTIME_DIR=" + pw.RuntimeDir, "XDG_RUNTIME_DIR=" + pw.RuntimeDir,
+			"METRICS_ADDRESS=127.0.0.1:0", "PATH=" + os.Getenv("PATH"),
+		})
+		waitForDriverSlice(b, ctx, cluster, audio.DriverName, published)
+		for range 10 {
+			pid := op.cmd.Process.Pid
+			m, err := memoryOf(pid)
+			if err != nil {
+				b.Fatalf("operator: %v (exited: %v)\n%s", err, op.exited(), op.stderr.String())
+			}
+			most = memory{RSS: max(most.RSS, m.RSS), Anon: max(most.Anon, m.Anon), HWM: max(most.HWM, m.HWM)}
+			kids, n, err := childrenRSS(pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n == 0 {
+				b.Fatalf("the operator has no pw-dump child following the graph\n%s", op.stderr.String())
+			}
+			children = max(children, kids)
+			time.Sleep(500 * time.Millisecond)
+		}
+		if err := op.stop(); err != nil {
+			b.Fatalf("operator on SIGTERM: %v\n%s", err, op.stderr.String())
+		}
+	}
+	b.StopTimer()
+	if most.RSS+children > audioSeedMemoryLimit {
+		b.Fatalf("idle RSS %d bytes and %d in children, above the seed's limit of %d", most.RSS, children, audioSeedMemoryLimit)
+	}
+	if most.Anon <= 0 || most.Anon > most.RSS || most.RSS > most.HWM {
+		b.Fatalf("inconsistent figures %+v: want 0 < RssAnon <= VmRSS <= VmHWM", most)
+	}
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+	b.ReportMetric(mib(most.RSS), "rss-max-MiB")
+	b.ReportMetric(mib(most.Anon), "anon-max-MiB")
+	b.ReportMetric(mib(most.HWM), "hwm-MiB")
+	b.ReportMetric(mib(children), "children-rss-max-MiB")
+	b.ReportMetric(0, "ns/op") // the iteration time is the waits' sum, not a figure
+}
+
+// buildCommand builds cmd/<name> as the image does (static, -trimpath)
+// into a temporary directory.
+func buildCommand(b *testing.B, name string) string {
+	b.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		goTool = "/usr/local/go/bin/go"
+	}
+	bin := filepath.Join(b.TempDir(), name)
+	build := exec.Command(goTool, "build", "-trimpath", "-o", bin, "github.com/liken-sh/operators/cmd/"+name)
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// childrenRSS sums the VmRSS of pid's children, found by the PPid line of
+// every /proc/<n>/status (proc(5)); n is how many there are. A process
+// that ends during the scan is skipped.
+func childrenRSS(pid int) (rss int64, n int, err error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, 0, err
+	}
+	want := strconv.Itoa(pid)
+	for _, e := range entries {
+		child, convErr := strconv.Atoi(e.Name())
+		if convErr != nil {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(bytes.NewReader(data))
+		for sc.Scan() {
+			if v, ok := strings.CutPrefix(sc.Text(), "PPid:"); ok && strings.TrimSpace(v) == want {
+				m, err := memoryOf(child)
+				if err != nil {
+					continue
+				}
+				rss += m.RSS
+				n++
+			}
+		}
+	}
+	return rss, n, nil
+}
