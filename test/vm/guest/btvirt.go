@@ -2,6 +2,7 @@ package guest
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -107,7 +108,17 @@ func controllers() []uint16 {
 // the kernel's management interface: a second reading, by another
 // interface than HCIGETDEVINFO, to check that one against.
 func MgmtAddress(id uint16) (string, error) {
-	out, err := exec.Command("btmgmt", "--index", strconv.Itoa(int(id)), "info").CombinedOutput()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "btmgmt", "--index", strconv.Itoa(int(id)), "info")
+	// btmgmt quits as soon as its standard input ends, before the
+	// kernel's answer arrives; an open pipe keeps it until it is done.
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", err
+	}
+	defer stdin.Close()
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("btmgmt --index %d info: %w: %s", id, err, out)
 	}
