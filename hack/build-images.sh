@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds the images the seeds run, without Docker or a registry: the Go
+# binaries (static, CGO_ENABLED=0), then each image from the packages
+# installed here (PipeWire, WirePlumber, BlueZ, dbus; hack/install-deps.sh
+# installs them), as an OCI layout and a docker-save tarball under the
+# output directory, printing each reference, digest, gzipped layer size
+# and build seconds.
+#
+#   hack/build-images.sh [OUT] [-- build-images flags and image names]
+#
+# OUT defaults to _output/images; the binaries go to OUT/bin.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/env.sh
+[ "${LIKEN_SKIP_DEPS:-0}" = 1 ] || hack/install-deps.sh
+out="${1:-_output/images}"
+shift || true
+[ "${1:-}" != -- ] || shift
+mkdir -p "$out/bin"
+# -trimpath and no VCS stamp: the binaries, and so the digests, depend on
+# the source alone, not on where the checkout is or its git state.
+export CGO_ENABLED=0
+for cmd in audio-operator bluetooth-operator bluetooth-bondfetch bluetoothd; do
+	go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$out/bin/$cmd" "./cmd/$cmd"
+done
+go build -trimpath -o "$out/bin/.build-images" ./cmd/build-images
+exec "$out/bin/.build-images" -bin "$out/bin" -out "$out" "$@"
