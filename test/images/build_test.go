@@ -1,0 +1,267 @@
+// Package images_test is the proof of the images hack/build-images.sh
+// builds: the command is run twice and every digest must repeat; every
+// layer is unpacked with GNU tar, and every image's root filesystem runs
+// under bubblewrap as its pod runs it (see each test). Every process gets
+// a deadline.
+package images_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
+
+	"github.com/liken-sh/operators/internal/images"
+)
+
+// buildTimeout bounds one run of the build command, Go compilation
+// included (a cold build cache compiles the Kubernetes client).
+const buildTimeout = 10 * time.Minute
+
+// build is one run of hack/build-images.sh.
+type build struct {
+	out string
+	// printed maps each image's short name to the line the command
+	// printed for it: reference, digest, gzipped bytes, seconds.
+	printed map[string][]string
+	elapsed time.Duration
+}
+
+var (
+	scratch   string // removed by TestMain
+	buildOnce sync.Once
+	builds    [2]build
+	buildErr  error
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "images-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	scratch = dir
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// moduleRoot is the repository's root, two levels above this package.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
+
+// builtTwice runs the build command twice, into two directories, once
+// per test binary.
+func builtTwice(t *testing.T) [2]build {
+	t.Helper()
+	buildOnce.Do(func() {
+		for i := range builds {
+			builds[i], buildErr = runBuild(moduleRoot(t), filepath.Join(scratch, fmt.Sprintf("build%d", i+1)))
+			if buildErr != nil {
+				return
+			}
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return builds
+}
+
+func runBuild(root, out string) (build, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "hack", "build-images.sh"), out)
+	cmd.Dir = root
+	// hack/test.sh has installed the packages already.
+	cmd.Env = append(os.Environ(), "LIKEN_SKIP_DEPS=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = 5 * time.Second
+	began := time.Now()
+	if err := cmd.Run(); err != nil {
+		return build{}, fmt.Errorf("hack/build-images.sh %s: %v\n%s%s", out, err, stdout.String(), stderr.String())
+	}
+	b := build{out: out, printed: map[string][]string{}, elapsed: time.Since(began)}
+	sc := bufio.NewScanner(&stdout)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) != 4 {
+			return build{}, fmt.Errorf("unexpected output line %q", sc.Text())
+		}
+		name := strings.TrimPrefix(strings.Split(fields[0], ":")[0], images.Repository+"/")
+		b.printed[name] = fields
+	}
+	return b, nil
+}
+
+// imageNames are the four images, as the specs name them.
+func imageNames() []string {
+	var names []string
+	for _, s := range images.Specs("bin", images.DefaultTag) {
+		names = append(names, images.Name(s))
+	}
+	return names
+}
+
+// TestBuildIsReproducible builds every image twice and compares the
+// digests the command printed, the digests of the layouts and tarballs it
+// wrote, and the tarballs byte for byte.
+func TestBuildIsReproducible(t *testing.T) {
+	b := builtTwice(t)
+	for _, name := range imageNames() {
+		first, second := b[0].printed[name], b[1].printed[name]
+		if first == nil || second == nil {
+			t.Fatalf("%s: the build printed no line for it (%v, %v)", name, first, second)
+		}
+		if first[1] != second[1] {
+			t.Errorf("%s: digest %s, then %s", name, first[1], second[1])
+		}
+		one, err := os.ReadFile(filepath.Join(b[0].out, name+".tar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		two, err := os.ReadFile(filepath.Join(b[1].out, name+".tar"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(one, two) {
+			t.Errorf("%s: the two tarballs differ", name)
+		}
+		t.Logf("%s: %s, layer %s bytes gzipped, built in %ss and %ss", name, first[1], first[2], first[3], second[3])
+	}
+	t.Logf("whole command (Go binaries included): %v, then %v", b[0].elapsed.Round(time.Millisecond), b[1].elapsed.Round(time.Millisecond))
+}
+
+// TestLayoutsAndTarballs reads every image back from its OCI layout and
+// from its docker tarball: the library's validation passes on both, both
+// have the digest the command printed, and the configuration is amd64
+// Linux, created at the epoch.
+func TestLayoutsAndTarballs(t *testing.T) {
+	b := builtTwice(t)[0]
+	for _, name := range imageNames() {
+		img := layoutImage(t, b.out, name)
+		digest, err := img.Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if digest.String() != b.printed[name][1] {
+			t.Errorf("%s: layout digest %s, printed %s", name, digest, b.printed[name][1])
+		}
+		if err := validate.Image(img); err != nil {
+			t.Errorf("%s: layout image: %v", name, err)
+		}
+		tb, err := tarball.ImageFromPath(filepath.Join(b.out, name+".tar"), nil)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if err := validate.Image(tb); err != nil {
+			t.Errorf("%s: tarball image: %v", name, err)
+		}
+		if d, err := tb.Digest(); err != nil || d != digest {
+			t.Errorf("%s: tarball digest %v (%v), layout %v", name, d, err, digest)
+		}
+		cf, err := img.ConfigFile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cf.Architecture != "amd64" || cf.OS != "linux" || !cf.Created.Time.Equal(time.Unix(0, 0)) || len(cf.Config.Entrypoint) != 1 {
+			t.Errorf("%s: config %s/%s created %v entrypoint %q", name, cf.OS, cf.Architecture, cf.Created.Time, cf.Config.Entrypoint)
+		}
+	}
+}
+
+// layoutImage is the one image in the OCI layout <out>/<name>.
+func layoutImage(t *testing.T, out, name string) v1.Image {
+	t.Helper()
+	p, err := layout.FromPath(filepath.Join(out, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx, err := p.ImageIndex()
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Manifests) != 1 {
+		t.Fatalf("%s: %d manifests in the layout, want 1", name, len(m.Manifests))
+	}
+	if got, want := m.Manifests[0].Annotations["org.opencontainers.image.ref.name"], images.Repository+"/"+name+":"+images.DefaultTag; got != want {
+		t.Errorf("%s: ref.name %q, want %q", name, got, want)
+	}
+	img, err := idx.Image(m.Manifests[0].Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+// unpacked is an image's root filesystem, unpacked by GNU tar from the
+// layer blob of its layout, and its configuration.
+type unpacked struct {
+	root   string
+	config *v1.ConfigFile
+}
+
+// unpack extracts the image's single layer into a new directory with GNU
+// tar, which fails on a damaged archive, as the library's validation does
+// not.
+func unpack(t *testing.T, name string) unpacked {
+	t.Helper()
+	out := builtTwice(t)[0].out
+	img := layoutImage(t, out, name)
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(layers) != 1 {
+		t.Fatalf("%s: %d layers, want 1", name, len(layers))
+	}
+	digest, err := layers[0].Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := filepath.Join(t.TempDir(), "rootfs")
+	if err := os.Mkdir(root, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	blob := filepath.Join(out, name, "blobs", digest.Algorithm, digest.Hex)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if output, err := exec.CommandContext(ctx, "tar", "--extract", "--gzip", "--numeric-owner", "--file", blob, "--directory", root).CombinedOutput(); err != nil {
+		t.Fatalf("%s: GNU tar: %v\n%s", name, err, output)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The images hold no shell; the seeds' probes and commands name
+	// binaries, and nothing may come to depend on one.
+	for _, sh := range []string{"bin/sh", "usr/bin/sh", "bin/bash", "usr/bin/bash"} {
+		if _, err := os.Lstat(filepath.Join(root, sh)); err == nil {
+			t.Errorf("%s: the image has /%s", name, sh)
+		}
+	}
+	return unpacked{root: root, config: cf}
+}
