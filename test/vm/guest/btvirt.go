@@ -108,9 +108,25 @@ func controllers() []uint16 {
 // the kernel's management interface: a second reading, by another
 // interface than HCIGETDEVINFO, to check that one against.
 func MgmtAddress(id uint16) (string, error) {
+	out, err := Mgmt(id, "info")
+	if err != nil {
+		return "", err
+	}
+	for _, f := range strings.Split(out, "\n") {
+		fields := strings.Fields(f)
+		if len(fields) >= 2 && fields[0] == "addr" {
+			return strings.ToUpper(fields[1]), nil
+		}
+	}
+	return "", fmt.Errorf("btmgmt --index %d info printed no address:\n%s", id, out)
+}
+
+// Mgmt runs one btmgmt command on controller id and returns its output.
+func Mgmt(id uint16, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "btmgmt", "--index", strconv.Itoa(int(id)), "info")
+	args = append([]string{"--index", strconv.Itoa(int(id))}, args...)
+	cmd := exec.CommandContext(ctx, "btmgmt", args...)
 	// btmgmt quits as soon as its standard input ends, before the
 	// kernel's answer arrives; an open pipe keeps it until it is done.
 	stdin, err := cmd.StdinPipe()
@@ -120,13 +136,7 @@ func MgmtAddress(id uint16) (string, error) {
 	defer stdin.Close()
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("btmgmt --index %d info: %w: %s", id, err, out)
+		return "", fmt.Errorf("btmgmt %s: %w: %s", strings.Join(args, " "), err, out)
 	}
-	for _, f := range strings.Split(string(out), "\n") {
-		fields := strings.Fields(f)
-		if len(fields) >= 2 && fields[0] == "addr" {
-			return strings.ToUpper(fields[1]), nil
-		}
-	}
-	return "", fmt.Errorf("btmgmt --index %d info printed no address:\n%s", id, out)
+	return string(out), nil
 }

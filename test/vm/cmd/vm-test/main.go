@@ -26,10 +26,12 @@ import (
 )
 
 func main() {
-	home, _ := os.UserHomeDir()
+	// The cache the hack scripts share: $LIKEN_CACHE, else liken under
+	// the user's cache directory.
 	cacheRoot := os.Getenv("LIKEN_CACHE")
 	if cacheRoot == "" {
-		cacheRoot = filepath.Join(home, ".cache", "liken")
+		dir, _ := os.UserCacheDir()
+		cacheRoot = filepath.Join(dir, "liken")
 	}
 	cache := flag.String("cache", filepath.Join(cacheRoot, "vm"), "where the kernel package is cached")
 	only := flag.String("run", "", "comma-separated guests to run (default: all)")

@@ -1,0 +1,147 @@
+//go:build vmtier
+
+package bluez
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/liken-sh/operators/internal/bluez"
+	"github.com/liken-sh/operators/test/vm/guest"
+)
+
+// busSocket is where the entrypoint's system bus listens in the guest.
+const busSocket = "/run/liken-bluetooth/system_bus_socket"
+
+var busAddress = "unix:path=" + busSocket
+
+// daemon is one run of the bluetoothd image's entrypoint: dbus-daemon,
+// and bluetoothd in the entrypoint's own process.
+type daemon struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	log    string
+	bus    int // dbus-daemon's pid
+	client *bluez.Client
+}
+
+// startBluetoothd runs the entrypoint as the pod would (only the bus
+// address set) and connects the operator's BlueZ client to its bus.
+func startBluetoothd(t *testing.T) *daemon {
+	t.Helper()
+	d := &daemon{t: t, log: filepath.Join(t.TempDir(), "entrypoint.log")}
+	// A file, not a pipe: dbus-daemon inherits it and outlives the
+	// entrypoint's process, and a pipe would hold Wait until it ends.
+	out, err := os.Create(d.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	d.cmd = exec.Command(guest.Entrypoint)
+	d.cmd.Env = append(os.Environ(), bluez.AddressEnv+"="+busAddress)
+	d.cmd.Stdout, d.cmd.Stderr = out, out
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	d.client, err = bluez.Connect(ctx, bluez.Options{Address: busAddress, Wait: 20 * time.Second})
+	if err != nil {
+		d.stop()
+		t.Fatalf("connect to bluetoothd: %v\n%s", err, d.output())
+	}
+	for _, pid := range children(d.cmd.Process.Pid) {
+		if comm, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/comm"); strings.TrimSpace(string(comm)) == "dbus-daemon" {
+			d.bus = pid
+		}
+	}
+	if d.bus == 0 {
+		d.stop()
+		t.Fatalf("no dbus-daemon below the entrypoint (pid %d)\n%s", d.cmd.Process.Pid, d.output())
+	}
+	// What ran is what the entrypoint exec'd: bluetoothd in its process.
+	exe, _ := os.Readlink("/proc/" + strconv.Itoa(d.cmd.Process.Pid) + "/exe")
+	if exe != "/usr/libexec/bluetooth/bluetoothd" {
+		t.Errorf("the entrypoint's process runs %q, want bluetoothd", exe)
+	}
+	return d
+}
+
+func (d *daemon) output() string {
+	data, _ := os.ReadFile(d.log)
+	return string(data)
+}
+
+// stop ends bluetoothd with SIGTERM, as the kubelet would, then the bus,
+// and waits until both are gone.
+func (d *daemon) stop() {
+	if d.client != nil {
+		d.client.Close()
+	}
+	d.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- d.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			d.t.Logf("bluetoothd ended: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		d.t.Errorf("bluetoothd did not end within 10 s of SIGTERM")
+		d.cmd.Process.Kill()
+		<-done
+	}
+	if d.bus != 0 {
+		syscall.Kill(d.bus, syscall.SIGTERM)
+		if !guest.WaitFor(10*time.Second, func() bool { return gone(d.bus) }) {
+			d.t.Errorf("dbus-daemon %d did not end within 10 s of SIGTERM", d.bus)
+			syscall.Kill(d.bus, syscall.SIGKILL)
+		}
+	}
+}
+
+// children lists the pids whose parent is pid.
+func children(pid int) []int {
+	var out []int
+	for _, stat := range guest.Glob("/proc/[0-9]*/stat") {
+		if ppid, ok := statField(stat, 1); ok && ppid == strconv.Itoa(pid) {
+			n, _ := strconv.Atoi(filepath.Base(filepath.Dir(stat)))
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// gone reports whether pid has exited: no process, or a zombie that the
+// guest's init has not reaped.
+func gone(pid int) bool {
+	state, ok := statField("/proc/"+strconv.Itoa(pid)+"/stat", 0)
+	return !ok || state == "Z"
+}
+
+// statField returns field i after the command in /proc/<pid>/stat (0 is
+// the state, 1 the parent's pid); the command may hold spaces, so the
+// fields are counted from its closing parenthesis.
+func statField(path string, i int) (string, bool) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", false
+	}
+	s := string(data)
+	end := strings.LastIndexByte(s, ')')
+	if end < 0 {
+		return "", false
+	}
+	f := strings.Fields(s[end+1:])
+	if i >= len(f) {
+		return "", false
+	}
+	return f[i], true
+}
