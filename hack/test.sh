@@ -56,6 +56,9 @@ if [ "${BENCH:-1}" != 0 ]; then
 	go test "${flags[@]}" -run '^$' -bench 'AudioOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
 fi
 
+echo "== VM tier: the kernel-facing tests on a real kernel under qemu"
+hack/vm-test.sh || status=1
+
 echo "== summary"
 grep -E '^(ok|FAIL|---|panic:)' "$log" | grep -v -- '--- PASS' || true
 passed=$(grep -c '^ok' "$log" || true)
