@@ -73,17 +73,35 @@ func main() {
 	if len(args) > 0 {
 		mode, args = args[0], args[1:]
 	}
+	// The operator and declare take the same flags after the mode too
+	// (`audio-operator declare -pipewire-dir x`), and nothing else: a
+	// flag ignored there would write to the real /etc.
+	ownFlags := func() error {
+		if err := flag.CommandLine.Parse(args); err != nil {
+			return err
+		}
+		if flag.NArg() > 0 {
+			return fmt.Errorf("unexpected arguments %q", flag.Args())
+		}
+		return nil
+	}
 	switch mode {
 	case "":
+		if err := ownFlags(); err != nil {
+			exit(err)
+		}
 		exit(runOperator(ctx, p))
 	case "declare":
+		if err := ownFlags(); err != nil {
+			exit(err)
+		}
 		exit(runDeclare(p))
 	case "capture", "api":
 		exit(fmt.Errorf("mode %q is not built yet", mode))
 	default:
 		run, ok := modes.ByName[mode]
 		if !ok {
-			exit(fmt.Errorf("unknown mode %q (operator, declare, pipewire, wireplumber, graph-answers, endpoints-registered)", mode))
+			exit(fmt.Errorf("unknown mode %q: none runs the operator; the others are declare, pipewire, wireplumber, graph-answers, endpoints-registered", mode))
 		}
 		stop() // the supervising modes forward signals themselves
 		env := modes.ProcessEnv()
@@ -111,6 +129,9 @@ func (p paths) hardware() audio.Hardware {
 }
 
 func runDeclare(p paths) error {
+	if os.Getenv("NODE_NAME") == "" {
+		return errors.New("NODE_NAME must be set: every output's name starts with it (the seed sets it from the downward API)")
+	}
 	_, mediaBus := os.LookupEnv("DBUS_SYSTEM_BUS_ADDRESS")
 	res, err := audio.Declare(audio.DeclareConfig{
 		Hardware: p.hardware(), Node: os.Getenv("NODE_NAME"),

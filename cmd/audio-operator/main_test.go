@@ -1,0 +1,71 @@
+package main
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/fakesys"
+)
+
+// binary builds audio-operator once for the test.
+func binary(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "audio-operator")
+	out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func TestDeclareModeTakesItsFlagsAndNothingElse(t *testing.T) {
+	bin := binary(t)
+	root, err := harness.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sc, err := fakesys.XPS17(root, filepath.Join(dir, "hw"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, wp := filepath.Join(dir, "pw"), filepath.Join(dir, "wp")
+	run := func(env []string, args ...string) (string, int) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), env...)
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	// Flags after the mode, as a person types them, are honoured.
+	out, code := run([]string{"NODE_NAME=desk"}, "declare", "-dev-snd", sc.DevSnd, "-sys-root", sc.Sysfs,
+		"-recorded-cards", filepath.Join(dir, "hw", "cards"), "-pipewire-dir", pw, "-wireplumber-dir", wp, "-alsa-path", "null", "-rate", "48000")
+	if code != 0 {
+		t.Fatalf("declare: exit %d\n%s", code, out)
+	}
+	outs, err := pipewire.ReadDeclaration(filepath.Join(pw, pipewire.DeclarationFile))
+	if err != nil || len(outs) != 8 {
+		t.Fatalf("declaration: %d outputs, %v", len(outs), err)
+	}
+	for name, c := range map[string]struct {
+		env  []string
+		args []string
+		want string
+	}{
+		"stray argument":  {[]string{"NODE_NAME=desk"}, []string{"declare", "-pipewire-dir", pw, "extra"}, "unexpected arguments"},
+		"no node name":    {[]string{"NODE_NAME="}, []string{"declare", "-pipewire-dir", pw}, "NODE_NAME must be set"},
+		"unknown mode":    {nil, []string{"operator"}, "unknown mode"},
+		"unknown flag":    {nil, []string{"declare", "-bogus"}, "-bogus"},
+		"not built yet":   {nil, []string{"capture"}, "not built yet"},
+		"operator no env": {[]string{"NODE_NAME="}, nil, "NODE_NAME must be set"},
+	} {
+		out, code := run(c.env, c.args...)
+		if code == 0 || !strings.Contains(out, c.want) {
+			t.Errorf("%s: exit %d, output %q, want an error with %q", name, code, out, c.want)
+		}
+	}
+}
