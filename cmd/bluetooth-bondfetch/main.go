@@ -15,7 +15,7 @@
 // Exit status 0 means the tree is written, or there was nothing to write
 // (an adapter that has paired nothing has no Secrets). Any other failure
 // exits 1 with a line naming what failed; the pod stays in Init and the
-// kubelet's restart is the retry.
+// kubelet's restart is the retry. -help prints the usage and exits 0.
 //
 // Usage:
 //

@@ -450,6 +450,18 @@ func TestFailuresExit1NamingWhatFailed(t *testing.T) {
 	}
 }
 
+// TestHelp: -help and --help print the usage and exit 0, touching
+// neither the kernel nor the API server (the world is empty).
+func TestHelp(t *testing.T) {
+	for _, arg := range []string{"-help", "--help", "-h"} {
+		var stderr bytes.Buffer
+		code := run(context.Background(), []string{arg}, env(nil), &stderr, world{})
+		if code != 0 || !strings.Contains(stderr.String(), "Usage of bluetooth-bondfetch") || !strings.Contains(stderr.String(), "-root directory") {
+			t.Errorf("%s: exit %d, stderr:\n%s", arg, code, stderr.String())
+		}
+	}
+}
+
 // TestIndexFlag reads a non-USB adapter named on the command line (the VM
 // tier's virtual controllers).
 func TestIndexFlag(t *testing.T) {

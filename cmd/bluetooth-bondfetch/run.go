@@ -80,6 +80,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	fs.StringVar(&opts.kubeconfig, "kubeconfig", "", "use this kubeconfig `file` instead of the in-cluster configuration")
 	fs.DurationVar(&opts.timeout, "timeout", hci.DefaultTimeout, "how long to wait for the adapter to report its address")
 	if err := fs.Parse(args); err != nil {
+		// -help (or -h) asked for the usage the flag package has just
+		// printed: an answer, not a failure.
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
 		return fail("%v", err)
 	}
 	if fs.NArg() > 0 {
