@@ -30,7 +30,10 @@ type DeclareResult struct {
 	Declaration string   // the PipeWire drop-in's path
 	Fragments   []string // the WirePlumber drop-ins written
 	Endpoints   []Endpoint
-	Problems    []error // outputs or cards left out, each naming card and PCM
+	// Problems are the cards and outputs left out, and the outputs
+	// declared from what could be read (Faults: a corrupt ELD gives no
+	// ELD layout), each naming card and PCM.
+	Problems []error
 }
 
 // Declare writes PipeWire's declaration of every playback PCM of the
@@ -51,7 +54,7 @@ func Declare(cfg DeclareConfig) (DeclareResult, error) {
 		return res, err
 	}
 	eps, more := Endpoints(cfg.Node, cards)
-	res.Endpoints, res.Problems = eps, append(problems, more...)
+	res.Endpoints, res.Problems = eps, append(append(problems, more...), Faults(eps)...)
 	path, err := pipewire.WriteDeclaration(cfg.PipeWireDir, Outputs(eps, cfg.ALSAPath, cfg.Rate))
 	if err != nil {
 		return res, fmt.Errorf("declaration: %w", err)

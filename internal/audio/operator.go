@@ -72,19 +72,27 @@ func (c *Config) complete() error {
 // playback PCM of the claimed cards, from the cards' control interfaces
 // (ELD and jack changes arrive as control events, not polls) and the live
 // PipeWire graph (followed with `pw-dump -m`). It returns nil when ctx ends
-// and an error otherwise: no declaration, PipeWire never answered or three
-// graph reads failed in a row (after publishing every device tainted), or
-// the DRA plugin stopped.
+// and an error otherwise: PipeWire never answered or three graph reads
+// failed in a row (after publishing every device tainted), or the DRA
+// plugin stopped. Bad input from one card, output or graph reading (a
+// corrupt ELD, a control node that cannot be opened, a declaration that
+// is missing, pw-dump output that does not parse) is logged, naming the
+// card and PCM where there is one, and every other output stays published.
 func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.complete(); err != nil {
 		return err
 	}
 	logger := klog.FromContext(ctx)
-	declared, err := pipewire.ReadDeclaration(filepath.Join(cfg.PipeWireDir, pipewire.DeclarationFile))
+	path := filepath.Join(cfg.PipeWireDir, pipewire.DeclarationFile)
+	declared, err := pipewire.ReadDeclaration(path)
 	if err != nil {
-		return fmt.Errorf("the declaration declare writes: %w", err)
+		// The declaration only says which outputs PipeWire was started
+		// with; the graph says which have a sink. Without it every output
+		// is still published, and each gets a line naming it below.
+		logger.Error(err, "The declaration PipeWire was started with cannot be read; outputs are published with the sinks the graph holds", "declaration", path)
 	}
-	op := &operator{cfg: cfg, declared: map[string]bool{}, wake: make(chan struct{}, 1)}
+	op := &operator{cfg: cfg, declared: map[string]bool{}, wake: make(chan struct{}, 1),
+		reported: map[string]bool{}, drifted: map[string]bool{}}
 	for _, o := range declared {
 		op.declared[o.Name] = true
 	}
@@ -129,7 +137,13 @@ func Run(ctx context.Context, cfg Config) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		logger.Info("pw-dump -m ended; following the graph again", "reason", mon.Err())
+		if err := mon.Err(); errors.Is(err, pipewire.ErrBadDump) {
+			// Nothing of the garbled batch was applied: the outputs stay
+			// as the last whole graph had them until the next one.
+			logger.Error(err, "The PipeWire graph could not be read; following it again")
+		} else {
+			logger.Info("pw-dump -m ended; following the graph again", "reason", err)
+		}
 	}
 }
 
@@ -139,6 +153,10 @@ type operator struct {
 	driver   *dra.Driver
 	declared map[string]bool // node.names PipeWire was started with
 	wake     chan struct{}   // ALSA control events
+
+	// Read and written by passes only, which run one at a time.
+	reported map[string]bool // problems logged and not yet gone
+	drifted  map[string]bool // outputs logged as not declared
 
 	mu    sync.Mutex
 	known map[string]Endpoint // by device name, from the latest pass
@@ -161,8 +179,13 @@ func (o *operator) startMonitor(ctx context.Context) (*pipewire.Monitor, error) 
 				o.pass(ctx, g)
 				return mon, nil
 			}
-			// The child ended before answering (PipeWire not up yet):
-			// try again until the start wait runs out.
+			// The child ended before answering (PipeWire not up yet, or
+			// output that does not parse): try again until the start
+			// wait runs out. A garbled graph is logged now, not only when
+			// the wait has run out.
+			if err := mon.Err(); errors.Is(err, pipewire.ErrBadDump) {
+				klog.FromContext(ctx).Error(err, "The PipeWire graph could not be read; reading it again")
+			}
 			select {
 			case <-wait.Done():
 				return nil, fmt.Errorf("PipeWire did not answer within %s: %w", o.cfg.StartWait, mon.Err())
@@ -207,14 +230,15 @@ func (o *operator) pass(ctx context.Context, g *pipewire.Graph) {
 		logger.Error(err, "Reading the claimed cards")
 		return
 	}
-	for _, problem := range p.Problems {
-		logger.Info("Output left out", "problem", problem)
-	}
+	o.report(logger, p.Problems)
 	for _, e := range p.Endpoints {
-		if !o.declared[e.NodeName] {
-			// The PCM set changed since PipeWire started: it has no node
-			// until the pod is replaced, and is published with no-sink.
-			logger.Info("Output not in the declaration PipeWire loaded", "output", e.Name)
+		if !o.declared[e.NodeName] && !o.drifted[e.Name] {
+			// PipeWire was not started with this output (the PCM set
+			// changed since, or the declaration is unreadable): unless the
+			// graph holds its node anyway, it is published with no-sink
+			// until the pod is replaced. One line each.
+			o.drifted[e.Name] = true
+			logger.Info("Output not in the declaration PipeWire loaded", "output", e.Name, "card", e.PCM.Card(), "pcm", e.PCM.Device(), "pcmID", e.PCM.Info.ID)
 		}
 	}
 	known := make(map[string]Endpoint, len(p.Endpoints))
@@ -225,6 +249,26 @@ func (o *operator) pass(ctx context.Context, g *pipewire.Graph) {
 	o.known, o.live = known, p.Live
 	o.mu.Unlock()
 	o.publish(ctx, p.Devices)
+}
+
+// report logs each problem of a pass when it first appears and once more
+// when it is gone, so a fault that lasts (a corrupt ELD, a dead card) is
+// not repeated on every graph change.
+func (o *operator) report(logger klog.Logger, problems []error) {
+	now := make(map[string]bool, len(problems))
+	for _, p := range problems {
+		msg := p.Error()
+		if !now[msg] && !o.reported[msg] {
+			logger.Error(p, "A claimed card or output has a problem")
+		}
+		now[msg] = true
+	}
+	for msg := range o.reported {
+		if !now[msg] {
+			logger.Info("A problem of a claimed card or output is gone", "problem", msg)
+		}
+	}
+	o.reported = now
 }
 
 func (o *operator) publish(ctx context.Context, devices []dra.Device) {

@@ -57,11 +57,3 @@ func TestPipeWireSilentAtStart(t *testing.T) {
 		t.Fatalf("%d devices published, %d outputs declared", n, len(res.Endpoints))
 	}
 }
-
-func TestMissingDeclarationStopsTheOperator(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	err := Run(ctx, Config{Node: "n", KubeClient: fake.NewClientset(), PipeWireDir: filepath.Join(t.TempDir(), "none")})
-	if err == nil || !strings.Contains(err.Error(), "declaration") {
-		t.Fatalf("Run with no declaration: %v", err)
-	}
-}

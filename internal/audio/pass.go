@@ -1,6 +1,10 @@
 package audio
 
 import (
+	"errors"
+	"fmt"
+
+	"github.com/liken-sh/operators/internal/alsa/eld"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/pipewire"
 )
@@ -17,7 +21,8 @@ type Pass struct {
 	// Live holds the node.names in the graph; empty when there was no
 	// graph.
 	Live map[string]bool
-	// Problems are the cards and outputs left out, each naming the card
+	// Problems are the cards and outputs left out, and the outputs
+	// published from what could be read (Faults), each naming the card
 	// (and the PCM, where one is known) and what was wrong.
 	Problems []error
 }
@@ -40,5 +45,24 @@ func Reconcile(node string, hw Hardware, g *pipewire.Graph) (Pass, error) {
 			live[n.Name] = true
 		}
 	}
-	return Pass{Endpoints: eps, Devices: Devices(eps, live), Live: live, Problems: append(problems, more...)}, nil
+	problems = append(append(problems, more...), Faults(eps)...)
+	return Pass{Endpoints: eps, Devices: Devices(eps, live), Live: live, Problems: problems}, nil
+}
+
+// Faults are what went wrong reading outputs that are published all the
+// same, one error per fault naming the card, PCM and output: an ELD
+// element that could not be read or holds a corrupt block (published with
+// no monitor; an empty block is a port with no monitor, not a fault), and
+// a channel map that could not be read (declared without it).
+func Faults(eps []Endpoint) []error {
+	var out []error
+	for _, e := range eps {
+		if err := e.PCM.ELD.Err; e.PCM.HasELD && err != nil && !errors.Is(err, eld.ErrEmpty) {
+			out = append(out, fmt.Errorf("%s (%s): %w; published with no monitor", e.PCM, e.Name, err))
+		}
+		if err := e.PCM.ChannelMapErr; err != nil {
+			out = append(out, fmt.Errorf("%s (%s): channel map: %w", e.PCM, e.Name, err))
+		}
+	}
+	return out
 }
