@@ -3,8 +3,10 @@ package images_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -12,17 +14,47 @@ import (
 	"time"
 )
 
-// sandbox runs a program of an unpacked image under bubblewrap with the
-// image's root filesystem as / (read-only unless writable), fresh /proc and
-// /dev, the image's environment and nothing of the host's. Each sandbox
-// has a PID namespace of its own, as each container of a pod has, unless
+// sandbox runs a program of an unpacked image under bubblewrap as a
+// container of the seeds' pods runs: the image's root filesystem as /
+// (read-only unless writable), fresh /proc and /dev, the image's
+// environment and nothing of the host's, every capability dropped but
+// caps, and a PID namespace of its own with the program as PID 1, unless
 // sharePID.
 type sandbox struct {
 	image    unpacked
 	writable bool
 	sharePID bool
+	caps     []string // e.g. "CAP_NET_ADMIN"
 	binds    []bind
 	env      []string // after the image's own
+}
+
+// noambientPath is where the sandbox finds testdata/noambient.
+const noambientPath = "/dev/.noambient"
+
+var (
+	noambientOnce sync.Once
+	noambient     string
+	noambientErr  error
+)
+
+// noambientBinary builds testdata/noambient, static, once per test binary.
+func noambientBinary(t *testing.T) string {
+	t.Helper()
+	noambientOnce.Do(func() {
+		noambient = filepath.Join(scratch, "noambient")
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", noambient, "./testdata/noambient")
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			noambientErr = fmt.Errorf("build testdata/noambient: %v\n%s", err, out)
+		}
+	})
+	if noambientErr != nil {
+		t.Fatal(noambientErr)
+	}
+	return noambient
 }
 
 // bind mounts a host directory at a path of the image.
@@ -33,14 +65,22 @@ type bind struct {
 
 // command returns argv run in the sandbox: killed with its whole process
 // group when ctx ends, and with the test binary.
-func (s sandbox) command(ctx context.Context, argv ...string) *exec.Cmd {
+func (s sandbox) command(t *testing.T, ctx context.Context, argv ...string) *exec.Cmd {
+	t.Helper()
 	rootBind := "--ro-bind"
 	if s.writable {
 		rootBind = "--bind"
 	}
-	args := []string{rootBind, s.image.root, "/", "--proc", "/proc", "--dev", "/dev", "--die-with-parent", "--clearenv"}
+	args := []string{rootBind, s.image.root, "/", "--proc", "/proc", "--dev", "/dev", "--die-with-parent", "--clearenv", "--cap-drop", "ALL"}
 	if !s.sharePID {
-		args = append(args, "--unshare-pid")
+		args = append(args, "--unshare-pid", "--as-pid-1")
+	}
+	for _, c := range s.caps {
+		args = append(args, "--cap-add", c)
+	}
+	if len(s.caps) > 0 {
+		args = append(args, "--ro-bind", noambientBinary(t), noambientPath)
+		argv = append([]string{noambientPath}, argv...)
 	}
 	for _, b := range s.binds {
 		flag := "--bind"
@@ -73,7 +113,7 @@ func (s sandbox) run(t *testing.T, timeout time.Duration, argv ...string) result
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	cmd := s.command(ctx, argv...)
+	cmd := s.command(t, ctx, argv...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()
@@ -103,7 +143,7 @@ func (s sandbox) start(t *testing.T, name string, deadline time.Duration, argv .
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	d := &daemon{name: name, out: &lockedBuffer{}, done: make(chan struct{})}
-	d.cmd = s.command(ctx, argv...)
+	d.cmd = s.command(t, ctx, argv...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	if err := d.cmd.Start(); err != nil {
 		cancel()

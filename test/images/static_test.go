@@ -1,0 +1,37 @@
+package images_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStaticImages runs the two static images' entrypoints as their
+// containers run (read-only root, no capability): --help prints each
+// binary's flags and exits 0, and with the environment the seed gives
+// them missing, each refuses to start with the reason, which shows the
+// binary runs its own code in the image and not only flag parsing.
+func TestStaticImages(t *testing.T) {
+	for _, tc := range []struct {
+		name, entry, flag, missing string
+	}{
+		{"bluetooth-operator", "/usr/local/bin/bluetooth-operator", "-kubelet-plugins-dir", "NODE_NAME and POD_NAMESPACE must be set"},
+		{"bluetooth-bondfetch", "/usr/local/bin/bluetooth-bondfetch", "-root", "POD_NAMESPACE is not set"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			img := unpack(t, tc.name)
+			if got := img.config.Config.Entrypoint; len(got) != 1 || got[0] != tc.entry {
+				t.Fatalf("entrypoint %q, want [%s]", got, tc.entry)
+			}
+			s := sandbox{image: img}
+			r := s.run(t, 10*time.Second, tc.entry, "--help")
+			if r.exit != 0 || !strings.Contains(r.stderr, "Usage of") || !strings.Contains(r.stderr, tc.flag) {
+				t.Errorf("--help: exit %d (%v), want 0 and the usage naming %s:\n%s%s", r.exit, r.err, tc.flag, r.stdout, r.stderr)
+			}
+			r = s.run(t, 10*time.Second, tc.entry)
+			if r.exit != 1 || !strings.Contains(r.stderr, tc.missing) {
+				t.Errorf("without its environment: exit %d (%v), want 1 and %q:\n%s%s", r.exit, r.err, tc.missing, r.stdout, r.stderr)
+			}
+		})
+	}
+}

@@ -1,0 +1,31 @@
+// Command noambient empties the ambient capability set and execs its
+// arguments, keeping its PID. bubblewrap raises every capability it is
+// told to keep (--cap-add) into the ambient set, which a container runtime
+// does not: Kubernetes sets the bounding, effective and permitted sets
+// only. Debian's dbus-daemon drops to its user through libcap-ng, which
+// re-raises the ambient capabilities it found after dropping the permitted
+// ones and fails with EPERM, so the image tests run this first to give the
+// program the capabilities a pod gives it, and no others.
+package main
+
+import (
+	"fmt"
+	"os"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: noambient PROGRAM [ARG...]")
+		os.Exit(2)
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "noambient: clear the ambient set: %v\n", err)
+		os.Exit(1)
+	}
+	err := syscall.Exec(os.Args[1], os.Args[1:], os.Environ())
+	fmt.Fprintf(os.Stderr, "noambient: exec %s: %v\n", os.Args[1], err)
+	os.Exit(1)
+}
