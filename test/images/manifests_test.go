@@ -135,4 +135,3 @@ func statIn(root, path string) (os.FileInfo, error) {
 	defer r.Close()
 	return r.Stat(strings.TrimPrefix(path, "/"))
 }
-
