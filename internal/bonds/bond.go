@@ -47,6 +47,22 @@ func CheckInfo(data []byte) error {
 	return nil
 }
 
+// checkBonded returns an error when info, a file CheckInfo accepts, holds
+// no link key and no long term key (Info.Bonded is false). BlueZ keeps such
+// a file for a device it trusts without a bond, and rewrites a bond's file
+// without its key after a failed re-pair: it is no bond, and stored over
+// one it would lose the key that lets the device reconnect.
+func checkBonded(info []byte) error {
+	parsed, err := ParseInfo(info)
+	if err != nil {
+		return fmt.Errorf("info is not a BlueZ key file: %w", err)
+	}
+	if !parsed.Bonded() {
+		return errors.New("info holds no link key or long term key: not a bond")
+	}
+	return nil
+}
+
 // CheckCache returns an error when non-empty data cannot be a cache file:
 // larger than MaxCacheSize, or not a key file. Empty data means "no cache"
 // and passes.

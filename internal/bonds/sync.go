@@ -34,7 +34,9 @@ type SyncReport struct {
 // deleted. Requests are get, create and update on Secrets in namespace
 // only: no list, no watch, nothing in other namespaces.
 //
-// A bond that fails Bond.Check, and a Secret of that name that is
+// A bond that fails Bond.Check or whose info holds no link key or long
+// term key is never stored, so a Secret holding a key is never replaced by
+// one that holds none; that bond, and a Secret of that name that is
 // labelled with another adapter or not of type Opaque, are left alone
 // with an error. Errors of all bonds are joined; the bonds before and
 // after an error are still synced.
@@ -45,6 +47,12 @@ func Sync(ctx context.Context, client kubernetes.Interface, namespace string, bo
 	for _, b := range bonds {
 		if err := b.Check(); err != nil {
 			errs = append(errs, fmt.Errorf("%w: not stored", err))
+			continue
+		}
+		// Refused before the Secret is read, so that a stored link key
+		// is never replaced by a file that holds none.
+		if err := checkBonded(b.Info); err != nil {
+			errs = append(errs, fmt.Errorf("bond %s of adapter %s: %w: not stored", b.Device, b.Adapter, err))
 			continue
 		}
 		want := EncodeSecret(namespace, b)

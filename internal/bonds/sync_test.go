@@ -114,3 +114,38 @@ func TestSyncConflictIsRetriedNextPass(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// An info that holds no key (BlueZ rewrote it after a failed re-pair, or
+// trusts a device it never bonded) is never stored: neither as a new
+// Secret, nor over a Secret whose info holds the link key.
+func TestSyncRefusesAnInfoWithoutKeys(t *testing.T) {
+	ctx := context.Background()
+	bonded := recordedBonds(t)[0]
+	client := fake.NewClientset(EncodeSecret("ns", bonded))
+	keyless := []byte("[General]\nName=8Bitdo NES30 Pro\nClass=0x002508\nTrusted=true\n")
+	stranger := Bond{Adapter: adapter, Device: mustParse("AA:BB:CC:DD:EE:0A"), Info: []byte("[General]\nName=Living room TV\nTrusted=true\n")}
+	afterFailedRepair := Bond{Adapter: adapter, Device: pad, Info: keyless}
+
+	report, err := Sync(ctx, client, "ns", []Bond{afterFailedRepair, stranger, recordedBonds(t)[1]})
+	if err == nil {
+		t.Fatal("no error for two infos without keys")
+	}
+	if len(report.Created) != 1 || report.Created[0] != SecretName(adapter, mouse) || len(report.Updated) != 0 {
+		t.Fatalf("report %+v, want only the mouse created", report)
+	}
+	for _, want := range []string{pad.String() + " of adapter " + adapter.String() + ": info holds no link key or long term key", "AA:BB:CC:DD:EE:0A", "not stored"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error does not say %q: %v", want, err)
+		}
+	}
+	s, err := client.CoreV1().Secrets("ns").Get(ctx, SecretName(adapter, pad), metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(s.Data[InfoKey(pad)], bonded.Info) {
+		t.Fatalf("the stored link key was replaced by %q", s.Data[InfoKey(pad)])
+	}
+	if _, err := client.CoreV1().Secrets("ns").Get(ctx, SecretName(adapter, stranger.Device), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("a Secret was created for a device without a bond: %v", err)
+	}
+}

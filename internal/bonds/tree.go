@@ -38,8 +38,9 @@ func AdapterDir(root string, adapter bdaddr.Address) string {
 // BlueZ has not finished writing), cache entries of devices without a
 // directory (neighbours BlueZ merely saw), and attributes and ccc files.
 //
-// A bond whose info is oversized or not a BlueZ key file is left out and
-// reported in skipped, as is the cache alone when it is; a symbolic link
+// A bond whose info is oversized, not a BlueZ key file, or holds no link
+// key or long term key (a device BlueZ trusts without a bond, or a re-pair
+// that failed) is left out and reported in skipped, as is the cache alone when it is; a symbolic link
 // where a file or directory belongs is reported the same way and never
 // followed. Any other error reading an info or cache fails the whole read,
 // so that a partial tree is never taken for the whole. A missing adapter
@@ -76,6 +77,10 @@ func ReadTree(root string, adapter bdaddr.Address) (bonds []Bond, skipped []erro
 			return nil, nil, fmt.Errorf("read bonds of %s: %w", adapter, err)
 		}
 		if err := CheckInfo(info); err != nil {
+			skipped = append(skipped, fmt.Errorf("%s: %w", infoPath, err))
+			continue
+		}
+		if err := checkBonded(info); err != nil {
 			skipped = append(skipped, fmt.Errorf("%s: %w", infoPath, err))
 			continue
 		}

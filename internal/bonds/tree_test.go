@@ -2,6 +2,7 @@ package bonds
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -227,4 +228,39 @@ func keys(m map[string]string) []string {
 		k = append(k, p)
 	}
 	return k
+}
+
+// BlueZ keeps an info file with [General] alone for a device it trusts but
+// holds no key for (never bonded, or a re-pair that failed). That is not
+// a bond: write-back must not take it for one.
+func TestReadTreeSkipsAnInfoWithoutKeys(t *testing.T) {
+	root := bluezTree(t)
+	dir := AdapterDir(root, adapter)
+	trusted := mustParse("AA:BB:CC:DD:EE:0A")
+	writeFile(t, filepath.Join(dir, trusted.String(), "info"), []byte("[General]\nName=Living room TV\nTrusted=true\nBlocked=false\n"), 0o600)
+	// Only an identity key: BlueZ can resolve the device's address, but
+	// nothing encrypts a link.
+	irkOnly := mustParse("AA:BB:CC:DD:EE:0B")
+	writeFile(t, filepath.Join(dir, irkOnly.String(), "info"), []byte("[General]\nName=Phone\n\n[IdentityResolvingKey]\nKey=00112233445566778899AABBCCDDEEFF\n"), 0o600)
+
+	bonds, skipped, err := ReadTree(root, adapter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(bonds) != 2 || bonds[0].Device != pad || bonds[1].Device != mouse {
+		var got []string
+		for _, b := range bonds {
+			got = append(got, b.Device.String())
+		}
+		t.Fatalf("bonds of %v, want only the pad and the mouse", got)
+	}
+	all := errors.Join(skipped...)
+	if len(skipped) != 2 || all == nil {
+		t.Fatalf("skipped %v, want the two keyless infos", skipped)
+	}
+	for _, want := range []string{trusted.String() + "/info: info holds no link key or long term key: not a bond", irkOnly.String() + "/info: info holds no link key or long term key: not a bond"} {
+		if !strings.Contains(all.Error(), want) {
+			t.Errorf("skipped does not say %q:\n%v", want, all)
+		}
+	}
 }
