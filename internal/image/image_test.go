@@ -106,10 +106,10 @@ func TestConflictsAndModesAreErrors(t *testing.T) {
 	root := tree(t, "etc/passwd", "run -> var/run")
 	for name, spec := range map[string]Spec{
 		"generated over the root's file": {Files: []File{{Path: "/etc/passwd", Content: []byte("x"), Mode: 0o644}}, Paths: []string{"/etc/passwd"}},
-		"directory where the root links":  {Dirs: []Dir{{Path: "/run", Mode: 0o755}}, Paths: []string{"/run"}},
-		"sticky written as 0o1777":         {Dirs: []Dir{{Path: "/tmp", Mode: 0o1777}}},
-		"relative path":                    {Files: []File{{Path: "etc/x", Mode: 0o644}}},
-		"file under a file":                {Files: []File{{Path: "/a", Mode: 0o644}, {Path: "/a/b", Mode: 0o644}}},
+		"directory where the root links": {Dirs: []Dir{{Path: "/run", Mode: 0o755}}, Paths: []string{"/run"}},
+		"sticky written as 0o1777":       {Dirs: []Dir{{Path: "/tmp", Mode: 0o1777}}},
+		"relative path":                  {Files: []File{{Path: "etc/x", Mode: 0o644}}},
+		"file under a file":              {Files: []File{{Path: "/a", Mode: 0o644}, {Path: "/a/b", Mode: 0o644}}},
 	} {
 		if _, err := Assemble(spec, root); err == nil {
 			t.Errorf("%s: no error", name)
