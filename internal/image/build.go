@@ -141,7 +141,9 @@ func imageOf(spec Spec, layer v1.Layer, epoch time.Time) (v1.Image, error) {
 	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	img, err := mutate.Append(img, mutate.Addendum{
 		Layer:   layer,
-		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "github.com/liken-sh/operators internal/image", Comment: spec.Ref},
+		// Nothing here names the tag, so the same contents under another
+		// tag keep their digest.
+		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "github.com/liken-sh/operators internal/image"},
 	})
 	if err != nil {
 		return nil, err

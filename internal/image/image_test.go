@@ -215,6 +215,12 @@ func TestBuildIsReproducible(t *testing.T) {
 	if digests[0] != digests[1] {
 		t.Fatalf("digests %v", digests)
 	}
+	// The tag is not part of the image: retagged, the digest stays.
+	retagged := spec
+	retagged.Ref = "example.com/test/tool:v2"
+	if res, err := Build(retagged, Options{Root: root, Out: t.TempDir()}); err != nil || res.Digest.String() != digests[0] {
+		t.Fatalf("under another tag: %v (%v), want %s", res.Digest, err, digests[0])
+	}
 	f, err := os.Open(layer)
 	if err != nil {
 		t.Fatal(err)
