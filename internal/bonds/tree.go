@@ -112,21 +112,34 @@ var errSkip = errors.New("skipped")
 
 // readRegular reads path if it is a regular file of at most limit bytes,
 // without following a symbolic link in its last element.
+//
+// Anything else is refused before it is opened: opening a named pipe for
+// reading waits until a writer comes, and opening a device node runs its
+// driver. O_NONBLOCK covers a pipe put there between the Lstat and the
+// open (the open then returns at once and Fstat refuses it); on a regular
+// file it changes nothing.
 func readRegular(path string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%w: %s is a %s, not a regular file", errSkip, path, describe(st.Mode()))
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if errors.Is(err, unix.ELOOP) {
-		return nil, fmt.Errorf("%w: %s is a symbolic link", errSkip, path)
+		return nil, fmt.Errorf("%w: %s is a symbolic link, not a regular file", errSkip, path)
 	}
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	st, err := f.Stat()
+	st, err = f.Stat()
 	if err != nil {
 		return nil, err
 	}
 	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is not a regular file", errSkip, path)
+		return nil, fmt.Errorf("%w: %s is a %s, not a regular file", errSkip, path, describe(st.Mode()))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {

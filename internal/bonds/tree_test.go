@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // bluezTree lays out what bluetoothd leaves under /var/lib/bluetooth for
@@ -259,6 +261,63 @@ func TestReadTreeSkipsAnInfoWithoutKeys(t *testing.T) {
 		t.Fatalf("skipped %v, want the two keyless infos", skipped)
 	}
 	for _, want := range []string{trusted.String() + "/info: info holds no link key or long term key: not a bond", irkOnly.String() + "/info: info holds no link key or long term key: not a bond"} {
+		if !strings.Contains(all.Error(), want) {
+			t.Errorf("skipped does not say %q:\n%v", want, all)
+		}
+	}
+}
+
+// A named pipe where an info or a cache file belongs is refused with a
+// reason, never opened: opening one for reading waits for a writer, and
+// the operator's write-back would wait with it, forever.
+func TestReadTreeRefusesNamedPipes(t *testing.T) {
+	root := bluezTree(t)
+	dir := AdapterDir(root, adapter)
+	// The pad's cache and a third device's info are pipes.
+	if err := os.Remove(filepath.Join(dir, "cache", pad.String())); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "cache", pad.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	piped := mustParse("AA:BB:CC:DD:EE:0C")
+	if err := os.MkdirAll(filepath.Join(dir, piped.String()), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, piped.String(), "info"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	type result struct {
+		bonds   []Bond
+		skipped []error
+		err     error
+	}
+	done := make(chan result, 1)
+	go func() {
+		b, s, err := ReadTree(root, adapter)
+		done <- result{b, s, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("ReadTree is still waiting on a named pipe after 10 s")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(r.bonds) != 2 || r.bonds[0].Device != pad || r.bonds[0].Cache != nil || r.bonds[1].Device != mouse {
+		t.Errorf("bonds: want the pad without its cache and the mouse, got %d", len(r.bonds))
+	}
+	all := errors.Join(r.skipped...)
+	if len(r.skipped) != 2 || all == nil {
+		t.Fatalf("skipped %v, want the two pipes", r.skipped)
+	}
+	for _, want := range []string{
+		"cache/" + pad.String() + " is a named pipe (FIFO), not a regular file",
+		piped.String() + "/info is a named pipe (FIFO), not a regular file",
+	} {
 		if !strings.Contains(all.Error(), want) {
 			t.Errorf("skipped does not say %q:\n%v", want, all)
 		}

@@ -174,6 +174,7 @@ func compare(path string, data []byte) (same, exists bool, err error) {
 	return bytes.Equal(old, data), true, nil
 }
 
+// describe names the kind of file m is, for errors.
 func describe(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeSymlink != 0:
@@ -182,6 +183,14 @@ func describe(m fs.FileMode) string {
 		return "directory"
 	case m.IsRegular():
 		return "file"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
 	}
 	return "special file (" + m.Type().String() + ")"
 }

@@ -5,7 +5,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/liken-sh/operators/internal/hci"
 	"github.com/liken-sh/operators/internal/hci/hcitest"
@@ -83,6 +85,33 @@ func TestFindAdapterTwoOnOneDevice(t *testing.T) {
 	_, err := hci.FindAdapter(sysfs, hci.USBNode{Busnum: 1, Devnum: 5})
 	if err == nil || !strings.Contains(err.Error(), "hci3") || !strings.Contains(err.Error(), "hci4") {
 		t.Fatalf("two adapters below one device: %v", err)
+	}
+}
+
+// A named pipe where a sysfs attribute belongs fails the lookup with an
+// error naming it, at once: opening it for reading would wait for a
+// writer, and bondfetch with it, past its own bounded wait.
+func TestFindAdapterRefusesANamedPipe(t *testing.T) {
+	sysfs := recordedSysfs(t)
+	devnum := filepath.Join(sysfs, "devices/pci0000:00/0000:00:0d.0/usb3/3-2/devnum")
+	if err := os.Remove(devnum); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(devnum, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := hci.FindAdapter(sysfs, hci.USBNode{Busnum: 3, Devnum: 2})
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), devnum+" is a named pipe (FIFO), not a regular file") {
+			t.Fatalf("FindAdapter with a pipe for devnum: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("FindAdapter is still waiting on a named pipe after 10 s")
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // Default roots: the host's sysfs and device directory.
@@ -255,13 +257,31 @@ func evdevNode(path, devRoot string) (string, error) {
 	return filepath.Join(devRoot, name), nil
 }
 
-// readSmall reads a sysfs attribute, refusing more than one page.
+// readSmall reads a sysfs attribute, refusing more than one page and
+// anything but a regular file. In sysfs every attribute is a regular file;
+// anything else (a named pipe or device node in a bad root) is refused
+// before it is opened, because opening a named pipe for reading waits for
+// a writer and would stall every pass. O_NONBLOCK covers a pipe put there
+// between the Lstat and the open; on a regular file it changes nothing.
 func readSmall(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	st, err := os.Lstat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is a %s, not a regular file", filepath.Base(path), fileKind(st.Mode()))
+	}
+	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
+	if st, err = f.Stat(); err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is a %s, not a regular file", filepath.Base(path), fileKind(st.Mode()))
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxUeventFile+1))
 	if err != nil {
 		return nil, err
@@ -270,4 +290,23 @@ func readSmall(path string) ([]byte, error) {
 		return nil, fmt.Errorf("larger than the %d-byte sysfs page", maxUeventFile)
 	}
 	return data, nil
+}
+
+// fileKind names the kind of a file that is not a regular one, for errors.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	}
+	return "special file (" + m.Type().String() + ")"
 }

@@ -7,7 +7,9 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // sharedFixtures is the repository's copy of the recorded fixtures.
@@ -374,6 +376,59 @@ func BenchmarkDiscoverRecordedTree(b *testing.B) {
 	for b.Loop() {
 		if _, err := Discover(root, "/dev"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestDiscoverRefusesNamedPipes: a named pipe where a uevent file belongs
+// (a device's or an event node's) is reported and never opened; opening
+// one for reading would wait for a writer, and every pass with it.
+func TestDiscoverRefusesNamedPipes(t *testing.T) {
+	good := "devices/virtual/misc/uhid/0005:054C:0CE6.0001/"
+	piped := "devices/virtual/misc/uhid/0005:0001:0002.0009/"
+	root := writeTree(t, map[string]string{
+		good + "uevent":                     goodUevent,
+		good + "input/input1/event2/dev":    "13:66\n",
+		good + "input/input1/event5/dev":    "13:69\n",
+		good + "input/input1/event5/uevent": "MAJOR=13\nMINOR=69\nDEVNAME=input/event5\n",
+		piped + "input/input9/event9/dev":   "13:73\n",
+	}, map[string]string{
+		"bus/hid/devices/0005:054C:0CE6.0001": "../../../" + strings.TrimSuffix(good, "/"),
+		"bus/hid/devices/0005:0001:0002.0009": "../../../" + strings.TrimSuffix(piped, "/"),
+	})
+	for _, p := range []string{good + "input/input1/event2/uevent", piped + "uevent"} {
+		if err := syscall.Mkfifo(filepath.Join(root, p), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type result struct {
+		scan Scan
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		scan, err := Discover(root, "/dev")
+		done <- result{scan, err}
+	}()
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Discover is still waiting on a named pipe after 10 s")
+	}
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if len(r.scan.Devices) != 1 || !reflect.DeepEqual(r.scan.Devices[0].EventNodes, []string{"/dev/input/event5"}) {
+		t.Errorf("Devices = %+v, want the good one with event5 only", r.scan.Devices)
+	}
+	all := errors.Join(r.scan.Skipped...)
+	if len(r.scan.Skipped) != 2 || all == nil {
+		t.Fatalf("Skipped = %v, want the two pipes", r.scan.Skipped)
+	}
+	for _, want := range []string{"event2/uevent: uevent is a named pipe (FIFO), not a regular file", "0005:0001:0002.0009: uevent is a named pipe (FIFO), not a regular file"} {
+		if !strings.Contains(all.Error(), want) {
+			t.Errorf("Skipped does not say %q:\n%v", want, all)
 		}
 	}
 }
