@@ -86,7 +86,10 @@ func TestBluetoothdImage(t *testing.T) {
 		if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
 			t.Fatal(err)
 		}
-		defer unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+		t.Cleanup(func() {
+			_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+			reapOrphanedBus(t)
+		})
 		bus := t.TempDir()
 		s := sandbox{image: img, writable: true, sharePID: true, caps: bluetoothdCaps, env: bluetoothdEnv, binds: []bind{
 			{host: bus, path: "/run/bluetooth.liken.sh/dbus"}, {host: t.TempDir(), path: "/var/lib/bluetooth"}}}
@@ -103,11 +106,6 @@ func TestBluetoothdImage(t *testing.T) {
 		if err := conn.BusObject().Call("org.freedesktop.DBus.GetConnectionUnixProcessID", 0, "org.freedesktop.DBus").Store(&pid); err != nil {
 			t.Fatal(err)
 		}
-		defer func() {
-			_ = syscall.Kill(int(pid), syscall.SIGTERM)
-			var ws syscall.WaitStatus
-			_, _ = syscall.Wait4(int(pid), &ws, 0, nil)
-		}()
 		var names []string
 		if err := conn.BusObject().Call("org.freedesktop.DBus.ListNames", 0).Store(&names); err != nil {
 			t.Fatalf("ListNames: %v", err)
@@ -121,4 +119,31 @@ func TestBluetoothdImage(t *testing.T) {
 		}
 		t.Logf("ListNames on the entrypoint's bus: %q (dbus-daemon pid %d)", names, pid)
 	})
+}
+
+// reapOrphanedBus ends and reaps the dbus-daemon the entrypoint started,
+// which became this process's child when bluetoothd exited: every child
+// of this process named dbus-daemon is it, as no other test here starts
+// one in this PID namespace.
+func reapOrphanedBus(t *testing.T) {
+	t.Helper()
+	lists, _ := filepath.Glob("/proc/self/task/*/children")
+	for _, list := range lists {
+		data, _ := os.ReadFile(list)
+		for _, field := range strings.Fields(string(data)) {
+			pid, err := strconv.Atoi(field)
+			if err != nil {
+				continue
+			}
+			comm, _ := os.ReadFile("/proc/" + field + "/comm")
+			if strings.TrimSpace(string(comm)) != "dbus-daemon" {
+				continue
+			}
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			var ws syscall.WaitStatus
+			if _, err := syscall.Wait4(pid, &ws, 0, nil); err != nil {
+				t.Errorf("reap dbus-daemon %d: %v", pid, err)
+			}
+		}
+	}
 }
