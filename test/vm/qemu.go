@@ -40,7 +40,7 @@ type BootSpec struct {
 // the other instructions the kernel's crypto modules want. One vCPU: with
 // two, qemu 7.2's multi-threaded TCG now and then runs code the kernel is
 // patching on the other vCPU, and the guest dies at boot with an oops
-// (int3 in sched_clock_cpu, seen here about one boot in six). The machine
+// (int3 in sched_clock_cpu, once in about ten boots here). The machine
 // has the devices the guest tests need: an Intel HDA controller with a
 // duplex codec (snd-hda-intel; sound goes to qemu's null backend) and the
 // virtio 9p share. An error means qemu failed, exited non-zero, or timed
