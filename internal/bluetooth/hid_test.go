@@ -38,7 +38,7 @@ func TestHIDScanAsInputNodes(t *testing.T) {
 
 	// Prepare walks without the adapter filter (a claim names a peer, not
 	// a radio) and gives every evdev node of the peer.
-	edits, err := Prepare(func(context.Context) (InputNodes, error) { return scan, nil })(context.Background(), request("e4-17-d8-c5-67-6d"))
+	edits, err := Prepare(published, func(context.Context) (InputNodes, error) { return scan, nil })(context.Background(), request("e4-17-d8-c5-67-6d"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,9 @@ func Run(ctx context.Context, cfg Config) error {
 		scan, err := hid.Discover(cfg.SysRoot, cfg.DevRoot)
 		return scan, err
 	}
-	driver, err := dra.Start(ctx, cfg.DRA, Prepare(discover))
+	// Prepare hands out only what the latest pass published.
+	published := &publishedSet{}
+	driver, err := dra.Start(ctx, cfg.DRA, Prepare(published.has, discover))
 	if err != nil {
 		return err
 	}
@@ -122,7 +124,7 @@ func Run(ctx context.Context, cfg Config) error {
 		logger.Error(nil, "Not in the initial user namespace: the kernel sends this process no uevents, so controllers appear only at the backstop pass (the seed sets hostUsers: true)")
 	}
 
-	op := &operator{cfg: cfg, client: client, driver: driver, tracker: hid.NewTracker(),
+	op := &operator{cfg: cfg, client: client, driver: driver, published: published, tracker: hid.NewTracker(),
 		bondWindow: settle.New(cfg.BondSettle, dra.DefaultSettleCap)}
 	go op.bondWindow.Run(ctx, op.syncBonds)
 	return op.loop(ctx, events)
@@ -133,6 +135,7 @@ type operator struct {
 	cfg        Config
 	client     *bluez.Client
 	driver     *dra.Driver
+	published  *publishedSet // the names of the set last passed to SetDevices
 	tracker    *hid.Tracker
 	inventory  Inventory
 	bondWindow *settle.Window
@@ -223,6 +226,7 @@ func (o *operator) pass(ctx context.Context) error {
 	if err := o.driver.SetDevices(devices); err != nil {
 		return err
 	}
+	o.published.set(devices)
 	o.mu.Lock()
 	o.live = live
 	o.mu.Unlock()

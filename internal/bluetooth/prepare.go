@@ -39,22 +39,36 @@ type Params struct{}
 // hid.Discover over /sys and /dev) and returns their evdev nodes.
 type NodeSource func(ctx context.Context) (InputNodes, error)
 
+// Published reports whether name is a device of the set the operator
+// published last (what its latest pass handed to dra.Driver.SetDevices).
+// It is called from the kubelet's prepare calls, concurrently with passes.
+type Published func(name string) bool
+
 // Prepare returns the driver core's prepare function.
+//
+// Only a device of the latest published set is prepared: a well-formed
+// name is not enough, since any address spells one (a media bus of
+// ff:ff:ff:ff:ff:ff, a controller for a HID device on the host that this
+// bluetoothd never paired). A nil published refuses every device.
 //
 // A controller gets its evdev nodes, found by one fresh walk, as CDI
 // device nodes and nothing else: no hidraw, no joystick, no mount, no
 // environment. A media bus gets the bus directory mounted at the same path
 // and DBUS_SYSTEM_BUS_ADDRESS pointing at its socket.
 //
-// Errors name the device: a name this driver never publishes, a failed
-// walk, a controller with no evdev node right now (the kubelet retries
-// prepare, and the pod waits in ContainerCreating).
-func Prepare(nodes NodeSource) dra.PrepareFunc[Params] {
+// Errors name the device: a name of another shape, a name this operator
+// does not publish ("device X is not one this operator publishes"), a
+// failed walk, a controller with no evdev node right now (the kubelet
+// retries prepare, and the pod waits in ContainerCreating).
+func Prepare(published Published, nodes NodeSource) dra.PrepareFunc[Params] {
 	return func(ctx context.Context, req dra.DeviceRequest[Params]) (dra.ContainerEdits, error) {
 		name := req.Result.Device
 		addr, isBus, err := ParseDeviceName(name)
 		if err != nil {
 			return dra.ContainerEdits{}, err
+		}
+		if published == nil || !published(name) {
+			return dra.ContainerEdits{}, fmt.Errorf("device %q is not one this operator publishes", name)
 		}
 		if isBus {
 			return MediaBusEdits(), nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -21,6 +22,15 @@ func request(device string) dra.DeviceRequest[Params] {
 	}
 }
 
+// publishes is a Published that knows names.
+func publishes(names ...string) Published {
+	return func(name string) bool { return slices.Contains(names, name) }
+}
+
+// published is what the prepare tests' operator published: the pad and
+// hci0's media bus.
+var published = publishes("e4-17-d8-c5-67-6d", hci0Bus)
+
 func fixedNodes(m NodeMap, err error) NodeSource {
 	return func(context.Context) (InputNodes, error) { return m, err }
 }
@@ -34,7 +44,7 @@ func validate(t *testing.T, e dra.ContainerEdits) {
 
 func TestPrepareController(t *testing.T) {
 	nodes := NodeMap{padAddress: {"/dev/input/event19", "/dev/input/js0", "/dev/input/event18", "/dev/hidraw3", "/dev/input/event18", "/dev/input/../input/event5", "input/event6", "/dev/input/mouse2"}}
-	edits, err := Prepare(fixedNodes(nodes, nil))(context.Background(), request("e4-17-d8-c5-67-6d"))
+	edits, err := Prepare(published, fixedNodes(nodes, nil))(context.Background(), request("e4-17-d8-c5-67-6d"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +57,7 @@ func TestPrepareController(t *testing.T) {
 
 func TestPrepareControllerUnderAnotherDeviceRoot(t *testing.T) {
 	nodes := NodeMap{padAddress: {"/tmp/root/dev/input/event3"}}
-	edits, err := Prepare(fixedNodes(nodes, nil))(context.Background(), request("e4-17-d8-c5-67-6d"))
+	edits, err := Prepare(published, fixedNodes(nodes, nil))(context.Background(), request("e4-17-d8-c5-67-6d"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,17 +82,50 @@ func TestPrepareFailures(t *testing.T) {
 		{"foreign name", "card0", fixedNodes(NodeMap{}, nil), `device "card0" is not a name bluetooth.liken.sh publishes`},
 	}
 	for _, tt := range tests {
-		_, err := Prepare(tt.nodes)(context.Background(), request(tt.device))
+		_, err := Prepare(published, tt.nodes)(context.Background(), request(tt.device))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
 		}
 	}
 }
 
+// A well-formed name is not enough: only the devices of the published set
+// are prepared, and nothing is walked for the others.
+func TestPrepareRefusesNamesNotPublished(t *testing.T) {
+	walked := false
+	nodes := func(context.Context) (InputNodes, error) {
+		walked = true
+		// The host has HID nodes for a peer this bluetoothd never paired.
+		return NodeMap{"A0:AB:51:33:B7:12": {"/dev/input/event3"}}, nil
+	}
+	for _, tc := range []struct {
+		name      string
+		published Published
+		device    string
+	}{
+		{"broadcast address's media bus", published, "ff-ff-ff-ff-ff-ff-media"},
+		{"zero address's media bus", published, "00-00-00-00-00-00-media"},
+		{"another adapter's media bus", published, "5c-f3-70-00-00-01-media"},
+		{"HID device on the host, not paired here", published, "a0-ab-51-33-b7-12"},
+		{"the pad's address as a media bus", published, "e4-17-d8-c5-67-6d-media"},
+		{"nothing published yet", nil, "e4-17-d8-c5-67-6d"},
+		{"an empty set", publishes(), hci0Bus},
+	} {
+		_, err := Prepare(tc.published, nodes)(context.Background(), request(tc.device))
+		want := `device "` + tc.device + `" is not one this operator publishes`
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: err = %v, want %q", tc.name, err, want)
+		}
+	}
+	if walked {
+		t.Error("sysfs was walked for a device that is not published")
+	}
+}
+
 func TestPrepareMediaBus(t *testing.T) {
 	walked := false
 	nodes := func(context.Context) (InputNodes, error) { walked = true; return NodeMap{}, nil }
-	edits, err := Prepare(nodes)(context.Background(), request(hci0Bus))
+	edits, err := Prepare(published, nodes)(context.Background(), request(hci0Bus))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -128,6 +129,23 @@ func TestBluetoothOperator(t *testing.T) {
 	edits := spec.GetDevice(name).ContainerEdits
 	if len(edits.DeviceNodes) != 1 || edits.DeviceNodes[0].Path != "/dev/input/event7" || len(edits.Mounts) != 0 || len(edits.Env) != 0 {
 		t.Fatalf("CDI edits %+v, want exactly the gamepad's event7", edits)
+	}
+
+	// A claim allocated by hand to a well-formed name that this operator
+	// never published (the broadcast address's media bus) is refused.
+	forged := claim.DeepCopy()
+	forged.ObjectMeta = metav1.ObjectMeta{Namespace: "default", Name: "forged"}
+	forged, err = client.ResourceV1().ResourceClaims("default").Create(ctx, forged, metav1.CreateOptions{})
+	must(t, err)
+	forged.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+		Request: "pad", Driver: bluetooth.DriverName, Pool: node, Device: "ff-ff-ff-ff-ff-ff-media",
+	}}}}
+	forged, err = client.ResourceV1().ResourceClaims("default").UpdateStatus(ctx, forged, metav1.UpdateOptions{})
+	must(t, err)
+	resp, err := plugin.Prepare(ctx, forged)
+	must(t, err)
+	if got := resp.Claims[string(forged.UID)].Error; !strings.Contains(got, `device "ff-ff-ff-ff-ff-ff-media" is not one this operator publishes`) {
+		t.Fatalf("prepare of an unpublished media bus: error %q", got)
 	}
 
 	// The gamepad disconnecting taints it.
