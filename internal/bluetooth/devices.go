@@ -58,6 +58,7 @@ func (m NodeMap) EventNodes(address, _ string) []string { return m[address] }
 type Inventory struct {
 	current  bluez.Objects
 	departed map[dbus.ObjectPath]departedAdapter
+	kept     []error // the values the latest Observe kept from the read before
 }
 
 type departedAdapter struct {
@@ -67,11 +68,15 @@ type departedAdapter struct {
 
 // Observe records the latest read of bluetoothd's objects. An adapter
 // present in the previous read and absent from this one becomes departed;
-// an adapter with the same address that comes back replaces it.
+// an adapter with the same address that comes back replaces it. A device
+// of the previous read whose Paired, Bonded or Address this read has with
+// the wrong D-Bus type keeps the values it had, so that it stays
+// published; Devices reports each value kept as a problem.
 func (inv *Inventory) Observe(objs bluez.Objects) {
 	if inv.departed == nil {
 		inv.departed = map[dbus.ObjectPath]departedAdapter{}
 	}
+	objs, inv.kept = keepLastGood(inv.current.Devices, objs)
 	back := map[string]bool{}
 	for _, a := range objs.Adapters {
 		back[a.Address] = true
@@ -126,8 +131,9 @@ type candidate struct {
 // Devices returns the devices to publish, sorted by name: one media bus
 // per adapter with a usable address, and one controller per paired (or
 // bonded) device, connected or not. problems lists what was left out and
-// why (an address that does not parse, a peer paired with two adapters);
-// none of them stops the rest.
+// why (an address that does not parse, a peer paired with two adapters)
+// and the values Observe kept from an earlier read; none of them stops the
+// rest.
 //
 // A controller is tainted TaintDisconnected (NoExecute) when it is not
 // connected, which includes every device of a departed adapter, and
@@ -137,7 +143,7 @@ type candidate struct {
 // but nothing new is sent to it.
 func (inv *Inventory) Devices(nodes InputNodes) ([]dra.Device, []error) {
 	var out []dra.Device
-	var problems []error
+	problems := slices.Clone(inv.kept)
 	adapterAddr := map[dbus.ObjectPath]string{}
 	buses := map[string]bool{}
 
