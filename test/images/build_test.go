@@ -70,12 +70,18 @@ func moduleRoot(t *testing.T) string {
 }
 
 // builtTwice runs the build command twice, into two directories, once
-// per test binary.
+// per test binary. Both run in one snapshot of the sources, so that an
+// edit made while the test runs cannot pass for a build that does not
+// repeat.
 func builtTwice(t *testing.T) [2]build {
 	t.Helper()
 	buildOnce.Do(func() {
+		src := filepath.Join(scratch, "src")
+		if buildErr = snapshot(moduleRoot(t), src); buildErr != nil {
+			return
+		}
 		for i := range builds {
-			builds[i], buildErr = runBuild(moduleRoot(t), filepath.Join(scratch, fmt.Sprintf("build%d", i+1)))
+			builds[i], buildErr = runBuild(src, filepath.Join(scratch, fmt.Sprintf("build%d", i+1)))
 			if buildErr != nil {
 				return
 			}
@@ -85,6 +91,35 @@ func builtTwice(t *testing.T) [2]build {
 		t.Fatal(buildErr)
 	}
 	return builds
+}
+
+// snapshot copies the module at root, without its git directory and build
+// output, to dst.
+func snapshot(root, dst string) error {
+	if err := os.MkdirAll(dst, 0o755); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pack := exec.CommandContext(ctx, "tar", "--create", "--exclude=./.git", "--exclude=./_output", "--directory", root, ".")
+	unpack := exec.CommandContext(ctx, "tar", "--extract", "--directory", dst)
+	pipe, err := pack.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	unpack.Stdin = pipe
+	var stderr bytes.Buffer
+	pack.Stderr, unpack.Stderr = &stderr, &stderr
+	if err := unpack.Start(); err != nil {
+		return err
+	}
+	if err := pack.Run(); err != nil {
+		return fmt.Errorf("snapshot of %s: %v\n%s", root, err, stderr.String())
+	}
+	if err := unpack.Wait(); err != nil {
+		return fmt.Errorf("snapshot of %s: %v\n%s", root, err, stderr.String())
+	}
+	return nil
 }
 
 func runBuild(root, out string) (build, error) {
