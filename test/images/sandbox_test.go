@@ -67,6 +67,12 @@ type bind struct {
 // group when ctx ends, and with the test binary.
 func (s sandbox) command(t *testing.T, ctx context.Context, argv ...string) *exec.Cmd {
 	t.Helper()
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Fatalf("bubblewrap: %v (hack/install-deps.sh installs it)", err)
+	}
+	if os.Geteuid() != 0 {
+		t.Fatal("the image tests run bubblewrap as root, which gives a container exactly the capabilities its seed names; run them as root (hack/test.sh does in CI)")
+	}
 	rootBind := "--ro-bind"
 	if s.writable {
 		rootBind = "--bind"
