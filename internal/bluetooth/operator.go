@@ -28,6 +28,9 @@ const (
 	DefaultBackstop = time.Minute
 	// retryAfter is the one extra pass after a failed one.
 	retryAfter = 5 * time.Second
+	// flushTimeout bounds the wait for the API server to hold the
+	// all-tainted set when bluetoothd has left.
+	flushTimeout = 10 * time.Second
 )
 
 // Config is what the operator runs with. NodeName, Namespace and
@@ -89,9 +92,11 @@ func (c *Config) complete() error {
 //
 // It returns nil when ctx ends (SIGTERM: a clean exit, the slice stays for
 // the next pod) and an error otherwise: bluetoothd or the bus did not
-// appear in time, bluetoothd left the bus (the kubelet restarts this
-// container beside the new daemon), the uevent socket failed, or the DRA
-// plugin stopped.
+// appear in time, bluetoothd left the bus or the bus connection broke (the
+// kubelet restarts this container beside the new daemon; before returning,
+// Run publishes every device tainted and waits up to 10 s for the API
+// server to hold that), the uevent socket failed, or the DRA plugin
+// stopped.
 func Run(ctx context.Context, cfg Config) error {
 	if err := cfg.complete(); err != nil {
 		return err
@@ -162,7 +167,15 @@ func (o *operator) loop(ctx context.Context, events *uevent.Listener) error {
 			if ctx.Err() != nil {
 				return nil
 			}
-			return fmt.Errorf("bluetoothd left the bus: %w", o.client.Err())
+			// The client's error already says what happened
+			// (bluez.ErrBlueZGone or bluez.ErrConnectionLost, with
+			// detail); wrapping it would say it twice.
+			err := o.client.Err()
+			if err == nil {
+				err = bluez.ErrBlueZGone
+			}
+			o.departAll(ctx)
+			return err
 		case <-o.driver.Done():
 			return fmt.Errorf("DRA plugin stopped: %w", o.driver.Err())
 		case <-events.Done():
@@ -235,6 +248,32 @@ func (o *operator) pass(ctx context.Context) error {
 		return fmt.Errorf("adapters %v left bluetoothd", gone)
 	}
 	return nil
+}
+
+// departAll publishes every device as its adapter's departure leaves it
+// (media buses and controllers tainted TaintDisconnected) and waits, at
+// most flushTimeout, until the API server holds that set. It runs when
+// bluetoothd has left the bus: nothing it reported holds any more, and the
+// kubelet may take long to restart this container (crash-loop backoff),
+// during which the slice must not offer connected controllers. Errors are
+// logged; the caller exits with its own.
+func (o *operator) departAll(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	o.inventory.Observe(bluez.Objects{})
+	// No input nodes: BlueZ's uhid devices end with bluetoothd.
+	devices, _ := o.inventory.Devices(nil)
+	if err := o.driver.SetDevices(devices); err != nil {
+		logger.Error(err, "Publishing every device tainted after bluetoothd left")
+		return
+	}
+	o.published.set(devices)
+	flush, cancel := context.WithTimeout(ctx, flushTimeout)
+	defer cancel()
+	if err := o.driver.Flush(flush); err != nil {
+		logger.Error(err, "The all-tainted device set may not have reached the API server", "waited", flushTimeout)
+		return
+	}
+	logger.Info("Published every device tainted: bluetoothd left the bus", "devices", len(devices))
 }
 
 // syncBonds writes every bond of the live adapters back to its Secret.

@@ -194,15 +194,51 @@ func TestBluetoothOperator(t *testing.T) {
 	must(t, ignore(sim2.AddAdapter("hci0", adapterAddr)))
 	opCtx2, stopOp2 := context.WithCancel(ctx)
 	defer stopOp2()
+	op2Done := make(chan error, 1)
 	go func() {
-		_ = bluetooth.Run(opCtx2, bluetooth.Config{
+		op2Done <- bluetooth.Run(opCtx2, bluetooth.Config{
 			NodeName: node, Namespace: "liken-system", KubeClient: client,
 			Bus: bluez.Options{Address: sim2.Address()}, BondsRoot: fresh,
 			SysRoot: sysRoot, DevRoot: "/dev", DRA: draOpts,
 		})
 	}()
 	pad2 := bluetooth.ControllerName(mustAddr(t, newPad))
+	must(t, sim2.Connect("hci0", padAddr))
+	untainted := func(d resourceapi.Device) bool { return len(d.Taints) == 0 }
 	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
-		return hasDevice(s, pad) && hasDevice(s, pad2)
+		return hasDevice(s, pad2) && slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
+			return d.Name == pad && untainted(d)
+		}) && slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == media && untainted(d) })
 	})
+
+	// bluetoothd leaves the bus: the operator exits with an error that
+	// says so once, and by then the API server already holds every device
+	// tainted, so nothing is scheduled onto a dead daemon while the
+	// kubelet's backoff delays the restart.
+	left := time.Now()
+	must(t, sim2.StopBlueZ())
+	var exitErr error
+	select {
+	case exitErr = <-op2Done:
+		t.Logf("the operator exited %v after bluetoothd left: %v", time.Since(left).Round(time.Millisecond), exitErr)
+	case <-time.After(30 * time.Second):
+		t.Fatal("the operator did not exit within 30 s of bluetoothd leaving the bus")
+	}
+	if exitErr == nil || strings.Count(exitErr.Error(), "bluetoothd left the bus") != 1 {
+		t.Fatalf("exit error %v, want one that says once that bluetoothd left the bus", exitErr)
+	}
+	list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + bluetooth.DriverName})
+	must(t, err)
+	seen := map[string]bool{}
+	for _, s := range list.Items {
+		for _, d := range s.Spec.Devices {
+			seen[d.Name] = true
+			if !slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == bluetooth.TaintDisconnected }) {
+				t.Errorf("%s is not tainted %s when the operator has exited: %+v", d.Name, bluetooth.TaintDisconnected, d.Taints)
+			}
+		}
+	}
+	if !seen[pad] || !seen[pad2] || !seen[media] {
+		t.Errorf("published after the exit: %v, want the pads and the media bus", seen)
+	}
 }
