@@ -140,7 +140,7 @@ func writeGzipLayer(w io.Writer, c *Contents, epoch time.Time) (int64, error) {
 func imageOf(spec Spec, layer v1.Layer, epoch time.Time) (v1.Image, error) {
 	img := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
 	img, err := mutate.Append(img, mutate.Addendum{
-		Layer:   layer,
+		Layer: layer,
 		// Nothing here names the tag, so the same contents under another
 		// tag keep their digest.
 		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "github.com/liken-sh/operators internal/image"},
