@@ -17,6 +17,11 @@ type Guest struct {
 
 // Guests run in this order in one boot. Each test loads the modules it
 // needs itself, so a test that watches a module load sees it happen.
+//
+// To add one: a _test.go file with the vmtier build tag and TestVM*
+// tests in the package under test (helpers in package guest), an entry
+// here, and any module, host program or file it needs in Modules,
+// Programs or Files below.
 var Guests = []Guest{
 	{"alsa", "./internal/alsa"},     // the control interface's ioctls on three real cards
 	{"audio", "./internal/audio"},   // declare against those cards' /dev/snd
@@ -64,7 +69,7 @@ var Written = map[string]string{
 // GuestTestTimeout bounds each guest test binary (-test.timeout), so a
 // hung test ends with its goroutines' stacks in its log rather than with
 // the whole boot's timeout.
-const GuestTestTimeout = "150s"
+const GuestTestTimeout = "60s"
 
 // InitScript is the guest's /init: mount the kernel's filesystems, name
 // busybox's modprobe as the kernel's module loader, mount the results
