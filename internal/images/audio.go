@@ -19,9 +19,9 @@ const (
 // The optional ones are left out: rt (no RTKit, no SYS_NICE in the pod),
 // portal, x11-bell and jackdbus-detect. So are all the network, JACK,
 // filter and pulse modules nothing here configures; they bring most of
-// the full closure's size (libffado, libcrypto, fftw, webrtc). The check
-// below keeps this list honest against the configuration the image
-// carries.
+// the full closure's size (libffado, libcrypto, fftw, webrtc).
+// RequiredModulesPresent keeps this list honest against the configuration
+// the image carries.
 var pipewireModules = []string{
 	"libpipewire-module-access.so",
 	"libpipewire-module-adapter.so",
