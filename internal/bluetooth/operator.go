@@ -130,7 +130,8 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 
 	op := &operator{cfg: cfg, client: client, driver: driver, published: published, tracker: hid.NewTracker(),
-		bondWindow: settle.New(cfg.BondSettle, dra.DefaultSettleCap)}
+		bondWindow: settle.New(cfg.BondSettle, dra.DefaultSettleCap),
+		problems:   newPassProblems(), bondSkips: map[bdaddr.Address]*problemLog{}}
 	go op.bondWindow.Run(ctx, op.syncBonds)
 	return op.loop(ctx, events)
 }
@@ -144,6 +145,8 @@ type operator struct {
 	tracker    *hid.Tracker
 	inventory  Inventory
 	bondWindow *settle.Window
+	problems   *passProblems                  // the loop's
+	bondSkips  map[bdaddr.Address]*problemLog // by adapter; syncBonds's
 
 	mu   sync.Mutex
 	live []bdaddr.Address // the adapters of the latest pass, for bond sync
@@ -208,9 +211,6 @@ func (o *operator) pass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	for _, p := range objs.Problems {
-		logger.V(1).Info("BlueZ object read with a problem", "problem", p)
-	}
 	var live []bdaddr.Address
 	for _, a := range objs.Adapters {
 		if a.NeedsPageScan() {
@@ -233,9 +233,7 @@ func (o *operator) pass(ctx context.Context) error {
 	o.tracker.Reset(scan.Devices)
 	o.inventory.Observe(objs)
 	devices, problems := o.inventory.Devices(scan)
-	for _, p := range problems {
-		logger.V(1).Info("Device left out", "problem", p)
-	}
+	o.problems.report(logger, objs.Problems, scan.Skipped, problems)
 	if err := o.driver.SetDevices(devices); err != nil {
 		return err
 	}
@@ -288,9 +286,12 @@ func (o *operator) syncBonds(ctx context.Context) {
 			logger.Error(err, "Reading bonds", "adapter", adapter)
 			continue
 		}
-		for _, s := range skipped {
-			logger.Info("Bond left out of write-back", "adapter", adapter, "problem", s)
+		skips := o.bondSkips[adapter]
+		if skips == nil {
+			skips = &problemLog{what: "Bond left out of write-back"}
+			o.bondSkips[adapter] = skips
 		}
+		skips.update(logger.WithValues("adapter", adapter), skipped)
 		report, err := bonds.Sync(ctx, o.cfg.KubeClient, o.cfg.Namespace, found)
 		if err != nil {
 			logger.Error(err, "Writing bonds back", "adapter", adapter)
