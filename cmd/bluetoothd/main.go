@@ -9,18 +9,22 @@
 //     unix:path=/absolute/path is served. Read
 //     BLUETOOTH_CLASSIC_BONDED_ONLY: unset or empty means true, otherwise
 //     exactly "true" or "false".
-//  2. Write <config-dir>/main.conf ([Policy] AutoEnable=true, so an
+//  2. Create the socket's directory (0755) and make sure a file can be
+//     created in it, so that a socket path the bus could never listen at
+//     (under /proc or /sys, say) fails here.
+//  3. Write <config-dir>/main.conf ([Policy] AutoEnable=true, so an
 //     adapter is powered when it appears) and <config-dir>/input.conf
 //     ([General] ClassicBondedOnly=<value>), mode 0644.
-//  3. Start dbus-daemon with the distribution's system configuration, whose
+//  4. Start dbus-daemon with the distribution's system configuration, whose
 //     system.d holds BlueZ's bus policy, listening at the address, and
 //     wait (10 s at most) until a client can connect to it.
-//  4. Exec bluetoothd -n, so that bluetoothd takes this process's PID (PID 1
+//  5. Exec bluetoothd -n, so that bluetoothd takes this process's PID (PID 1
 //     of the container), receives the container's signals directly, and
 //     its exit status is the container's.
 //
-// Every input is checked before anything is written or started, so bad
-// input changes nothing.
+// Every input is checked before anything is written or started, and the
+// socket's directory before any configuration is written, so bad input
+// changes nothing.
 package main
 
 import (
@@ -100,11 +104,11 @@ func run(args []string, getenv func(string) string, stderr io.Writer) error {
 		return err
 	}
 
-	if err := writeConfig(*configDir, bondedOnly); err != nil {
+	if err := prepareSocketDir(socketPath); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(socketPath), busDirMode); err != nil {
-		return fmt.Errorf("create the bus socket's directory: %w", err)
+	if err := writeConfig(*configDir, bondedOnly); err != nil {
+		return err
 	}
 	bus, err := dbusd.Start(context.Background(), dbusd.Options{
 		SocketPath:   socketPath,
@@ -150,7 +154,48 @@ func checkSocketPath(path string) error {
 		return fmt.Errorf("%s: %w", EnvBusAddress, err)
 	}
 	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("%s: %s exists and is not a socket (%v); not replacing it", EnvBusAddress, path, fi.Mode().Type())
+		return fmt.Errorf("%s: %s is a %s, not a socket; not replacing it", EnvBusAddress, path, fileKind(fi.Mode()))
+	}
+	return nil
+}
+
+// fileKind names the kind of file m is, for errors.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m.IsRegular():
+		return "regular file"
+	case m.IsDir():
+		return "directory"
+	case m&fs.ModeSymlink != 0:
+		return "symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe (FIFO)"
+	case m&fs.ModeCharDevice != 0:
+		return "character device"
+	case m&fs.ModeDevice != 0:
+		return "block device"
+	}
+	return "special file (" + m.Type().String() + ")"
+}
+
+// prepareSocketDir creates the directory of the bus socket (busDirMode)
+// and checks that a file can be created in it, with a probe file removed
+// at once. It runs before any configuration is written: a directory that
+// cannot be made, or one where nothing can be created (procfs, sysfs, a
+// read-only mount), would only fail later, when dbus-daemon binds.
+func prepareSocketDir(socketPath string) error {
+	dir := filepath.Dir(socketPath)
+	if err := os.MkdirAll(dir, busDirMode); err != nil {
+		return fmt.Errorf("%s: cannot create the bus socket's directory %s: %w", EnvBusAddress, dir, err)
+	}
+	probe, err := os.CreateTemp(dir, ".bluetoothd-probe-*")
+	if err != nil {
+		return fmt.Errorf("%s: cannot create the bus socket in %s: %w", EnvBusAddress, dir, err)
+	}
+	name := probe.Name()
+	probe.Close()
+	if err := os.Remove(name); err != nil {
+		return fmt.Errorf("%s: remove the probe file in %s: %w", EnvBusAddress, dir, err)
 	}
 	return nil
 }

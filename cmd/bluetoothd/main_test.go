@@ -377,6 +377,30 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// A socket path whose directory cannot be made or written (under /proc or
+// /sys, say) fails before any configuration is written: bad input changes
+// nothing.
+func TestUnusableSocketDirectory(t *testing.T) {
+	for _, socket := range []string{"/proc/nonexistent/sock", "/sys/liken-bluetoothd-test/sock", "/proc/self/sock"} {
+		t.Run(socket, func(t *testing.T) {
+			p := newPod(t)
+			cmd := exec.Command(entrypoint, "-config-dir", p.configDir)
+			cmd.Env = append(os.Environ(), EnvBusAddress+"=unix:path="+socket)
+			out, err := cmd.CombinedOutput()
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("exit: %v, want status 1; output:\n%s", err, out)
+			}
+			if !strings.Contains(string(out), "bluetoothd entrypoint: "+EnvBusAddress+": ") || !strings.Contains(string(out), filepath.Dir(socket)) {
+				t.Errorf("output %q does not name the variable and the directory %s", out, filepath.Dir(socket))
+			}
+			if _, err := os.Stat(p.configDir); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("configuration written although the bus cannot listen at %s: %v", socket, err)
+			}
+		})
+	}
+}
+
 // A file that is not a socket where the bus must listen is not replaced,
 // and a missing bluetoothd is found before the bus starts.
 func TestEnvironmentFailures(t *testing.T) {
@@ -391,7 +415,7 @@ func TestEnvironmentFailures(t *testing.T) {
 		cmd := exec.Command(entrypoint, "-config-dir", p.configDir)
 		cmd.Env = append(os.Environ(), EnvBusAddress+"="+p.address)
 		out, err := cmd.CombinedOutput()
-		if err == nil || !strings.Contains(string(out), "is not a socket") {
+		if err == nil || !strings.Contains(string(out), p.socketPath+" is a regular file, not a socket; not replacing it") {
 			t.Fatalf("%v:\n%s", err, out)
 		}
 		if data, _ := os.ReadFile(p.socketPath); string(data) != "not a socket" {
