@@ -77,7 +77,7 @@ func run(cache, only string, timeout time.Duration, keep bool) int {
 	if err := build(ctx, guests, stage); err != nil {
 		return fail(err)
 	}
-	logf("built %d guest test binaries and the bluetoothd entrypoint", len(guests))
+	logf("vetted and built %d guest test binaries and the bluetoothd entrypoint", len(guests))
 
 	nmod, err := fill(ctx, stage, k, guests)
 	if err != nil {
@@ -157,20 +157,26 @@ func pick(only string) ([]vm.Guest, error) {
 	return out, nil
 }
 
-// build compiles the guest test binaries into /tests and the bluetoothd
-// entrypoint into its guest path: static (CGO_ENABLED=0, the guest has
-// only the libraries staged for the host programs), -trimpath like every
-// build here, symbols stripped to keep the initramfs small.
+// build vets the guest packages with the vmtier tag, and compiles the
+// guest test binaries into /tests and the bluetoothd entrypoint into its
+// guest path: static (CGO_ENABLED=0, the guest has only the libraries
+// staged for the host programs), -trimpath like every build here, symbols
+// stripped to keep the initramfs small.
 func build(ctx context.Context, guests []vm.Guest, stage *vm.Stage) error {
 	tests := filepath.Join(stage.Dir, "tests")
 	if err := os.MkdirAll(tests, 0o755); err != nil {
 		return err
 	}
-	args := []string{"test", "-c", "-trimpath", "-tags", "vmtier", "-ldflags=-s -w", "-o", tests + "/"}
+	var pkgs []string
 	for _, g := range guests {
-		args = append(args, g.Package)
+		pkgs = append(pkgs, g.Package)
 	}
-	if err := goCmd(ctx, args...); err != nil {
+	// hack/test.sh vets without the vmtier tag; the guest tests are
+	// vetted here.
+	if err := goCmd(ctx, append([]string{"vet", "-trimpath", "-tags", "vmtier"}, pkgs...)...); err != nil {
+		return err
+	}
+	if err := goCmd(ctx, append([]string{"test", "-c", "-trimpath", "-tags", "vmtier", "-ldflags=-s -w", "-o", tests + "/"}, pkgs...)...); err != nil {
 		return err
 	}
 	for _, g := range guests {
