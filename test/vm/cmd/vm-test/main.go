@@ -110,32 +110,37 @@ func run(cache, only string, timeout time.Duration, keep bool) int {
 	for _, g := range guests {
 		names = append(names, g.Name)
 	}
-	passed, failed := 0, 0
+	// Tests are counted by verdict; a binary whose result is a failure
+	// without a failed test (it hung, or ran none) counts as one failure.
+	passed, failed, broken := 0, 0, 0
 	for _, r := range vm.Collect(share, names) {
 		for _, t := range r.Tests {
 			verdict := "ok  "
-			if t.Verdict != "PASS" {
+			switch t.Verdict {
+			case "PASS":
+				passed++
+			default:
 				verdict = t.Verdict
+				failed++
 			}
 			fmt.Printf("%s  %-7s %s (%s)\n", verdict, r.Guest, t.Name, t.Elapsed)
 		}
 		if err := r.Err(); err != nil {
-			failed++
+			broken++
 			fmt.Printf("FAIL  %-7s %v\n--- output of %s.test:\n%s--- end of %s.test\n", r.Guest, strings.ReplaceAll(err.Error(), "\n", "; "), r.Guest, r.Log, r.Guest)
-			continue
 		}
-		passed++
 	}
-	if bootErr != nil || failed > 0 {
-		if bootErr != nil {
-			fmt.Printf("vm-test: %v\n", bootErr)
-		}
+	if bootErr != nil {
+		fmt.Printf("vm-test: %v\n", bootErr)
+	}
+	if bootErr != nil || broken > 0 {
 		data, _ := os.ReadFile(console.Name())
 		fmt.Printf("--- guest console:\n%s--- end of guest console\n", data)
-		failed += boolInt(bootErr != nil && failed == 0)
+		failed = max(failed, 1)
 	}
-	fmt.Printf("vm-test: %d guest binaries passed, %d failed, in %.0fs\n", passed, failed, time.Since(start).Seconds())
-	if failed > 0 {
+	fmt.Printf("vm-test: %d guest tests passed, %d failed (%d of %d guest binaries failed), in %.0fs\n",
+		passed, failed, broken, len(guests), time.Since(start).Seconds())
+	if bootErr != nil || broken > 0 {
 		return 1
 	}
 	return 0
@@ -246,11 +251,4 @@ func (p *progress) Write(b []byte) (int, error) {
 			fmt.Print("  guest: " + strings.TrimRight(rest, "\r\n") + "\n")
 		}
 	}
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
