@@ -25,7 +25,7 @@ var BluetoothModules = []string{"hci_vhci", "af_alg", "algif_hash", "algif_skcip
 // and connect to each other.
 type Btvirt struct {
 	cmd *exec.Cmd
-	out bytes.Buffer
+	out bytes.Buffer // read only once cmd has been waited for
 	// Controllers are the new controllers' ids (the N of hciN), ascending.
 	Controllers []uint16
 }
@@ -59,9 +59,6 @@ func StartBtvirt(n int) (*Btvirt, error) {
 	}
 	return b, nil
 }
-
-// Output is what btvirt printed so far.
-func (b *Btvirt) Output() string { return b.out.String() }
 
 // Stop ends btvirt, which unregisters its controllers, and waits up to 5 s
 // until they are gone.
