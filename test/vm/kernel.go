@@ -44,29 +44,33 @@ const readyMark = ".liken-ready"
 // download, unpacked with dpkg-deb and given a modules.dep by depmod (the
 // package ships none; its postinst makes it). The package name is resolved
 // from KernelMetapackage at every call, because Debian removes old ABI
-// packages from the archive; when the name or the download fails, the
-// package lists are refreshed once (apt-get update) and it is tried again.
-// Other kernels in the cache are removed. logf reports each step.
+// packages from the archive; when resolving or downloading fails, the
+// package lists are refreshed once (apt-get update) and the name resolved
+// again. Other kernels in the cache are removed. logf reports each step.
 func FetchKernel(ctx context.Context, cacheDir string, logf func(string, ...any)) (Kernel, error) {
 	suite, err := backportsSuite()
 	if err != nil {
 		return Kernel{}, err
 	}
-	var k Kernel
-	updated := false
-	for {
-		k, err = resolveKernel(ctx, suite)
-		if err == nil {
-			break
-		}
-		if updated {
-			return Kernel{}, err
-		}
-		logf("resolving the kernel failed (%v); apt-get update", err)
-		if err := aptUpdate(ctx); err != nil {
-			return Kernel{}, err
-		}
-		updated = true
+	k, err := fetchKernel(ctx, suite, cacheDir, logf)
+	if err == nil {
+		return k, nil
+	}
+	// Stale package lists name a package or version the archive no
+	// longer has: refresh them and resolve again.
+	logf("%v; apt-get update and again", err)
+	if err := run(ctx, "", "apt-get", "update", "-qq"); err != nil {
+		return Kernel{}, err
+	}
+	return fetchKernel(ctx, suite, cacheDir, logf)
+}
+
+// fetchKernel is one attempt of FetchKernel with the package lists as
+// they are.
+func fetchKernel(ctx context.Context, suite, cacheDir string, logf func(string, ...any)) (Kernel, error) {
+	k, err := resolveKernel(ctx, suite)
+	if err != nil {
+		return Kernel{}, err
 	}
 	root := filepath.Join(cacheDir, "kernel")
 	k.Dir = filepath.Join(root, safeName(k.Package+"_"+k.Version))
@@ -85,13 +89,6 @@ func FetchKernel(ctx context.Context, cacheDir string, logf func(string, ...any)
 	}
 	defer os.RemoveAll(tmp)
 	deb, err := download(ctx, tmp, k.Package+"="+k.Version)
-	if err != nil && !updated {
-		logf("download failed (%v); apt-get update", err)
-		if err := aptUpdate(ctx); err != nil {
-			return Kernel{}, err
-		}
-		deb, err = download(ctx, tmp, k.Package+"="+k.Version)
-	}
 	if err != nil {
 		return Kernel{}, err
 	}
@@ -180,8 +177,6 @@ func download(ctx context.Context, dir, pkg string) (string, error) {
 	}
 	return debs[0], nil
 }
-
-func aptUpdate(ctx context.Context) error { return run(ctx, "", "apt-get", "update", "-qq") }
 
 // onlyRelease is the one directory under root/lib/modules.
 func onlyRelease(root string) (string, error) {
