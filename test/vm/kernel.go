@@ -139,13 +139,7 @@ func resolveKernel(ctx context.Context, suite string) (Kernel, error) {
 	if err != nil {
 		return Kernel{}, err
 	}
-	var k Kernel
-	for _, line := range strings.Split(string(out), "\n") {
-		if m := imageDep.FindStringSubmatch(line); m != nil {
-			k.Package = m[1]
-			break
-		}
-	}
+	k := Kernel{Package: imagePackage(out)}
 	if k.Package == "" {
 		return Kernel{}, fmt.Errorf("apt-cache depends -t %s %s names no kernel image package", suite, KernelMetapackage)
 	}
@@ -153,16 +147,34 @@ func resolveKernel(ctx context.Context, suite string) (Kernel, error) {
 	if err != nil {
 		return Kernel{}, err
 	}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "Candidate:"); ok {
-			k.Version = strings.TrimSpace(v)
-		}
-	}
-	if k.Version == "" || k.Version == "(none)" {
+	if k.Version = candidate(out); k.Version == "" {
 		return Kernel{}, fmt.Errorf("apt-cache policy %s: no candidate version", k.Package)
 	}
 	return k, nil
+}
+
+// imagePackage is the first kernel image package that apt-cache depends
+// output lists, or "".
+func imagePackage(depends []byte) string {
+	for _, line := range strings.Split(string(depends), "\n") {
+		if m := imageDep.FindStringSubmatch(line); m != nil {
+			return m[1]
+		}
+	}
+	return ""
+}
+
+// candidate is the Candidate version in apt-cache policy output, or "".
+func candidate(policy []byte) string {
+	sc := bufio.NewScanner(bytes.NewReader(policy))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(sc.Text()), "Candidate:"); ok {
+			if v = strings.TrimSpace(v); v != "(none)" {
+				return v
+			}
+		}
+	}
+	return ""
 }
 
 // download fetches one package file into dir and returns its path.
