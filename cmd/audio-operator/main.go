@@ -140,7 +140,7 @@ func runDeclare(p paths) error {
 	})
 	logger := klog.Background()
 	for _, problem := range res.Problems {
-		logger.Info("Output left out", "problem", problem)
+		logger.Info("Declare problem", "problem", problem)
 	}
 	if err != nil {
 		return err

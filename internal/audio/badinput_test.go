@@ -77,6 +77,7 @@ type published map[string]resourceapi.Device
 type running struct {
 	logs   func() string
 	done   chan error
+	ended  bool // the test saw Run end, as it expected
 	mu     sync.Mutex
 	writes []published // every state of the slice, in order
 }
@@ -118,6 +119,11 @@ func runOperator(t *testing.T, hw Hardware, remote pipewire.Remote, pipewireDir 
 				CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 100 * time.Millisecond}})
 	}()
 	t.Cleanup(func() {
+		if r.ended {
+			cancel()
+			w.Stop()
+			return
+		}
 		r.alive(t)
 		cancel()
 		w.Stop()
@@ -413,7 +419,7 @@ func TestGarbledGraphIsReportedAndNothingHalfApplied(t *testing.T) {
 	first := op.wait(t, "every output live", allLive(len(outputs)))
 	// Running: a garbled batch ends that pw-dump; the next one is
 	// followed, and no state of the slice ever lost a sink.
-	op.waitLog(t, "The PipeWire graph could not be read; following it again", "bad pw-dump output")
+	op.waitLog(t, "The PipeWire graph could not be read", "bad pw-dump output", "inARow=1")
 	deadline := time.Now().Add(20 * time.Second)
 	for runs() < 3 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -511,4 +517,41 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+// A pw-dump whose every stream starts whole and then garbles is a failed
+// read each time, not a fresh start: the operator backs off, and after
+// three in a row publishes everything tainted and ends, instead of
+// restarting pw-dump in a hot loop.
+func TestGarblingStreamEndsInsteadOfLooping(t *testing.T) {
+	hw := xpsHardware(t)
+	dir := t.TempDir()
+	res, err := Declare(DeclareConfig{Hardware: hw, Node: study, PipeWireDir: dir, WirePlumberDir: t.TempDir(), ALSAPath: "null", Rate: 48000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs, err := pipewire.ReadDeclaration(res.Declaration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	remote, runs := fakeGraph(t, outputs)
+	// Every run: the whole graph, then a garbled batch.
+	script := fmt.Sprintf("#!/bin/sh\nn=$(($(cat %[1]q 2>/dev/null || echo 0) + 1)); echo $n > %[1]q\ncat %[2]q; echo '[{\"id\": 40, garbage'\n",
+		filepath.Join(filepath.Dir(remote.PWDump), "runs"), filepath.Join(filepath.Dir(remote.PWDump), "graph.json"))
+	if err := os.WriteFile(remote.PWDump, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	op := runOperator(t, hw, remote, dir, time.Minute)
+	select {
+	case err := <-op.done:
+		op.ended = true
+		if err == nil || !strings.Contains(err.Error(), "3 failed reads") {
+			t.Fatalf("operator ended with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("still running after 30 s; pw-dump ran %d times", runs())
+	}
+	if n := runs(); n > 4 {
+		t.Fatalf("pw-dump ran %d times for three failed reads", n)
+	}
 }

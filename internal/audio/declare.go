@@ -55,14 +55,18 @@ func Declare(cfg DeclareConfig) (DeclareResult, error) {
 	}
 	eps, more := Endpoints(cfg.Node, cards)
 	res.Endpoints, res.Problems = eps, append(append(problems, more...), Faults(eps)...)
+	// WirePlumber's fragments first: they are the same at every start, so
+	// a failure there must not already have replaced the declaration.
+	frags, err := pipewire.WriteWirePlumberFragments(cfg.WirePlumberDir, cfg.MediaBus)
+	if err != nil {
+		return res, fmt.Errorf("WirePlumber fragments: %w", err)
+	}
+	res.Fragments = frags
 	path, err := pipewire.WriteDeclaration(cfg.PipeWireDir, Outputs(eps, cfg.ALSAPath, cfg.Rate))
 	if err != nil {
 		return res, fmt.Errorf("declaration: %w", err)
 	}
 	res.Declaration = path
-	if res.Fragments, err = pipewire.WriteWirePlumberFragments(cfg.WirePlumberDir, cfg.MediaBus); err != nil {
-		return res, fmt.Errorf("WirePlumber fragments: %w", err)
-	}
 	return res, nil
 }
 

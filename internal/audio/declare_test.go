@@ -116,3 +116,22 @@ func TestDeclareUnwritable(t *testing.T) {
 		t.Fatal("declared into a path under a file")
 	}
 }
+
+func TestDeclareFailingLeavesTheDeclarationAlone(t *testing.T) {
+	dir := t.TempDir()
+	hw := xpsHardware(t)
+	pw := filepath.Join(dir, "pw")
+	if _, err := Declare(DeclareConfig{Hardware: hw, Node: "n", PipeWireDir: pw, WirePlumberDir: filepath.Join(dir, "wp")}); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(pw, pipewire.DeclarationFile))
+	blocker := filepath.Join(dir, "file")
+	os.WriteFile(blocker, nil, 0o600)
+	if _, err := Declare(DeclareConfig{Hardware: Hardware{DevSnd: filepath.Join(dir, "none")}, Node: "n", PipeWireDir: pw, WirePlumberDir: filepath.Join(blocker, "wp")}); err == nil {
+		t.Fatal("declared with an unwritable WirePlumber directory")
+	}
+	after, _ := os.ReadFile(filepath.Join(pw, pipewire.DeclarationFile))
+	if string(before) != string(after) {
+		t.Fatal("a failed declare replaced the declaration")
+	}
+}

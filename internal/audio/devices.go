@@ -1,6 +1,9 @@
 package audio
 
 import (
+	"unicode"
+	"unicode/utf8"
+
 	"github.com/liken-sh/operators/internal/alsa"
 	"github.com/liken-sh/operators/internal/dra"
 )
@@ -72,10 +75,25 @@ func device(e Endpoint, hasNode bool) dra.Device {
 
 // String attributes longer than the API's 64 bytes are left out rather
 // than cut: a cut value could match a selector meant for another device.
+// So is text that is not printable UTF-8: an ELD's monitor name comes from
+// the monitor's EDID, which is untrusted bytes, and a control character or
+// an invalid byte in an attribute no selector could match anyway.
 func setString(a dra.Attributes, name, v string) {
-	if v != "" && len(v) <= 64 {
+	if v != "" && len(v) <= 64 && printable(v) {
 		a[dra.QualifiedName(name)] = dra.String(v)
 	}
+}
+
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return false
+		}
+	}
+	return true
 }
 
 func setInt(a dra.Attributes, name string, v int) {

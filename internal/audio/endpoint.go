@@ -1,6 +1,8 @@
 package audio
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
@@ -44,13 +46,20 @@ type Endpoint struct {
 }
 
 // Endpoints lists the playback PCMs of cards. An output whose name cannot
-// be formed (no sysfs identity, or a name over 63 characters) is left out
-// with an error naming the card and PCM, never truncated into a collision.
+// be formed (no sysfs identity, no PCM id) is left out with an error naming
+// the card and PCM, never truncated into a collision.
 func Endpoints(node string, cards []CardState) ([]Endpoint, []error) {
 	var out []Endpoint
 	var problems []error
 	seen := map[string]alsa.PCM{}
+	// Two identical USB devices can report one serial (the recorded Razer
+	// headset's is "00000000"); such cards are told apart by their port.
+	places := map[string]int{}
 	for _, c := range cards {
+		places[place(c.Identity, false)]++
+	}
+	for _, c := range cards {
+		byPort := places[place(c.Identity, false)] > 1
 		// A USB card may give several PCMs one id ("USB Audio" on a dock);
 		// the device number, fixed by the card's descriptors, tells them
 		// apart.
@@ -68,7 +77,7 @@ func Endpoints(node string, cards []CardState) ([]Endpoint, []error) {
 			if ids[dnsLabel(info.ID)] > 1 {
 				info.ID = fmt.Sprintf("%s %d", info.ID, info.Device)
 			}
-			name, err := DeviceName(node, c.Identity, info)
+			name, err := deviceName(node, place(c.Identity, byPort), info)
 			if err != nil {
 				problems = append(problems, fmt.Errorf("%s: %w", p, err))
 				continue
@@ -78,11 +87,46 @@ func Endpoints(node string, cards []CardState) ([]Endpoint, []error) {
 				continue
 			}
 			seen[name] = p
-			out = append(out, Endpoint{Card: c.Card.Info, Identity: c.Identity, PCM: p, Name: name,
-				NodeName: NodeNamePrefix + strings.TrimPrefix(name, dnsLabel(node)+"-")})
+			out = append(out, Endpoint{Card: c.Card.Info, Identity: c.Identity, PCM: p, Name: name})
 		}
 	}
+	// The node.name is the name without its node part, so it does not
+	// change with the node a card moves to.
+	for i := range out {
+		out[i].NodeName = NodeNamePrefix + strings.TrimPrefix(out[i].Name, nodePart(node, out[i].Name)+"-")
+	}
 	return out, problems
+}
+
+// nodePart is the node prefix name was formed with.
+func nodePart(node, name string) string {
+	for _, n := range []string{dnsLabel(node), shortNode(node)} {
+		if strings.HasPrefix(name, n+"-") {
+			return n
+		}
+	}
+	return ""
+}
+
+// shortNode is the node's first DNS label ("ip-172-31-20-123" of an
+// EC2 name), the machine's own name.
+func shortNode(node string) string {
+	return dnsLabel(strings.SplitN(node, ".", 2)[0])
+}
+
+// place is where a card sits: PCI function address; USB vendor, product
+// and serial (or port path when byPort, or when it has no serial); a
+// platform device's name. "" when sysfs did not place it.
+func place(id alsa.CardIdentity, byPort bool) string {
+	switch {
+	case id.Bus == "usb" && id.USBVendor != "" && id.USBSerial != "" && !byPort:
+		return "usb-" + id.USBVendor + "-" + id.USBProduct + "-" + id.USBSerial
+	case id.Bus == "usb" && id.USBVendor != "":
+		return "usb-" + id.USBVendor + "-" + id.USBProduct + "-" + id.Location
+	case id.Bus != "" && id.Location != "":
+		return id.Bus + "-" + id.Location
+	}
+	return ""
 }
 
 var nonLabel = regexp.MustCompile(`[^a-z0-9]+`)
@@ -94,28 +138,33 @@ func dnsLabel(s string) string {
 }
 
 // DeviceName forms an output's DRA device name from the node, the card's
-// place (PCI function address; USB vendor, product and serial, else its
-// port path; a platform device's name) and the PCM id. Errors: the card has
-// no sysfs identity or PCM id, or the result is not a DNS label of at most
-// 63 characters.
+// place (see place) and the PCM id: "kitchen-pci-0000-00-1f-3-hdmi-0".
+// Past 63 characters the node part becomes its first DNS label, then the
+// place becomes a hash of itself ("h" and 12 hex digits of its SHA-256):
+// still stable, still distinct, never a cut that could collide. Errors: the
+// card has no sysfs place or the PCM no id.
 func DeviceName(node string, id alsa.CardIdentity, pcm alsa.PCMInfo) (string, error) {
-	var place string
-	switch {
-	case id.Bus == "usb" && id.USBVendor != "" && id.USBSerial != "":
-		place = "usb-" + id.USBVendor + "-" + id.USBProduct + "-" + id.USBSerial
-	case id.Bus == "usb" && id.USBVendor != "":
-		place = "usb-" + id.USBVendor + "-" + id.USBProduct + "-" + id.Location
-	case id.Bus != "" && id.Location != "":
-		place = id.Bus + "-" + id.Location
-	default:
+	return deviceName(node, place(id, false), pcm)
+}
+
+func deviceName(node, where string, pcm alsa.PCMInfo) (string, error) {
+	if where == "" {
 		return "", fmt.Errorf("card %d has no bus location in sysfs to name its outputs by", pcm.Card)
 	}
 	if dnsLabel(pcm.ID) == "" {
 		return "", fmt.Errorf("PCM %d has no id to name it by", pcm.Device)
 	}
-	name := dnsLabel(node) + "-" + dnsLabel(place) + "-" + dnsLabel(pcm.ID)
-	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-		return "", fmt.Errorf("device name %q: %s", name, strings.Join(errs, "; "))
+	sum := sha256.Sum256([]byte(where))
+	hashed := "h" + hex.EncodeToString(sum[:6])
+	var tried []string
+	for _, n := range []string{dnsLabel(node), shortNode(node)} {
+		for _, p := range []string{dnsLabel(where), hashed} {
+			name := n + "-" + p + "-" + dnsLabel(pcm.ID)
+			if len(validation.IsDNS1123Label(name)) == 0 {
+				return name, nil
+			}
+			tried = append(tried, name)
+		}
 	}
-	return name, nil
+	return "", fmt.Errorf("no device name within 63 characters (tried %q)", tried[len(tried)-1])
 }

@@ -12,7 +12,9 @@ import (
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/alsa/eld"
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/fakesys"
 )
 
@@ -140,8 +142,19 @@ func TestDeviceNameRefusesWhatItCannotForm(t *testing.T) {
 		t.Error("named a card with no location")
 	}
 	long := alsa.CardIdentity{Bus: "pci", Location: strings.Repeat("0000:00:1f.3-", 6)}
-	if _, err := DeviceName("n", long, pcm); err == nil || !strings.Contains(err.Error(), "63") {
-		t.Errorf("a name over 63 characters: %v", err)
+	a, err := DeviceName("n", long, pcm)
+	b, _ := DeviceName("n", long, pcm)
+	if err != nil || len(a) > 63 || a != b || !strings.HasPrefix(a, "n-h") {
+		t.Errorf("a place too long for a name: %q, %v (want a stable hashed place)", a, err)
+	}
+	ec2 := "ip-172-31-20-123.eu-west-1.compute.internal"
+	name, err := DeviceName(ec2, alsa.CardIdentity{Bus: "pci", Location: "0000:00:1f.3"}, pcm)
+	if err != nil || name != "ip-172-31-20-123-pci-0000-00-1f-3-hdmi-0" {
+		t.Errorf("a long node name: %q, %v", name, err)
+	}
+	eps, problems := Endpoints(ec2, xpsCards(t))
+	if len(problems) != 0 || len(eps) != 8 || eps[0].NodeName != "liken.audio.pci-0000-00-1f-3-jack-out" {
+		t.Errorf("endpoints of a long-named node: %d, %v, %+v", len(eps), problems, eps[0].NodeName)
 	}
 	if _, err := DeviceName("n", alsa.CardIdentity{Bus: "pci", Location: "0000:00:1f.3"}, alsa.PCMInfo{ID: " (*) "}); err == nil {
 		t.Error("named a PCM with no id")
@@ -180,5 +193,75 @@ func TestPrepareEdits(t *testing.T) {
 		if _, err := prep(t.Context(), dra.DeviceRequest[Params]{Result: resourceapi.DeviceRequestAllocationResult{Device: dev}}); err == nil {
 			t.Errorf("%s prepared", dev)
 		}
+	}
+}
+
+func TestIdenticalUSBCardsAreToldApartByPort(t *testing.T) {
+	cards := xpsCards(t)
+	twin := cards[1] // the Razer headset, serial 00000000
+	twin.Card = cloneCard(twin.Card, 3)
+	twin.Identity.Card, twin.Identity.Location = 3, "3-4"
+	eps, problems := Endpoints("desk", append(cards, twin))
+	if len(problems) != 0 {
+		t.Fatalf("problems: %v", problems)
+	}
+	var usb []string
+	for _, e := range eps {
+		if strings.Contains(e.Name, "1532-0526") {
+			usb = append(usb, e.Name)
+		}
+	}
+	slices.Sort(usb)
+	if !slices.Equal(usb, []string{"desk-usb-1532-0526-3-1-1-usb-audio", "desk-usb-1532-0526-3-4-usb-audio"}) {
+		t.Fatalf("twin headsets named %v", usb)
+	}
+}
+
+func cloneCard(c *alsa.Card, number int) *alsa.Card {
+	out := *c
+	out.Info.Card = number
+	out.PCMs = slices.Clone(c.PCMs)
+	for i := range out.PCMs {
+		out.PCMs[i].Info.Card = number
+	}
+	return &out
+}
+
+// A consumer holds the PipeWire socket and can create a stream node named
+// like an output's sink; only the sink this operator declared counts.
+func TestOnlyDeclaredSinksAreLive(t *testing.T) {
+	hw := xpsHardware(t)
+	pass, err := Reconcile("desk", hw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := pass.Endpoints[0]
+	g := &pipewire.Graph{Nodes: []pipewire.Node{
+		{ID: 40, Name: target.NodeName, MediaClass: "Stream/Output/Audio"},
+		{ID: 41, Name: pass.Endpoints[1].NodeName, MediaClass: pipewire.MediaClassSink, Declared: &pipewire.Declared{}},
+	}}
+	pass, err = Reconcile("desk", hw, g)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pass.Live[target.NodeName] {
+		t.Error("a stream posing as a sink made the output live")
+	}
+	if !pass.Live[pass.Endpoints[1].NodeName] {
+		t.Error("the declared sink is not live")
+	}
+}
+
+func TestUntrustedMonitorTextIsNotPublished(t *testing.T) {
+	e := Endpoint{Name: "desk-pci-0000-00-1f-3-hdmi-0", NodeName: "liken.audio.x",
+		PCM: alsa.PCM{HasELD: true, ELD: alsa.ELDState{ELD: &eld.ELD{MonitorName: "\xff\xfe\x1b[2J\x80", ManufacturerCode: 0x2d4c, ProductCode: 0x0c4d}}}}
+	d := Devices([]Endpoint{e}, map[string]bool{"liken.audio.x": true})[0]
+	for _, attr := range []string{"monitorName", MonitorIDAttribute} {
+		if v, ok := d.Attributes[resourceapi.QualifiedName(attr)]; ok {
+			t.Errorf("%s published from unprintable bytes: %q", attr, *v.StringValue)
+		}
+	}
+	if _, ok := d.Attributes["manufacturer"]; !ok {
+		t.Error("the manufacturer, which is printable, was dropped too")
 	}
 }

@@ -107,6 +107,18 @@ func Run(ctx context.Context, cfg Config) error {
 	failures, answered := 0, false
 	backstop := time.NewTicker(cfg.Backstop)
 	defer backstop.Stop()
+	// giveUp publishes every output tainted as having no sink, so nothing
+	// is scheduled onto a PipeWire that cannot be read, and ends the
+	// operator.
+	giveUp := func(err error) error {
+		op.pass(ctx, nil)
+		flush, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if ferr := driver.Flush(flush); ferr != nil {
+			logger.Error(ferr, "The all-tainted device set may not have reached the API server")
+		}
+		return fmt.Errorf("PipeWire graph unreadable (%d failed reads in a row): %w", failures, err)
+	}
 	for {
 		mon, err := op.startMonitor(ctx)
 		if err != nil {
@@ -118,31 +130,38 @@ func Run(ctx context.Context, cfg Config) error {
 			// At start PipeWire gets one StartWait; once it has answered,
 			// a replaced PipeWire gets maxGraphFailures tries.
 			if !answered || failures >= maxGraphFailures {
-				// Every output, tainted as having no sink, so nothing is
-				// scheduled onto a PipeWire that does not answer.
-				op.pass(ctx, nil)
-				flush, cancel := context.WithTimeout(ctx, 10*time.Second)
-				if ferr := driver.Flush(flush); ferr != nil {
-					logger.Error(ferr, "The all-tainted device set may not have reached the API server")
-				}
-				cancel()
-				return fmt.Errorf("PipeWire graph unreadable (%d failed reads in a row): %w", failures, err)
+				return giveUp(err)
 			}
 			continue
 		}
-		failures, answered = 0, true
+		answered = true
 		if err := op.follow(ctx, mon, backstop.C); err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
 			return nil
 		}
-		if err := mon.Err(); errors.Is(err, pipewire.ErrBadDump) {
-			// Nothing of the garbled batch was applied: the outputs stay
-			// as the last whole graph had them until the next one.
-			logger.Error(err, "The PipeWire graph could not be read; following it again")
-		} else {
+		err = mon.Err()
+		if !errors.Is(err, pipewire.ErrBadDump) {
+			// PipeWire went away (restarted in place for a new layout):
+			// follow the new one.
+			failures = 0
 			logger.Info("pw-dump -m ended; following the graph again", "reason", err)
+			continue
+		}
+		// A garbled batch is a failed read even though the stream's first
+		// graph was whole; nothing of it was applied, so the outputs stay
+		// as the last whole graph had them. Back off rather than restart
+		// pw-dump in a hot loop.
+		failures++
+		logger.Error(err, "The PipeWire graph could not be read", "inARow", failures)
+		if failures >= maxGraphFailures {
+			return giveUp(err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(time.Duration(failures) * time.Second):
 		}
 	}
 }

@@ -42,7 +42,12 @@ func Reconcile(node string, hw Hardware, g *pipewire.Graph) (Pass, error) {
 	live := map[string]bool{}
 	if g != nil {
 		for _, n := range g.Nodes {
-			live[n.Name] = true
+			// Only a sink this operator declared counts: every consumer
+			// holds the socket and could create a stream node with an
+			// output's node.name to pose as its sink.
+			if n.Declared != nil && n.MediaClass == pipewire.MediaClassSink {
+				live[n.Name] = true
+			}
 		}
 	}
 	problems = append(append(problems, more...), Faults(eps)...)
