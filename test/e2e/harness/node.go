@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // AddNode creates a Node the real scheduler will bind pods to, standing in
@@ -27,7 +28,7 @@ func (c *Cluster) AddNode(ctx context.Context, name string) (*corev1.Node, error
 			},
 		},
 	}
-	created, err := c.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	_, err := c.client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("harness: create node %s: %w", name, err)
 	}
@@ -36,25 +37,36 @@ func (c *Cluster) AddNode(ctx context.Context, name string) (*corev1.Node, error
 		corev1.ResourceMemory: resource.MustParse("8Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}
-	now := metav1.Now()
-	created.Status = corev1.NodeStatus{
-		Capacity:    resources,
-		Allocatable: resources,
-		Phase:       corev1.NodeRunning,
-		Conditions: []corev1.NodeCondition{{
-			Type:               corev1.NodeReady,
-			Status:             corev1.ConditionTrue,
-			Reason:             "KubeletReady",
-			Message:            "simulated by the liken e2e harness",
-			LastHeartbeatTime:  now,
-			LastTransitionTime: now,
-		}},
-		Addresses: []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
-			{Type: corev1.NodeHostName, Address: name},
-		},
-	}
-	updated, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	// Something in the control plane (a controller stamping the new Node)
+	// may update it between the create and the status write: re-read and
+	// write again on a conflict.
+	var updated *corev1.Node
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.Now()
+		cur.Status = corev1.NodeStatus{
+			Capacity:    resources,
+			Allocatable: resources,
+			Phase:       corev1.NodeRunning,
+			Conditions: []corev1.NodeCondition{{
+				Type:               corev1.NodeReady,
+				Status:             corev1.ConditionTrue,
+				Reason:             "KubeletReady",
+				Message:            "simulated by the liken e2e harness",
+				LastHeartbeatTime:  now,
+				LastTransitionTime: now,
+			}},
+			Addresses: []corev1.NodeAddress{
+				{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
+				{Type: corev1.NodeHostName, Address: name},
+			},
+		}
+		updated, err = c.client.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("harness: status of node %s: %w", name, err)
 	}
