@@ -39,6 +39,7 @@ import (
 	"syscall"
 
 	"github.com/liken-sh/operators/internal/dbusd"
+	"github.com/liken-sh/operators/internal/regularfile"
 )
 
 const (
@@ -154,28 +155,9 @@ func checkSocketPath(path string) error {
 		return fmt.Errorf("%s: %w", EnvBusAddress, err)
 	}
 	if fi.Mode().Type() != fs.ModeSocket {
-		return fmt.Errorf("%s: %s is a %s, not a socket; not replacing it", EnvBusAddress, path, fileKind(fi.Mode()))
+		return fmt.Errorf("%s: %s is a %s, not a socket; not replacing it", EnvBusAddress, path, regularfile.Kind(fi.Mode()))
 	}
 	return nil
-}
-
-// fileKind names the kind of file m is, for errors.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m.IsRegular():
-		return "regular file"
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "block device"
-	}
-	return "special file (" + m.Type().String() + ")"
 }
 
 // prepareSocketDir creates the directory of the bus socket (busDirMode)

@@ -4,15 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/internal/regularfile"
 )
 
 // Modes BlueZ gives its storage tree, and which bondfetch reproduces:
@@ -110,43 +108,13 @@ func ReadTree(root string, adapter bdaddr.Address) (bonds []Bond, skipped []erro
 // file, or over its size limit.
 var errSkip = errors.New("skipped")
 
-// readRegular reads path if it is a regular file of at most limit bytes,
-// without following a symbolic link in its last element.
-//
-// Anything else is refused before it is opened: opening a named pipe for
-// reading waits until a writer comes, and opening a device node runs its
-// driver. O_NONBLOCK covers a pipe put there between the Lstat and the
-// open (the open then returns at once and Fstat refuses it); on a regular
-// file it changes nothing.
+// readRegular reads path if it is a regular file of at most limit bytes
+// (regularfile.Read: never a symbolic link, a named pipe or a device); a
+// file that is not one, or too large, is an errSkip.
 func readRegular(path string, limit int64) ([]byte, error) {
-	st, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
+	data, err := regularfile.Read(path, limit)
+	if errors.Is(err, regularfile.ErrNotRegular) || errors.Is(err, regularfile.ErrTooLarge) {
+		return nil, fmt.Errorf("%w: %v", errSkip, err)
 	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is a %s, not a regular file", errSkip, path, describe(st.Mode()))
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if errors.Is(err, unix.ELOOP) {
-		return nil, fmt.Errorf("%w: %s is a symbolic link, not a regular file", errSkip, path)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	st, err = f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%w: %s is a %s, not a regular file", errSkip, path, describe(st.Mode()))
-	}
-	data, err := io.ReadAll(io.LimitReader(f, limit+1))
-	if err != nil {
-		return nil, err
-	}
-	if int64(len(data)) > limit {
-		return nil, fmt.Errorf("%w: %s is larger than %d bytes", errSkip, path, limit)
-	}
-	return data, nil
+	return data, err
 }

@@ -95,7 +95,7 @@ func TestReadTreeSkipsWhatItCannotStore(t *testing.T) {
 		all += s.Error() + "\n"
 	}
 	for _, want := range []string{
-		"cache/" + mouse.String() + " is larger than",
+		"cache/" + mouse.String() + ": larger than allowed",
 		"AA:BB:CC:DD:EE:03/info: info is not a BlueZ key file",
 		"AA:BB:CC:DD:EE:04: a symbolic link",
 		"AA:BB:CC:DD:EE:05/info is a symbolic link",

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/internal/regularfile"
 )
 
 // WriteReport says what WriteTree did with each file, by path.
@@ -103,7 +104,7 @@ func ensureDir(dir string) error {
 		return err
 	}
 	if !st.IsDir() {
-		return fmt.Errorf("%s is a %s, not a directory: refusing to write through it", dir, describe(st.Mode()))
+		return fmt.Errorf("%s is a %s, not a directory: refusing to write through it", dir, regularfile.Kind(st.Mode()))
 	}
 	// Mkdir's mode passes through the umask; BlueZ wants exactly 0700.
 	return os.Chmod(dir, DirMode)
@@ -162,7 +163,7 @@ func compare(path string, data []byte) (same, exists bool, err error) {
 		return false, false, err
 	}
 	if !st.Mode().IsRegular() {
-		return false, true, fmt.Errorf("%s is a %s, not a file: refusing to write through it", path, describe(st.Mode()))
+		return false, true, fmt.Errorf("%s is a %s, not a file: refusing to write through it", path, regularfile.Kind(st.Mode()))
 	}
 	if st.Size() != int64(len(data)) {
 		return false, true, nil
@@ -172,25 +173,4 @@ func compare(path string, data []byte) (same, exists bool, err error) {
 		return false, true, err
 	}
 	return bytes.Equal(old, data), true, nil
-}
-
-// describe names the kind of file m is, for errors.
-func describe(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m.IsDir():
-		return "directory"
-	case m.IsRegular():
-		return "file"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "block device"
-	}
-	return "special file (" + m.Type().String() + ")"
 }

@@ -3,15 +3,13 @@ package hci
 import (
 	"errors"
 	"fmt"
-	"io"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/liken-sh/operators/internal/regularfile"
 )
 
 // ErrNoAdapter is wrapped by FindAdapter's error when no hciN hangs below
@@ -122,63 +120,17 @@ func usbAncestor(devices, dir string) (node USBNode, ok bool, err error) {
 const maxAttribute = 4096
 
 // readSysfsInt reads a sysfs attribute holding one decimal number and a
-// newline, as busnum and devnum do.
-//
-// In sysfs every attribute is a regular file; anything else where one
-// belongs (a named pipe or device node in a bad root) is an error before it
-// is opened, because opening a named pipe for reading waits for a writer.
-// O_NONBLOCK covers a pipe put there between the Lstat and the open; on a
-// regular file it changes nothing.
+// newline, as busnum and devnum do: a regular file of at most one page
+// (regularfile.Read refuses a named pipe or device node in a bad root
+// before opening it).
 func readSysfsInt(path string) (int, error) {
-	st, err := os.Lstat(path)
+	b, err := regularfile.Read(path, maxAttribute)
 	if err != nil {
 		return 0, err
-	}
-	if !st.Mode().IsRegular() {
-		return 0, notRegular(path, st.Mode())
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	if st, err = f.Stat(); err != nil {
-		return 0, err
-	}
-	if !st.Mode().IsRegular() {
-		return 0, notRegular(path, st.Mode())
-	}
-	b, err := io.ReadAll(io.LimitReader(f, maxAttribute+1))
-	if err != nil {
-		return 0, err
-	}
-	if len(b) > maxAttribute {
-		return 0, fmt.Errorf("%s: larger than the %d-byte sysfs page", path, maxAttribute)
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err != nil {
 		return 0, fmt.Errorf("%s: %q is not a number", path, b)
 	}
 	return n, nil
-}
-
-// notRegular is the error for a file of kind m where a sysfs attribute
-// belongs.
-func notRegular(path string, m fs.FileMode) error {
-	kind := "special file (" + m.Type().String() + ")"
-	switch {
-	case m&fs.ModeSymlink != 0:
-		kind = "symbolic link"
-	case m.IsDir():
-		kind = "directory"
-	case m&fs.ModeNamedPipe != 0:
-		kind = "named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		kind = "socket"
-	case m&fs.ModeCharDevice != 0:
-		kind = "character device"
-	case m&fs.ModeDevice != 0:
-		kind = "block device"
-	}
-	return fmt.Errorf("%s is a %s, not a regular file", path, kind)
 }

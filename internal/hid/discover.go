@@ -3,7 +3,6 @@ package hid
 import (
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -11,7 +10,7 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	"github.com/liken-sh/operators/internal/regularfile"
 )
 
 // Default roots: the host's sysfs and device directory.
@@ -257,56 +256,9 @@ func evdevNode(path, devRoot string) (string, error) {
 	return filepath.Join(devRoot, name), nil
 }
 
-// readSmall reads a sysfs attribute, refusing more than one page and
-// anything but a regular file. In sysfs every attribute is a regular file;
-// anything else (a named pipe or device node in a bad root) is refused
-// before it is opened, because opening a named pipe for reading waits for
-// a writer and would stall every pass. O_NONBLOCK covers a pipe put there
-// between the Lstat and the open; on a regular file it changes nothing.
+// readSmall reads a sysfs attribute: a regular file of at most one page
+// (regularfile.Read refuses anything else before opening it, since a named
+// pipe in a bad root would stall every pass).
 func readSmall(path string) ([]byte, error) {
-	st, err := os.Lstat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is a %s, not a regular file", filepath.Base(path), fileKind(st.Mode()))
-	}
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if st, err = f.Stat(); err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is a %s, not a regular file", filepath.Base(path), fileKind(st.Mode()))
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxUeventFile+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > maxUeventFile {
-		return nil, fmt.Errorf("larger than the %d-byte sysfs page", maxUeventFile)
-	}
-	return data, nil
-}
-
-// fileKind names the kind of a file that is not a regular one, for errors.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeSymlink != 0:
-		return "symbolic link"
-	case m.IsDir():
-		return "directory"
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe (FIFO)"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeCharDevice != 0:
-		return "character device"
-	case m&fs.ModeDevice != 0:
-		return "block device"
-	}
-	return "special file (" + m.Type().String() + ")"
+	return regularfile.Read(path, maxUeventFile)
 }

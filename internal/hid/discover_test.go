@@ -219,7 +219,7 @@ func TestDiscoverSkipsMalformed(t *testing.T) {
 		{"line without equals", "HID_ID=0005:00000001:00000002\nHID_NAME=Pad\nsecond line\nHID_UNIQ=a0:5a:5d:00:00:02\n", "", `line 3 "second line" has no '='`},
 		{"forged uniq", "HID_ID=0005:00000001:00000002\nHID_NAME=Pad\nHID_UNIQ=11:11:11:11:11:11\nHID_UNIQ=a0:5a:5d:00:00:02\n", "", "line 4 repeats key HID_UNIQ"},
 		{"empty line", "HID_ID=0005:00000001:00000002\n\nHID_UNIQ=a0:5a:5d:00:00:02\n", "", "line 2 is empty"},
-		{"oversized", "HID_ID=0005:00000001:00000002\nHID_NAME=" + strings.Repeat("x", 5000) + "\n", "", "larger than the 4096-byte sysfs page"},
+		{"oversized", "HID_ID=0005:00000001:00000002\nHID_NAME=" + strings.Repeat("x", 5000) + "\n", "", "over 4096 bytes"},
 		{"no uevent", "-", "", "no such file"},
 		{"not a bus name", goodUevent, "0005:junk", "not a HID bus name"},
 	} {
@@ -426,7 +426,7 @@ func TestDiscoverRefusesNamedPipes(t *testing.T) {
 	if len(r.scan.Skipped) != 2 || all == nil {
 		t.Fatalf("Skipped = %v, want the two pipes", r.scan.Skipped)
 	}
-	for _, want := range []string{"event2/uevent: uevent is a named pipe (FIFO), not a regular file", "0005:0001:0002.0009: uevent is a named pipe (FIFO), not a regular file"} {
+	for _, want := range []string{"event2/uevent is a named pipe (FIFO), not a regular file", "0005:0001:0002.0009/uevent is a named pipe (FIFO), not a regular file"} {
 		if !strings.Contains(all.Error(), want) {
 			t.Errorf("Skipped does not say %q:\n%v", want, all)
 		}
