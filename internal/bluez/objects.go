@@ -36,18 +36,22 @@ type Adapter struct {
 	// Powered is true while the radio is on.
 	Powered bool
 	// Connectable is true while page scan is on, i.e. while bonded devices
-	// can connect to this adapter (BlueZ 5.66 and later report it).
-	Connectable  bool
-	Discovering  bool
-	Discoverable bool
-	Pairable     bool
+	// can connect to this adapter. ReportsConnectable says whether
+	// bluetoothd has the property at all: BlueZ 5.66 (Debian 12) has not
+	// (measured in the VM tier: "No such property 'Connectable'").
+	Connectable        bool
+	ReportsConnectable bool
+	Discovering        bool
+	Discoverable       bool
+	Pairable           bool
 }
 
 // NeedsPageScan reports whether the adapter is powered but not connectable:
 // a fresh bluetoothd starts with page scan off, and then no bonded device
 // can reconnect, with no error anywhere. An adapter that is off is left
-// alone; BlueZ's AutoEnable powers it.
-func (a Adapter) NeedsPageScan() bool { return a.Powered && !a.Connectable }
+// alone; BlueZ's AutoEnable powers it. A bluetoothd without the
+// Connectable property cannot be asked over D-Bus, so it is not asked.
+func (a Adapter) NeedsPageScan() bool { return a.Powered && a.ReportsConnectable && !a.Connectable }
 
 // Device is one org.bluez.Device1 object: a remote device bluetoothd knows
 // (seen, paired or bonded). A property bluetoothd did not report is its
@@ -154,14 +158,15 @@ type propReader struct {
 
 func (r *propReader) adapter() Adapter {
 	return Adapter{
-		Path:         r.path,
-		Address:      r.str("Address"),
-		Alias:        r.str("Alias"),
-		Powered:      r.boolean("Powered"),
-		Connectable:  r.boolean("Connectable"),
-		Discovering:  r.boolean("Discovering"),
-		Discoverable: r.boolean("Discoverable"),
-		Pairable:     r.boolean("Pairable"),
+		Path:               r.path,
+		Address:            r.str("Address"),
+		Alias:              r.str("Alias"),
+		Powered:            r.boolean("Powered"),
+		Connectable:        r.boolean("Connectable"),
+		ReportsConnectable: r.has("Connectable"),
+		Discovering:        r.boolean("Discovering"),
+		Discoverable:       r.boolean("Discoverable"),
+		Pairable:           r.boolean("Pairable"),
 	}
 }
 
@@ -192,6 +197,7 @@ func (r *propReader) device() Device {
 
 func (r *propReader) str(name string) string                 { return get[string](r, name) }
 func (r *propReader) boolean(name string) bool               { return get[bool](r, name) }
+func (r *propReader) has(name string) bool                   { _, ok := r.props[name]; return ok }
 func (r *propReader) objectPath(name string) dbus.ObjectPath { return get[dbus.ObjectPath](r, name) }
 
 // get returns property name as T, the zero T when it is absent, and the
