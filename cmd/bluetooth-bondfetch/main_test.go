@@ -26,6 +26,7 @@ import (
 	"github.com/liken-sh/operators/internal/hci"
 	"github.com/liken-sh/operators/internal/hci/hcitest"
 	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/fakesys"
 )
 
 var (
@@ -148,7 +149,7 @@ func newNode(t *testing.T) node {
 		t.Fatal(err)
 	}
 	n := node{sysfs: filepath.Join(t.TempDir(), "sys"), dev: filepath.Join(t.TempDir(), "dev"), kernel: newKernel()}
-	if err := hcitest.BuildTree(manifest, n.sysfs); err != nil {
+	if err := fakesys.BuildTree(manifest, n.sysfs); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := hcitest.ClaimNode(n.dev, 1, 5); err != nil {

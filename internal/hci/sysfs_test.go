@@ -11,6 +11,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/hci"
 	"github.com/liken-sh/operators/internal/hci/hcitest"
+	"github.com/liken-sh/operators/test/fakesys"
 )
 
 // recordedSysfs builds testdata/sysfs-three-adapters.txt in a temporary
@@ -23,7 +24,7 @@ func recordedSysfs(t *testing.T, extra ...string) string {
 	}
 	manifest = append(manifest, []byte("\n"+strings.Join(extra, "\n")+"\n")...)
 	root := filepath.Join(t.TempDir(), "sys")
-	if err := hcitest.BuildTree(manifest, root); err != nil {
+	if err := fakesys.BuildTree(manifest, root); err != nil {
 		t.Fatal(err)
 	}
 	return root

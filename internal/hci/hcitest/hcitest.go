@@ -1,62 +1,16 @@
-// Package hcitest builds what package hci reads, for tests: a sysfs tree
-// from a recorded manifest, a container /dev holding a claimed usbfs node,
-// and a scripted kernel.
+// Package hcitest builds what package hci reads, for tests: a container
+// /dev holding a claimed usbfs node, and a scripted kernel. Sysfs trees
+// come from recorded manifests through fakesys.BuildTree.
 package hcitest
 
 import (
-	"bufio"
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 
 	"github.com/liken-sh/operators/internal/hci"
 )
-
-// BuildTree creates under dir the tree a manifest describes. The manifest
-// has one entry a line, with paths relative to dir; blank lines and lines
-// starting with # are ignored:
-//
-//	dir <path>
-//	file <path> <content>    (content is the rest of the line; a newline is added)
-//	link <path> <target>
-//
-// Parent directories are created as needed. A path that would leave dir,
-// or a line of another shape, is an error naming the line.
-func BuildTree(manifest []byte, dir string) error {
-	sc := bufio.NewScanner(bytes.NewReader(manifest))
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		fields := strings.SplitN(line, " ", 3)
-		if len(fields) < 2 || !filepath.IsLocal(fields[1]) {
-			return fmt.Errorf("manifest line %d: %q", n, line)
-		}
-		path := filepath.Join(dir, fields[1])
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return err
-		}
-		var err error
-		switch {
-		case fields[0] == "dir" && len(fields) == 2:
-			err = os.MkdirAll(path, 0o755)
-		case fields[0] == "file" && len(fields) == 3:
-			err = os.WriteFile(path, []byte(fields[2]+"\n"), 0o644)
-		case fields[0] == "link" && len(fields) == 3:
-			err = os.Symlink(fields[2], path)
-		default:
-			return fmt.Errorf("manifest line %d: %q", n, line)
-		}
-		if err != nil {
-			return fmt.Errorf("manifest line %d: %w", n, err)
-		}
-	}
-	return sc.Err()
-}
 
 // ClaimNode creates <dev>/bus/usb/BBB/DDD as the runtime does when a claim
 // delivers a usbfs node, as a plain file (a test cannot count on
