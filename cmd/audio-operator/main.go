@@ -26,8 +26,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -154,17 +152,10 @@ func runOperator(ctx context.Context, p paths) error {
 	if node == "" {
 		return errors.New("NODE_NAME must be set (the seed sets it from the downward API)")
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	listener, err := metricsserver.Listen(os.Getenv("METRICS_ADDRESS"))
+	reg, err := metricsserver.Start(ctx, os.Getenv("METRICS_ADDRESS"))
 	if err != nil {
 		return err
 	}
-	go func() {
-		if err := metricsserver.Serve(ctx, listener, reg); err != nil {
-			klog.FromContext(ctx).Error(err, "Metrics listener stopped")
-		}
-	}()
 	client, err := kubeclient.New(p.kubeconfig, "audio-operator")
 	if err != nil {
 		return err

@@ -23,8 +23,6 @@ import (
 	"path/filepath"
 	"syscall"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 
@@ -66,17 +64,10 @@ func run(ctx context.Context, kubeconfig, sysRoot, devRoot, registrar, plugins, 
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	listener, err := metricsserver.Listen(os.Getenv("METRICS_ADDRESS"))
+	reg, err := metricsserver.Start(ctx, os.Getenv("METRICS_ADDRESS"))
 	if err != nil {
 		return err
 	}
-	go func() {
-		if err := metricsserver.Serve(ctx, listener, reg); err != nil {
-			klog.FromContext(ctx).Error(err, "Metrics listener stopped")
-		}
-	}()
 	bondsRoot := os.Getenv("BLUETOOTH_BONDS_ROOT")
 	return bluetooth.Run(ctx, bluetooth.Config{
 		NodeName: node, Namespace: ns, KubeClient: client,

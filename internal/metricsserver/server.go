@@ -12,7 +12,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/klog/v2"
 )
 
 // Listen opens addr (host:port, e.g. ":9200"); an empty addr returns a nil
@@ -53,4 +55,24 @@ func Serve(ctx context.Context, l net.Listener, g prometheus.Gatherer) error {
 		return nil
 	}
 	return fmt.Errorf("metrics: %w", err)
+}
+
+// Start is what an operator's main does: a registry holding the Go
+// runtime's and the process's collectors, served on addr (Listen, then
+// Serve in the background until ctx ends; a serving error is logged). It
+// returns the registry for the operator's own metrics. Errors: addr cannot
+// be listened on.
+func Start(ctx context.Context, addr string) (*prometheus.Registry, error) {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	l, err := Listen(addr)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		if err := Serve(ctx, l, reg); err != nil {
+			klog.FromContext(ctx).Error(err, "Metrics listener stopped")
+		}
+	}()
+	return reg, nil
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -47,5 +48,36 @@ func TestEmptyAddressServesNothing(t *testing.T) {
 	}
 	if _, err := Listen("256.0.0.1:bad"); err == nil || !strings.Contains(err.Error(), "256.0.0.1:bad") {
 		t.Fatalf("bad address: %v", err)
+	}
+}
+
+func TestStartServesTheRuntime(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	l, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	reg, err := Start(ctx, addr)
+	if err != nil || reg == nil {
+		t.Fatalf("Start: %v", err)
+	}
+	var body []byte
+	for range 50 {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			body, _ = io.ReadAll(resp.Body)
+			resp.Body.Close()
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(string(body), "go_goroutines") || !strings.Contains(string(body), "process_resident_memory_bytes") {
+		t.Fatalf("scrape lacks the runtime's series:\n%.300s", body)
+	}
+	if _, err := Start(ctx, addr); err == nil {
+		t.Fatal("a taken port was accepted")
 	}
 }
