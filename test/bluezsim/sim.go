@@ -7,18 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
-	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/godbus/dbus/v5"
 
 	"github.com/liken-sh/operators/internal/dbusd"
+	"github.com/liken-sh/operators/test/child"
 )
 
 // template is the dbusmock template that is the simulated bluetoothd.
@@ -77,7 +74,7 @@ type Sim struct {
 	conn    *dbus.Conn // the simulator's control connection
 
 	mu       sync.Mutex
-	bluez    *process        // nil while the BlueZ side is stopped
+	bluez    *child.Process  // nil while the BlueZ side is stopped
 	adapters []adapterRecord // re-registered when the BlueZ side restarts
 	stopped  bool
 }
@@ -153,7 +150,7 @@ func New(t testing.TB, opts Options) *Sim {
 	}
 	t.Cleanup(func() {
 		if t.Failed() {
-			t.Logf("bluezsim call log (%s), last lines:\n%s", s.LogPath(), tail(s.LogPath(), 40))
+			t.Logf("bluezsim call log (%s), last lines:\n%s", s.LogPath(), child.Tail(s.LogPath(), 40))
 		}
 		if err := s.Stop(); err != nil {
 			t.Errorf("bluezsim: stop: %v", err)
@@ -195,13 +192,13 @@ func (s *Sim) StartBlueZ(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p, err := startProcess(filepath.Join(s.dir, "bluez-stderr.log"), []string{"DBUS_SYSTEM_BUS_ADDRESS=" + s.bus.Address()},
+	p, err := child.Start(filepath.Join(s.dir, "bluez-stderr.log"), append(os.Environ(), "DBUS_SYSTEM_BUS_ADDRESS="+s.bus.Address()),
 		Python, "-m", "dbusmock", "--system", "--template", s.templatePath(), "-p", string(params), "-l", s.LogPath())
 	if err != nil {
 		return fmt.Errorf("bluezsim: start %s: %w", Python, err)
 	}
 	if err := s.waitOwner(ctx, p); err != nil {
-		p.stop()
+		p.Stop()
 		return err
 	}
 	s.bluez = p
@@ -215,7 +212,7 @@ func (s *Sim) StartBlueZ(ctx context.Context) error {
 
 // waitOwner polls until org.bluez has an owner, p exits, or the bound
 // passes.
-func (s *Sim) waitOwner(ctx context.Context, p *process) error {
+func (s *Sim) waitOwner(ctx context.Context, p *child.Process) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
 	defer cancel()
 	for {
@@ -225,10 +222,10 @@ func (s *Sim) waitOwner(ctx context.Context, p *process) error {
 			return nil
 		}
 		select {
-		case <-p.done:
-			return fmt.Errorf("bluezsim: the simulated bluetoothd exited (%v) before owning %s:\n%s", p.err, Service, tail(p.logPath, 20))
+		case <-p.Done():
+			return fmt.Errorf("bluezsim: the simulated bluetoothd exited (%v) before owning %s:\n%s", p.Err(), Service, child.Tail(p.LogPath, 20))
 		case <-ctx.Done():
-			return fmt.Errorf("bluezsim: %s not owned after %v: %w\n%s", Service, s.opts.StartTimeout, ctx.Err(), tail(p.logPath, 20))
+			return fmt.Errorf("bluezsim: %s not owned after %v: %w\n%s", Service, s.opts.StartTimeout, ctx.Err(), child.Tail(p.LogPath, 20))
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -248,7 +245,7 @@ func (s *Sim) stopBlueZLocked() error {
 	if s.bluez == nil {
 		return nil
 	}
-	s.bluez.stop()
+	s.bluez.Stop()
 	s.bluez = nil
 	if s.conn == nil {
 		return nil
@@ -301,73 +298,4 @@ func (s *Sim) Stop() error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// process is the simulated bluetoothd's Python process.
-type process struct {
-	cmd     *exec.Cmd
-	logPath string
-	done    chan struct{} // closed once reaped
-	err     error         // valid after done
-}
-
-// startProcess starts name with args and extra environment, output to
-// logPath. The child dies with the test binary (PR_SET_PDEATHSIG): the
-// fork happens on a goroutine locked to its thread, which stays until the
-// child is reaped, because the signal follows the forking thread.
-func startProcess(logPath string, env []string, name string, args ...string) (*process, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(name, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	p := &process{cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread()
-		err := cmd.Start()
-		logFile.Close()
-		started <- err
-		if err != nil {
-			return
-		}
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// stop sends SIGTERM, and SIGKILL after 5 s, and waits for the reap.
-func (p *process) stop() {
-	select {
-	case <-p.done:
-		return
-	default:
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
-
-// tail returns the last n lines of a file, or why it could not be read.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -27,15 +27,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/child"
 )
 
 // DefaultReadyTimeout bounds the wait for each daemon to answer. PipeWire
@@ -304,7 +303,7 @@ func (d *Daemons) StartPipeWire(ctx context.Context) error {
 		}
 		args = append(args, "pipewire")
 	}
-	p, err := startProcess(filepath.Join(d.Root, fmt.Sprintf("pipewire.%d.log", d.n)), d.DaemonEnv(), name, args...)
+	p, err := child.Start(filepath.Join(d.Root, fmt.Sprintf("pipewire.%d.log", d.n)), d.DaemonEnv(), name, args...)
 	if err != nil {
 		d.mu.Unlock()
 		return fmt.Errorf("start pipewire: %w", err)
@@ -334,7 +333,7 @@ func (d *Daemons) StartWirePlumber(ctx context.Context) error {
 		return errors.New("WirePlumber is already running")
 	}
 	d.n++
-	p, err := startProcess(filepath.Join(d.Root, fmt.Sprintf("wireplumber.%d.log", d.n)), d.DaemonEnv(),
+	p, err := child.Start(filepath.Join(d.Root, fmt.Sprintf("wireplumber.%d.log", d.n)), d.DaemonEnv(),
 		"wireplumber", "--profile="+pipewire.Profile)
 	if err != nil {
 		d.mu.Unlock()
@@ -411,7 +410,7 @@ func (d *Daemons) Logs() string {
 	files, _ := filepath.Glob(filepath.Join(d.Root, "*.log"))
 	var b strings.Builder
 	for _, f := range files {
-		fmt.Fprintf(&b, "--- %s\n%s\n", filepath.Base(f), tail(f, 40))
+		fmt.Fprintf(&b, "--- %s\n%s\n", filepath.Base(f), child.Tail(f, 40))
 	}
 	return b.String()
 }
@@ -429,96 +428,4 @@ func (d *Daemons) Stop() error {
 }
 
 // Process is one daemon started by Daemons.
-type Process struct {
-	cmd *exec.Cmd
-	// LogPath is the file holding the process's stdout and stderr.
-	LogPath string
-	done    chan struct{}
-	err     error
-}
-
-// Pid returns the process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
-
-// Done is closed once the process has exited and been reaped.
-func (p *Process) Done() <-chan struct{} { return p.done }
-
-// Exited reports whether Done is closed.
-func (p *Process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// Err returns the exit error once Done is closed (nil for status 0).
-func (p *Process) Err() error {
-	if !p.Exited() {
-		return nil
-	}
-	return p.err
-}
-
-// Stop sends SIGTERM to the process's group, then SIGKILL after 5 s,
-// and waits for the reap. The group, because unshare(1) ignores SIGTERM
-// while it waits for its child; the daemon in it must get the signal.
-func (p *Process) Stop() {
-	if p.Exited() {
-		return
-	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
-}
-
-// startProcess starts name with args and env, output to logPath. The
-// child dies with the test binary (PR_SET_PDEATHSIG): the fork happens on
-// a goroutine locked to its thread, which stays until the child is
-// reaped, because the kernel sends the signal when the forking thread
-// ends, not the process.
-func startProcess(logPath string, env []string, name string, args ...string) (*Process, error) {
-	logFile, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(name, args...)
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	p := &Process{cmd: cmd, LogPath: logPath, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		err := cmd.Start()
-		logFile.Close()
-		started <- err
-		if err != nil {
-			return
-		}
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-// tail returns the last n lines of a file, or why it could not be read.
-func tail(path string, n int) string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+type Process = child.Process
