@@ -33,19 +33,11 @@ var (
 	// The adapter the pod claimed (the recorded tree's Realtek, hci3 on
 	// usbfs 001/005), an adapter on the same node it did not claim
 	// (hci0), and the fixtures' devices.
-	claimed   = mustParse("5C:F3:70:8B:1A:2E")
-	unclaimed = mustParse("00:0C:E7:11:22:33")
-	pad       = mustParse("E4:17:D8:C5:67:6D")
-	mouse     = mustParse("F4:9A:2C:31:7D:05")
+	claimed   = bdaddr.MustParse("5C:F3:70:8B:1A:2E")
+	unclaimed = bdaddr.MustParse("00:0C:E7:11:22:33")
+	pad       = bdaddr.MustParse("E4:17:D8:C5:67:6D")
+	mouse     = bdaddr.MustParse("F4:9A:2C:31:7D:05")
 )
-
-func mustParse(s string) bdaddr.Address {
-	a, err := bdaddr.Parse(s)
-	if err != nil {
-		panic(err)
-	}
-	return a
-}
 
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
@@ -261,9 +253,9 @@ func TestRestore(t *testing.T) {
 	})
 	// Foreign: another adapter's bond here, this adapter's label in another
 	// namespace.
-	create(t, ctx, bonds.EncodeSecret(ns, bonds.Bond{Adapter: unclaimed, Device: mustParse("AA:BB:CC:DD:EE:0A"), Info: padInfo}))
+	create(t, ctx, bonds.EncodeSecret(ns, bonds.Bond{Adapter: unclaimed, Device: bdaddr.MustParse("AA:BB:CC:DD:EE:0A"), Info: padInfo}))
 	namespaceWithReader(t, ctx, "elsewhere")
-	create(t, ctx, bonds.EncodeSecret("elsewhere", bonds.Bond{Adapter: claimed, Device: mustParse("AA:BB:CC:DD:EE:0B"), Info: padInfo}))
+	create(t, ctx, bonds.EncodeSecret("elsewhere", bonds.Bond{Adapter: claimed, Device: bdaddr.MustParse("AA:BB:CC:DD:EE:0B"), Info: padInfo}))
 
 	n := newNode(t)
 	base := t.TempDir()
@@ -468,7 +460,7 @@ func TestHelp(t *testing.T) {
 func TestIndexFlag(t *testing.T) {
 	ctx := context.Background()
 	client := namespaceWithReader(t, ctx, "virtual")
-	vm := mustParse("00:AA:01:00:00:00")
+	vm := bdaddr.MustParse("00:AA:01:00:00:00")
 	create(t, ctx, bonds.EncodeSecret("virtual", bonds.Bond{Adapter: vm, Device: pad, Info: fixture(t, "8bitdo-nes30-pro.info")}))
 	n := newNode(t)
 	n.kernel.Script(1, hcitest.Answer{Info: hci.DevInfo{ID: 1, Name: "hci1", Address: vm}})

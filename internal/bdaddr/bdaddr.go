@@ -107,3 +107,13 @@ func (a Address) format(sep byte, digits string) string {
 	}
 	return string(b)
 }
+
+// MustParse is Parse for addresses written in the program (tests, the
+// demo); it panics on a malformed one.
+func MustParse(s string) Address {
+	a, err := Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return a
+}

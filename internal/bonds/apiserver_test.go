@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/test/e2e/harness"
 )
 
@@ -141,7 +142,7 @@ func TestRoundTripThroughTheAPIServer(t *testing.T) {
 	if _, err := admin.CoreV1().Secrets(namespace).Create(ctx, decoy, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	away := EncodeSecret("elsewhere", Bond{Adapter: adapter, Device: mustParse("AA:BB:CC:DD:EE:09"), Info: bonds[1].Info})
+	away := EncodeSecret("elsewhere", Bond{Adapter: adapter, Device: bdaddr.MustParse("AA:BB:CC:DD:EE:09"), Info: bonds[1].Info})
 	if _, err := admin.CoreV1().Secrets("elsewhere").Create(ctx, away, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

@@ -12,19 +12,11 @@ import (
 // name; the Razer's was not recorded, so it gets a static random address
 // (top two bits set), as its AddressType=static says it has.
 var (
-	adapter    = mustParse("5C:F3:70:8B:1A:2E")
-	otherRadio = mustParse("00:1A:7D:DA:71:13")
-	pad        = mustParse("E4:17:D8:C5:67:6D")
-	mouse      = mustParse("F4:9A:2C:31:7D:05")
+	adapter    = bdaddr.MustParse("5C:F3:70:8B:1A:2E")
+	otherRadio = bdaddr.MustParse("00:1A:7D:DA:71:13")
+	pad        = bdaddr.MustParse("E4:17:D8:C5:67:6D")
+	mouse      = bdaddr.MustParse("F4:9A:2C:31:7D:05")
 )
-
-func mustParse(s string) bdaddr.Address {
-	a, err := bdaddr.Parse(s)
-	if err != nil {
-		panic(err)
-	}
-	return a
-}
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
+
+	"github.com/liken-sh/operators/internal/bdaddr"
 )
 
 func TestSyncWithFakeClient(t *testing.T) {
@@ -79,7 +81,7 @@ func TestSyncLeavesForeignSecretsAlone(t *testing.T) {
 	typed := EncodeSecret("ns", mouse)
 	typed.Type = corev1.SecretTypeBasicAuth
 	client := fake.NewClientset(foreign, typed)
-	bad := Bond{Adapter: adapter, Device: mustParse("AA:BB:CC:DD:EE:07"), Info: []byte("junk")}
+	bad := Bond{Adapter: adapter, Device: bdaddr.MustParse("AA:BB:CC:DD:EE:07"), Info: []byte("junk")}
 
 	report, err := Sync(ctx, client, "ns", []Bond{pad, mouse, bad})
 	if err == nil || len(report.Created)+len(report.Updated) != 0 {
@@ -123,7 +125,7 @@ func TestSyncRefusesAnInfoWithoutKeys(t *testing.T) {
 	bonded := recordedBonds(t)[0]
 	client := fake.NewClientset(EncodeSecret("ns", bonded))
 	keyless := []byte("[General]\nName=8Bitdo NES30 Pro\nClass=0x002508\nTrusted=true\n")
-	stranger := Bond{Adapter: adapter, Device: mustParse("AA:BB:CC:DD:EE:0A"), Info: []byte("[General]\nName=Living room TV\nTrusted=true\n")}
+	stranger := Bond{Adapter: adapter, Device: bdaddr.MustParse("AA:BB:CC:DD:EE:0A"), Info: []byte("[General]\nName=Living room TV\nTrusted=true\n")}
 	afterFailedRepair := Bond{Adapter: adapter, Device: pad, Info: keyless}
 
 	report, err := Sync(ctx, client, "ns", []Bond{afterFailedRepair, stranger, recordedBonds(t)[1]})

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/liken-sh/operators/internal/bdaddr"
 )
 
 // bluezTree lays out what bluetoothd leaves under /var/lib/bluetooth for
@@ -55,7 +57,7 @@ func TestReadTree(t *testing.T) {
 		t.Error("the mouse has no cache file but got a cache")
 	}
 	// An adapter with no directory has no bonds.
-	if bonds, skipped, err := ReadTree(root, mustParse("00:00:00:00:00:01")); err != nil || bonds != nil || skipped != nil {
+	if bonds, skipped, err := ReadTree(root, bdaddr.MustParse("00:00:00:00:00:01")); err != nil || bonds != nil || skipped != nil {
 		t.Fatalf("missing adapter: %v %v %v", bonds, skipped, err)
 	}
 }
@@ -67,7 +69,7 @@ func TestReadTreeSkipsWhatItCannotStore(t *testing.T) {
 	big := append([]byte("[General]\nName=x\n[Attributes]\n"), bytes.Repeat([]byte("0x0001=2800:0008:1800\n"), MaxCacheSize/20)...)
 	writeFile(t, filepath.Join(dir, "cache", mouse.String()), big, 0o600)
 	// An info that is not a key file: no bond.
-	bad := mustParse("AA:BB:CC:DD:EE:03")
+	bad := bdaddr.MustParse("AA:BB:CC:DD:EE:03")
 	writeFile(t, filepath.Join(dir, bad.String(), "info"), []byte("\x00\x01garbage"), 0o600)
 	// A symbolic link where a device directory belongs, and one where an
 	// info file belongs: never followed.
@@ -193,9 +195,9 @@ func TestWriteTreeRefuses(t *testing.T) {
 	}
 	bonds := recordedBonds(t)
 	bonds = append(bonds,
-		Bond{Adapter: otherRadio, Device: mustParse("AA:BB:CC:DD:EE:06"), Info: bonds[0].Info},
-		Bond{Adapter: adapter, Device: mustParse("AA:BB:CC:DD:EE:07"), Info: []byte("not a key file")},
-		Bond{Adapter: adapter, Device: mustParse("AA:BB:CC:DD:EE:08"), Info: bonds[1].Info},
+		Bond{Adapter: otherRadio, Device: bdaddr.MustParse("AA:BB:CC:DD:EE:06"), Info: bonds[0].Info},
+		Bond{Adapter: adapter, Device: bdaddr.MustParse("AA:BB:CC:DD:EE:07"), Info: []byte("not a key file")},
+		Bond{Adapter: adapter, Device: bdaddr.MustParse("AA:BB:CC:DD:EE:08"), Info: bonds[1].Info},
 	)
 	report, err := WriteTree(root, adapter, bonds)
 	if err == nil {
@@ -238,11 +240,11 @@ func keys(m map[string]string) []string {
 func TestReadTreeSkipsAnInfoWithoutKeys(t *testing.T) {
 	root := bluezTree(t)
 	dir := AdapterDir(root, adapter)
-	trusted := mustParse("AA:BB:CC:DD:EE:0A")
+	trusted := bdaddr.MustParse("AA:BB:CC:DD:EE:0A")
 	writeFile(t, filepath.Join(dir, trusted.String(), "info"), []byte("[General]\nName=Living room TV\nTrusted=true\nBlocked=false\n"), 0o600)
 	// Only an identity key: BlueZ can resolve the device's address, but
 	// nothing encrypts a link.
-	irkOnly := mustParse("AA:BB:CC:DD:EE:0B")
+	irkOnly := bdaddr.MustParse("AA:BB:CC:DD:EE:0B")
 	writeFile(t, filepath.Join(dir, irkOnly.String(), "info"), []byte("[General]\nName=Phone\n\n[IdentityResolvingKey]\nKey=00112233445566778899AABBCCDDEEFF\n"), 0o600)
 
 	bonds, skipped, err := ReadTree(root, adapter)
@@ -280,7 +282,7 @@ func TestReadTreeRefusesNamedPipes(t *testing.T) {
 	if err := syscall.Mkfifo(filepath.Join(dir, "cache", pad.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	piped := mustParse("AA:BB:CC:DD:EE:0C")
+	piped := bdaddr.MustParse("AA:BB:CC:DD:EE:0C")
 	if err := os.MkdirAll(filepath.Join(dir, piped.String()), 0o700); err != nil {
 		t.Fatal(err)
 	}

@@ -90,7 +90,7 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 	}()
 	stop = func() { cancel(); <-done; sim.Stop() }
 
-	pad := bluetooth.ControllerName(mustParse(padAddr))
+	pad := bluetooth.ControllerName(bdaddr.MustParse(padAddr))
 	if err := waitForSlice(ctx, c, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool { return hasDevice(s, pad) }); err != nil {
 		stop()
 		return nil, err
@@ -129,7 +129,7 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 		pad, bluetooth.TaintDisconnected, time.Since(start).Round(10*time.Millisecond), opts.SettleQuiet)
 
 	time.Sleep(time.Second) // the bond settle window
-	secrets, err := client.CoreV1().Secrets(bondsNS).List(ctx, metav1.ListOptions{LabelSelector: bonds.AdapterLabel + "=" + mustParse(adapterAddr).Key()})
+	secrets, err := client.CoreV1().Secrets(bondsNS).List(ctx, metav1.ListOptions{LabelSelector: bonds.AdapterLabel + "=" + bdaddr.MustParse(adapterAddr).Key()})
 	if err != nil {
 		stop()
 		return nil, err
@@ -196,14 +196,6 @@ func printSpec(path string) error {
 	}
 	fmt.Printf("  CDI spec %s (what the container runtime reads):\n%s\n", path, indentJSON(data))
 	return nil
-}
-
-func mustParse(s string) bdaddr.Address {
-	a, err := bdaddr.Parse(s)
-	if err != nil {
-		panic(err)
-	}
-	return a
 }
 
 func hasDevice(s *resourceapi.ResourceSlice, name string) bool {
