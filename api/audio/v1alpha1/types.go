@@ -1,0 +1,314 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// Sink is one playback endpoint of a node: an ALSA playback PCM (HDMI,
+// DisplayPort, analog, USB). Its name is the DRA device name.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:subresource:status
+// +kubebuilder:selectablefield:JSONPath=`.status.node`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.node`
+// +kubebuilder:printcolumn:name="Connection",type=string,JSONPath=`.status.connectionType`
+// +kubebuilder:printcolumn:name="Volume",type=integer,JSONPath=`.status.observed.volume`
+// +kubebuilder:printcolumn:name="Mute",type=boolean,JSONPath=`.status.observed.mute`
+// +kubebuilder:printcolumn:name="Claim",type=string,JSONPath=`.status.claim.name`
+// +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Layout",type=string,JSONPath=`.status.layout`
+// +kubebuilder:printcolumn:name="Layout Source",type=string,JSONPath=`.status.layoutSource`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Sink struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +kubebuilder:default={}
+	Spec   SinkSpec   `json:"spec,omitempty"`
+	Status SinkStatus `json:"status,omitempty"`
+}
+
+// SinkList is a list of Sinks.
+//
+// +kubebuilder:object:root=true
+type SinkList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Sink `json:"items"`
+}
+
+// Source is one capture endpoint of a node: an ALSA capture PCM (a
+// microphone or line input), declared to PipeWire as an
+// api.alsa.pcm.source node. Its name is the DRA device name.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:resource:scope=Cluster
+// +kubebuilder:subresource:status
+// +kubebuilder:selectablefield:JSONPath=`.status.node`
+// +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.node`
+// +kubebuilder:printcolumn:name="Connection",type=string,JSONPath=`.status.connectionType`
+// +kubebuilder:printcolumn:name="Volume",type=integer,JSONPath=`.status.observed.volume`
+// +kubebuilder:printcolumn:name="Mute",type=boolean,JSONPath=`.status.observed.mute`
+// +kubebuilder:printcolumn:name="Claim",type=string,JSONPath=`.status.claim.name`
+// +kubebuilder:printcolumn:name="Connected",type=string,JSONPath=`.status.conditions[?(@.type=="Connected")].status`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Source struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// +kubebuilder:default={}
+	Spec   EndpointSpec   `json:"spec,omitempty"`
+	Status EndpointStatus `json:"status,omitempty"`
+}
+
+// SourceList is a list of Sources.
+//
+// +kubebuilder:object:root=true
+type SourceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Source `json:"items"`
+}
+
+// EndpointSpec is what a person asks of a Sink or Source. Every field is
+// optional, and the operator never writes a field that is absent: the
+// hardware keeps whatever it has.
+type EndpointSpec struct {
+	// Volume is the software gain of the endpoint's PipeWire node, in
+	// percent of unity (linear), the same on every channel. It applies at
+	// once, even while a claim holds the endpoint.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=100
+	// +optional
+	Volume *int32 `json:"volume,omitempty"`
+	// Mute silences the endpoint's PipeWire node; on a Source it closes
+	// the microphone. It applies at once, even under a claim.
+	// +optional
+	Mute *bool `json:"mute,omitempty"`
+	// Controls sets the card's mixer controls, by kernel control name
+	// (see status.capabilities), written through the ALSA control
+	// interface: an integer within the control's range, "on" or "off" for
+	// a switch, or an enumerated item's name. A name the endpoint does not
+	// have or a value the control refuses is skipped and reported with an
+	// Event. Two endpoints of one card that set one control: the last
+	// write wins.
+	// +kubebuilder:validation:MaxProperties=128
+	// +optional
+	Controls map[string]intstr.IntOrString `json:"controls,omitempty"`
+}
+
+// SinkSpec is what a person asks of a Sink.
+type SinkSpec struct {
+	EndpointSpec `json:",inline"`
+	// Layout is the channel layout PipeWire declares for the sink, as SPA
+	// channel names in the order the hardware takes the channels (FL, FR,
+	// FC, LFE, RL, RR, SL, SR, ...). It replaces the layout the ELD or the
+	// channel map would give. A change restarts PipeWire, once no stream
+	// is linked to any of the node's endpoints.
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=64
+	// +listType=set
+	// +optional
+	Layout []ChannelPosition `json:"layout,omitempty"`
+}
+
+// ChannelPosition is a SPA channel name (spa/param/audio/raw.h, as
+// PipeWire's audio.position spells it).
+// +kubebuilder:validation:Pattern=`^(MONO|FL|FR|FC|LFE|SL|SR|FLC|FRC|RC|RL|RR|TC|TFL|TFC|TFR|TRL|TRC|TRR|RLC|RRC|FLW|FRW|LFE2|FLH|FCH|FRH|TFLC|TFRC|TSL|TSR|LLFE|RLFE|BC|BLC|BRC|NA|AUX([0-9]|[1-5][0-9]|6[0-3]))$`
+type ChannelPosition string
+
+// EndpointStatus is what the operator observed of a Sink or Source.
+type EndpointStatus struct {
+	// Node is the Kubernetes node the endpoint is on.
+	// +optional
+	Node string `json:"node,omitempty"`
+	// Location is where the card sits, as the kernel spells it: a PCI
+	// function address (0000:00:1f.3) or a USB port path (1-6).
+	// +optional
+	Location string `json:"location,omitempty"`
+	// ConnectionType is how the endpoint reaches a person.
+	// +kubebuilder:validation:Enum=analog;hdmi;displayport;usb;bluetooth
+	// +optional
+	ConnectionType string `json:"connectionType,omitempty"`
+	// Card is the ALSA card this boot.
+	// +optional
+	Card *CardStatus `json:"card,omitempty"`
+	// PCM is the ALSA PCM device.
+	// +optional
+	PCM *PCMStatus `json:"pcm,omitempty"`
+	// NodeName is the PipeWire node.name declared for the endpoint.
+	// +optional
+	NodeName string `json:"nodeName,omitempty"`
+	// Format is the node's negotiated format while it runs.
+	// +optional
+	Format *Format `json:"format,omitempty"`
+	// Capabilities are the card's mixer controls that belong to this
+	// endpoint, by kernel control name: what spec.controls may set.
+	// +optional
+	Capabilities map[string]Capability `json:"capabilities,omitempty"`
+	// Observed is what is actually set.
+	// +optional
+	Observed *Observed `json:"observed,omitempty"`
+	// Claim is the ResourceClaim that holds the endpoint, if one does.
+	// +optional
+	Claim *ClaimReference `json:"claim,omitempty"`
+	// Conditions: Connected, Ready, and on a Sink LayoutApplied.
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// SinkStatus is what the operator observed of a Sink.
+type SinkStatus struct {
+	EndpointStatus `json:",inline"`
+	// Monitor is the display behind an HDMI or DisplayPort output, from
+	// its ELD; absent with no monitor.
+	// +optional
+	Monitor *Monitor `json:"monitor,omitempty"`
+	// Layout is the channel layout declared to PipeWire; absent when the
+	// hardware's channel map or PipeWire's default decides it.
+	// +listType=atomic
+	// +optional
+	Layout []string `json:"layout,omitempty"`
+	// LayoutSource says where Layout came from.
+	// +kubebuilder:validation:Enum=Spec;ELD;ChannelMap;None
+	// +optional
+	LayoutSource LayoutSource `json:"layoutSource,omitempty"`
+}
+
+// LayoutSource is where a Sink's channel layout came from.
+type LayoutSource string
+
+// Layout sources, in the order they are tried.
+const (
+	LayoutFromSpec       LayoutSource = "Spec"
+	LayoutFromELD        LayoutSource = "ELD"
+	LayoutFromChannelMap LayoutSource = "ChannelMap"
+	LayoutFromNone       LayoutSource = "None"
+)
+
+// CardStatus identifies an ALSA card (struct snd_ctl_card_info).
+type CardStatus struct {
+	// Number is the card number this boot (the N of controlC<N>).
+	Number int32 `json:"number"`
+	// ID is the card's id, with a clash suffix where the kernel gave one
+	// (PCH_1).
+	// +optional
+	ID string `json:"id,omitempty"`
+	// +optional
+	Driver string `json:"driver,omitempty"`
+	// +optional
+	Name string `json:"name,omitempty"`
+}
+
+// PCMStatus identifies an ALSA PCM device on its card.
+type PCMStatus struct {
+	// Device is the PCM device number (the D of pcmC<N>D<D>p).
+	Device int32 `json:"device"`
+	// ID is the PCM's id ("HDMI 0", "ALC3266 Analog").
+	// +optional
+	ID string `json:"id,omitempty"`
+}
+
+// Monitor is a display as its ELD describes it (the kernel's
+// sound/hda/hda_eld.c layout of the EDID-like data block).
+type Monitor struct {
+	// Manufacturer is the three-letter PNP id (SAM).
+	// +optional
+	Manufacturer string `json:"manufacturer,omitempty"`
+	// Product is the product code, in hexadecimal.
+	// +optional
+	Product string `json:"product,omitempty"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// PairingID equals the monitor.liken.sh/id device attribute, which
+	// other drivers publish for the same display.
+	// +optional
+	PairingID string `json:"pairingID,omitempty"`
+}
+
+// Format is a running node's audio format (PipeWire's Format param).
+type Format struct {
+	// Rate is in Hz.
+	// +optional
+	Rate int32 `json:"rate,omitempty"`
+	// +optional
+	Channels int32 `json:"channels,omitempty"`
+	// +listType=atomic
+	// +optional
+	Positions []string `json:"positions,omitempty"`
+}
+
+// Capability is one mixer control as the card describes it.
+type Capability struct {
+	// +kubebuilder:validation:Enum=integer;boolean;enumerated
+	Type string `json:"type"`
+	// Min, Max and Step bound an integer control.
+	// +optional
+	Min *int64 `json:"min,omitempty"`
+	// +optional
+	Max *int64 `json:"max,omitempty"`
+	// +optional
+	Step *int64 `json:"step,omitempty"`
+	// MinDecibels and MaxDecibels are the control's dB range from its TLV,
+	// as decimal strings ("-65.25").
+	// +optional
+	MinDecibels string `json:"minDecibels,omitempty"`
+	// +optional
+	MaxDecibels string `json:"maxDecibels,omitempty"`
+	// Values are an enumerated control's items.
+	// +listType=atomic
+	// +optional
+	Values []string `json:"values,omitempty"`
+	// Channels is how many values the control holds.
+	// +optional
+	Channels int32 `json:"channels,omitempty"`
+}
+
+// Observed is what is actually set on an endpoint.
+type Observed struct {
+	// Volume is the node's software gain on its first channel, in percent
+	// of unity.
+	// +optional
+	Volume *int32 `json:"volume,omitempty"`
+	// +optional
+	Mute *bool `json:"mute,omitempty"`
+	// Controls are the values of the endpoint's mixer controls, as
+	// spec.controls spells them.
+	// +optional
+	Controls map[string]string `json:"controls,omitempty"`
+}
+
+// ClaimReference names the ResourceClaim that holds an endpoint.
+type ClaimReference struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// Condition types.
+const (
+	// ConditionConnected: a monitor is present, a jack plugged; always
+	// true for USB.
+	ConditionConnected = "Connected"
+	// ConditionReady: PipeWire holds a node for the endpoint.
+	ConditionReady = "Ready"
+	// ConditionLayoutApplied: the running PipeWire has the Sink's layout.
+	ConditionLayoutApplied = "LayoutApplied"
+)
+
+// Reasons of LayoutApplied.
+const (
+	// ReasonApplied: PipeWire runs with the layout.
+	ReasonApplied = "Applied"
+	// ReasonAwaitingIdle: a new layout waits until no stream is linked to
+	// any of the node's endpoints.
+	ReasonAwaitingIdle = "AwaitingIdle"
+	// ReasonRestarting: the declaration was rewritten and PipeWire is
+	// restarting with it.
+	ReasonRestarting = "Restarting"
+)
