@@ -54,6 +54,12 @@ type Options struct {
 
 	// Registerer receives the core's metrics; nil keeps them private.
 	Registerer prometheus.Registerer
+
+	// OnClaimsChanged, when set, is called after a claim was prepared or
+	// unprepared, so an operator that reports who holds a device
+	// (Driver.Holders) can look again. It is called with the driver's
+	// state locked: it must return at once and must not call the Driver.
+	OnClaimsChanged func()
 }
 
 func (o *Options) complete() error {

@@ -125,6 +125,7 @@ func (d *Driver) prepareClaim(ctx context.Context, claim *resourceapi.ResourceCl
 		return nil, err
 	}
 	d.metrics.preparedClaims.Set(float64(len(d.cp.body.Claims)))
+	d.claimsChanged()
 	logger.V(2).Info("Prepared claim", "devices", len(devices))
 	return d.kubeletDevices(claim.UID, devices), nil
 }
@@ -213,6 +214,7 @@ func (d *Driver) unprepareClaim(ctx context.Context, uid types.UID) error {
 		return err
 	}
 	d.metrics.preparedClaims.Set(float64(len(d.cp.body.Claims)))
+	d.claimsChanged()
 	klog.FromContext(ctx).V(2).Info("Unprepared claim", "uid", uid)
 	return nil
 }
