@@ -322,10 +322,12 @@ func TestUnreadableControlNodeIsReportedAndTheRestStays(t *testing.T) {
 	}
 
 	opener.fail.Store(true)
-	gone := func(p published) bool { _, ok := p[usbOutput]; return !ok }
-	op.wait(t, "the headset's output gone", gone)
+	// The card's microphone goes with it.
+	usbInput := usbOutput + CaptureSuffix
+	gone := func(p published) bool { _, out := p[usbOutput]; _, in := p[usbInput]; return !out && !in }
+	op.wait(t, "the headset's output and input gone", gone)
 	op.waitLog(t, "A claimed card or output has a problem", "card 1 (playback PCM 0 left out)", "control interface", "no such device")
-	othersAsBefore(t, before, op.since(gone), usbOutput)
+	othersAsBefore(t, before, op.since(gone), usbOutput, usbInput)
 
 	// The card answers again: it is published as before.
 	opener.fail.Store(false)
@@ -478,9 +480,9 @@ func TestReconcileAndDeclareNameBadCardsAndOutputs(t *testing.T) {
 	for _, d := range clean.Devices {
 		_, ok := byName[d.Name]
 		switch {
-		case d.Name == usbOutput && ok:
+		case strings.HasPrefix(d.Name, usbOutput) && ok:
 			t.Errorf("%s published without its card", d.Name)
-		case d.Name != usbOutput && !ok:
+		case !strings.HasPrefix(d.Name, usbOutput) && !ok:
 			t.Errorf("%s left out", d.Name)
 		}
 	}

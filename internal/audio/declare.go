@@ -3,7 +3,6 @@ package audio
 import (
 	"fmt"
 
-	"github.com/liken-sh/operators/internal/alsa"
 	"github.com/liken-sh/operators/internal/pipewire"
 )
 
@@ -23,6 +22,11 @@ type DeclareConfig struct {
 	// device where there is no card.
 	ALSAPath string
 	Rate     int
+	// SpecLayouts, when set, reads the spec.layout of the named Sinks
+	// (device names); a Sink it leaves out keeps its hardware layout. An
+	// error makes every output fall back to its hardware layout, and is
+	// reported once in Problems.
+	SpecLayouts func(sinks []string) (map[string][]string, error)
 }
 
 // DeclareResult says what Declare wrote.
@@ -36,9 +40,9 @@ type DeclareResult struct {
 	Problems []error
 }
 
-// Declare writes PipeWire's declaration of every playback PCM of the
-// claimed cards (HDMI outputs with no monitor included) and WirePlumber's
-// fragments. Problems with single cards or outputs are reported and the
+// Declare writes PipeWire's declaration of every playback and capture PCM
+// of the claimed cards (HDMI outputs with no monitor included), each
+// Sink's layout chosen by ChooseLayout, and WirePlumber's fragments. Problems with single cards or outputs are reported and the
 // rest is declared; an error means /dev/snd could not be read or a file
 // could not be written, and the pod must not start on it.
 func Declare(cfg DeclareConfig) (DeclareResult, error) {
@@ -62,7 +66,20 @@ func Declare(cfg DeclareConfig) (DeclareResult, error) {
 		return res, fmt.Errorf("WirePlumber fragments: %w", err)
 	}
 	res.Fragments = frags
-	path, err := pipewire.WriteDeclaration(cfg.PipeWireDir, Outputs(eps, cfg.ALSAPath, cfg.Rate))
+	var spec map[string][]string
+	if cfg.SpecLayouts != nil {
+		var sinks []string
+		for _, e := range eps {
+			if !e.Capture() {
+				sinks = append(sinks, e.Name)
+			}
+		}
+		if spec, err = cfg.SpecLayouts(sinks); err != nil {
+			spec = nil
+			res.Problems = append(res.Problems, fmt.Errorf("Sink layouts unreadable, every output takes its hardware layout: %w", err))
+		}
+	}
+	path, err := pipewire.WriteDeclaration(cfg.PipeWireDir, Outputs(eps, cfg.ALSAPath, cfg.Rate, spec))
 	if err != nil {
 		return res, fmt.Errorf("declaration: %w", err)
 	}
@@ -71,18 +88,18 @@ func Declare(cfg DeclareConfig) (DeclareResult, error) {
 }
 
 // Outputs are the PipeWire declarations of endpoints, with the channel
-// layout each one's hardware states: an HDMI/DP monitor's ELD, a USB
-// card's channel map, else none (PipeWire's stereo).
-func Outputs(eps []Endpoint, alsaPath string, rate int) []pipewire.Output {
+// layout ChooseLayout picks from spec (spec.layout by device name; nil
+// for none) and the hardware.
+func Outputs(eps []Endpoint, alsaPath string, rate int, spec map[string][]string) []pipewire.Output {
 	out := make([]pipewire.Output, 0, len(eps))
 	for _, e := range eps {
 		o := pipewire.Output{
-			Card: e.PCM.Card(), Device: e.PCM.Device(), Direction: pipewire.Playback,
+			Card: e.PCM.Card(), Device: e.PCM.Device(), Direction: direction(e),
 			PCMID: e.PCM.Info.ID, Name: e.NodeName, Output: e.Name,
 			Description: fmt.Sprintf("%s (%s)", e.PCM.Info.ID, e.Card.Name),
 			Path:        alsaPath, Rate: rate,
 		}
-		if l := alsa.ChooseLayout(e.PCM, alsa.ConnectionType(e.PCM, e.Card, e.Identity)); l.Channels > 0 {
+		if l := ChooseLayout(e, spec[e.Name]); l.Channels > 0 {
 			o.Channels, o.Positions = l.Channels, l.Positions
 		}
 		out = append(out, o)

@@ -36,8 +36,14 @@ func Devices(endpoints []Endpoint, live map[string]bool) []dra.Device {
 }
 
 func device(e Endpoint, hasNode bool) dra.Device {
+	// Exactly one of sink and source names the device, which is how the
+	// audio-sink and audio-source DeviceClasses tell them apart.
+	kind := dra.QualifiedName("sink")
+	if e.Capture() {
+		kind = "source"
+	}
 	attrs := dra.Attributes{
-		"sink": dra.String(e.Name),
+		kind:   dra.String(e.Name),
 		"card": dra.Int(int64(e.PCM.Card())),
 		"pcm":  dra.Int(int64(e.PCM.Device())),
 	}

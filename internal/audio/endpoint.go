@@ -29,15 +29,17 @@ type CardState struct {
 	Identity alsa.CardIdentity
 }
 
-// Endpoint is one playback PCM of a claimed card: the unit the operator
-// declares to PipeWire and publishes as a device.
+// Endpoint is one PCM of a claimed card: a playback PCM (a sink) or a
+// capture PCM (a source), the unit the operator declares to PipeWire,
+// publishes as a device and keeps a Sink or Source object for.
 type Endpoint struct {
 	Card     alsa.CardInfo
 	Identity alsa.CardIdentity
 	PCM      alsa.PCM
 	// Name is the DRA device name: the node name, the card's bus and
-	// location, and the PCM id, e.g. "kitchen-pci-0000-00-1f-3-hdmi-0".
-	// Stable across boots, unlike card and PCM numbers.
+	// location, and the PCM id, e.g. "kitchen-pci-0000-00-1f-3-hdmi-0";
+	// a capture PCM's ends in CaptureSuffix. Stable across boots, unlike
+	// card and PCM numbers.
 	Name string
 	// NodeName is the PipeWire node.name declared for it: NodeNamePrefix
 	// and Name without the node part, so it does not change with the node
@@ -45,7 +47,15 @@ type Endpoint struct {
 	NodeName string
 }
 
-// Endpoints lists the playback PCMs of cards. An output whose name cannot
+// CaptureSuffix ends the name of every capture endpoint, so a card's
+// playback and capture PCMs of one id ("ALC3266 Analog") stay apart.
+const CaptureSuffix = "-capture"
+
+// Capture reports whether the endpoint is a capture PCM (a Source).
+func (e Endpoint) Capture() bool { return e.PCM.Stream() == alsa.Capture }
+
+// Endpoints lists the playback and capture PCMs of cards, each card's
+// playback PCMs first. An output whose name cannot
 // be formed (no sysfs identity, no PCM id) is left out with an error naming
 // the card and PCM, never truncated into a collision.
 func Endpoints(node string, cards []CardState) ([]Endpoint, []error) {
@@ -63,31 +73,36 @@ func Endpoints(node string, cards []CardState) ([]Endpoint, []error) {
 		// A USB card may give several PCMs one id ("USB Audio" on a dock);
 		// the device number, fixed by the card's descriptors, tells them
 		// apart.
-		ids := map[string]int{}
+		ids := map[alsa.Stream]map[string]int{alsa.Playback: {}, alsa.Capture: {}}
 		for _, p := range c.Card.PCMs {
-			if p.Stream() == alsa.Playback {
-				ids[dnsLabel(p.Info.ID)]++
+			if ids[p.Stream()] != nil {
+				ids[p.Stream()][dnsLabel(p.Info.ID)]++
 			}
 		}
-		for _, p := range c.Card.PCMs {
-			if p.Stream() != alsa.Playback {
-				continue
+		for _, stream := range []alsa.Stream{alsa.Playback, alsa.Capture} {
+			for _, p := range c.Card.PCMs {
+				if p.Stream() != stream {
+					continue
+				}
+				info := p.Info
+				if ids[stream][dnsLabel(info.ID)] > 1 {
+					info.ID = fmt.Sprintf("%s %d", info.ID, info.Device)
+				}
+				if stream == alsa.Capture && dnsLabel(info.ID) != "" {
+					info.ID += CaptureSuffix
+				}
+				name, err := deviceName(node, place(c.Identity, byPort), info)
+				if err != nil {
+					problems = append(problems, fmt.Errorf("%s: %w", p, err))
+					continue
+				}
+				if prev, dup := seen[name]; dup {
+					problems = append(problems, fmt.Errorf("%s: device name %q already names %s", p, name, prev))
+					continue
+				}
+				seen[name] = p
+				out = append(out, Endpoint{Card: c.Card.Info, Identity: c.Identity, PCM: p, Name: name})
 			}
-			info := p.Info
-			if ids[dnsLabel(info.ID)] > 1 {
-				info.ID = fmt.Sprintf("%s %d", info.ID, info.Device)
-			}
-			name, err := deviceName(node, place(c.Identity, byPort), info)
-			if err != nil {
-				problems = append(problems, fmt.Errorf("%s: %w", p, err))
-				continue
-			}
-			if prev, dup := seen[name]; dup {
-				problems = append(problems, fmt.Errorf("%s: device name %q already names %s", p, name, prev))
-				continue
-			}
-			seen[name] = p
-			out = append(out, Endpoint{Card: c.Card.Info, Identity: c.Identity, PCM: p, Name: name})
 		}
 	}
 	// The node.name is the name without its node part, so it does not

@@ -74,9 +74,23 @@ func TestEndpointsAreNamedByHardwareIdentity(t *testing.T) {
 			t.Errorf("no endpoint %s in %v", want, names)
 		}
 	}
-	for _, n := range names {
-		if strings.Contains(n, "capture") || strings.Contains(n, "microphone") || strings.Contains(n, "jack-in") {
-			t.Errorf("capture PCM published as an output: %s", n)
+	// Capture PCMs are endpoints too (Sources), their names ending in
+	// -capture so a card's playback and capture PCMs of one id stay apart.
+	for _, e := range eps {
+		if e.Capture() != strings.HasSuffix(e.Name, CaptureSuffix) || e.Capture() != strings.HasSuffix(e.NodeName, CaptureSuffix) {
+			t.Errorf("%s (node %s): capture=%v but its names disagree", e.Name, e.NodeName, e.Capture())
+		}
+	}
+	for _, want := range []string{"kitchen-pci-0000-00-1f-3-microphone-capture", "kitchen-usb-1532-0526-00000000-usb-audio-capture"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("no capture endpoint %s in %v", want, names)
+		}
+	}
+	for _, d := range Devices(eps, nil) {
+		_, sink := d.Attributes["sink"]
+		_, source := d.Attributes["source"]
+		if sink == source || source != strings.HasSuffix(d.Name, CaptureSuffix) {
+			t.Errorf("%s: sink attribute %v, source attribute %v; want exactly one, by direction", d.Name, sink, source)
 		}
 	}
 }
@@ -153,7 +167,7 @@ func TestDeviceNameRefusesWhatItCannotForm(t *testing.T) {
 		t.Errorf("a long node name: %q, %v", name, err)
 	}
 	eps, problems := Endpoints(ec2, xpsCards(t))
-	if len(problems) != 0 || len(eps) != 8 || eps[0].NodeName != "liken.audio.pci-0000-00-1f-3-jack-out" {
+	if len(problems) != 0 || len(eps) != 12 || eps[0].NodeName != "liken.audio.pci-0000-00-1f-3-jack-out" {
 		t.Errorf("endpoints of a long-named node: %d, %v, %+v", len(eps), problems, eps[0].NodeName)
 	}
 	if _, err := DeviceName("n", alsa.CardIdentity{Bus: "pci", Location: "0000:00:1f.3"}, alsa.PCMInfo{ID: " (*) "}); err == nil {
@@ -207,7 +221,7 @@ func TestIdenticalUSBCardsAreToldApartByPort(t *testing.T) {
 	}
 	var usb []string
 	for _, e := range eps {
-		if strings.Contains(e.Name, "1532-0526") {
+		if strings.Contains(e.Name, "1532-0526") && !e.Capture() {
 			usb = append(usb, e.Name)
 		}
 	}

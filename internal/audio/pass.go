@@ -13,8 +13,8 @@ import (
 // PipeWire graph: the operator logs Problems, answers prepare from
 // Endpoints and Live, and publishes Devices.
 type Pass struct {
-	// Endpoints are the playback PCMs of the cards that could be read,
-	// in card then PCM order.
+	// Endpoints are the playback and capture PCMs of the cards that could
+	// be read, in the order Endpoints lists them.
 	Endpoints []Endpoint
 	// Devices are the DRA devices of Endpoints, in the same order.
 	Devices []dra.Device
@@ -42,10 +42,10 @@ func Reconcile(node string, hw Hardware, g *pipewire.Graph) (Pass, error) {
 	live := map[string]bool{}
 	if g != nil {
 		for _, n := range g.Nodes {
-			// Only a sink this operator declared counts: every consumer
+			// Only a sink or source this operator declared counts: every consumer
 			// holds the socket and could create a stream node with an
 			// output's node.name to pose as its sink.
-			if n.Declared != nil && n.MediaClass == pipewire.MediaClassSink {
+			if n.Declared != nil && (n.MediaClass == pipewire.MediaClassSink || n.MediaClass == pipewire.MediaClassSource) {
 				live[n.Name] = true
 			}
 		}
