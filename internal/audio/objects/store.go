@@ -1,0 +1,181 @@
+package objects
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+
+	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
+)
+
+// Kind is one of the two resources: "Sink" or "Source".
+type Kind struct {
+	Name     string
+	Resource schema.GroupVersionResource
+}
+
+// The two kinds.
+var (
+	SinkKind   = Kind{Name: "Sink", Resource: audiov1.SinksResource}
+	SourceKind = Kind{Name: "Source", Resource: audiov1.SourcesResource}
+)
+
+// Options are a Store's collaborators.
+type Options struct {
+	// Client reaches the API server (required).
+	Client dynamic.Interface
+	// Node is this node's name; the store follows only objects whose
+	// status.node names it (required).
+	Node string
+	// OnWatchRestart is called with the kind's name each time a watch is
+	// reopened after a failure (audio_watch_restarts_total).
+	OnWatchRestart func(kind string)
+}
+
+// Store follows this node's Sinks and Sources and writes their status.
+// Its methods are safe for concurrent use.
+type Store struct {
+	opts      Options
+	informers map[string]cache.SharedIndexInformer
+	wake      chan struct{}
+}
+
+// New makes a Store; Start runs it.
+func New(opts Options) (*Store, error) {
+	if opts.Client == nil || opts.Node == "" {
+		return nil, errors.New("objects: a client and a node name are required")
+	}
+	s := &Store{opts: opts, informers: map[string]cache.SharedIndexInformer{}, wake: make(chan struct{}, 1)}
+	selector := fields.OneTermEqualSelector("status.node", opts.Node).String()
+	for _, k := range []Kind{SinkKind, SourceKind} {
+		inf := dynamicinformer.NewFilteredDynamicInformer(opts.Client, k.Resource, "", 0, cache.Indexers{},
+			func(o *metav1.ListOptions) { o.FieldSelector = selector }).Informer()
+		// The stores hold what passes read, not what the API server's
+		// field managers wrote.
+		_ = inf.SetTransform(func(obj any) (any, error) {
+			if m, ok := obj.(metav1.Object); ok {
+				m.SetManagedFields(nil)
+			}
+			return obj, nil
+		})
+		kind := k.Name
+		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+			if opts.OnWatchRestart != nil {
+				opts.OnWatchRestart(kind)
+			}
+			cache.DefaultWatchErrorHandler(ctx, r, err)
+		})
+		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { s.poke() },
+			DeleteFunc: func(any) { s.poke() },
+			UpdateFunc: func(oldObj, newObj any) {
+				if specChanged(oldObj, newObj) {
+					s.poke()
+				}
+			},
+		})
+		s.informers[k.Name] = inf
+	}
+	return s, nil
+}
+
+// specChanged says whether an update is one a person made: the generation
+// (spec), the deletion mark or the UID changed. The operator's own status
+// writes change none of them, so they wake no pass.
+func specChanged(oldObj, newObj any) bool {
+	o, ok1 := oldObj.(metav1.Object)
+	n, ok2 := newObj.(metav1.Object)
+	if !ok1 || !ok2 {
+		return true
+	}
+	return o.GetGeneration() != n.GetGeneration() || o.GetUID() != n.GetUID() ||
+		(o.GetDeletionTimestamp() == nil) != (n.GetDeletionTimestamp() == nil)
+}
+
+func (s *Store) poke() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Wake receives when a Sink or Source of this node was added, deleted or
+// had its spec changed: a pass should run.
+func (s *Store) Wake() <-chan struct{} { return s.wake }
+
+// Start runs the informers until ctx ends and waits (bounded by timeout)
+// for their first lists. It returns an error when the lists did not
+// arrive in time (no CRD, no access): the store then still runs and
+// catches up, and passes read what is missing from the API.
+func (s *Store) Start(ctx context.Context, timeout time.Duration) error {
+	synced := make([]cache.InformerSynced, 0, len(s.informers))
+	for _, inf := range s.informers {
+		go inf.RunWithContext(ctx)
+		synced = append(synced, inf.HasSynced)
+	}
+	wait, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if !cache.WaitForCacheSync(wait.Done(), synced...) {
+		return fmt.Errorf("objects: Sinks and Sources not listed within %s", timeout)
+	}
+	return nil
+}
+
+// Names lists the names of this node's objects of kind in the store.
+func (s *Store) Names(k Kind) []string {
+	return s.informers[k.Name].GetStore().ListKeys()
+}
+
+// Sink returns this node's Sink name from the store; ok is false when the
+// store does not hold it. An object that does not convert is an error
+// naming it.
+func (s *Store) Sink(name string) (*audiov1.Sink, bool, error) {
+	var out audiov1.Sink
+	ok, err := s.get(SinkKind, name, &out)
+	return &out, ok, err
+}
+
+// Source is Sink for Sources.
+func (s *Store) Source(name string) (*audiov1.Source, bool, error) {
+	var out audiov1.Source
+	ok, err := s.get(SourceKind, name, &out)
+	return &out, ok, err
+}
+
+func (s *Store) get(k Kind, name string, into any) (bool, error) {
+	obj, ok, err := s.informers[k.Name].GetStore().GetByKey(name)
+	if err != nil || !ok {
+		return false, err
+	}
+	u, isU := obj.(*unstructured.Unstructured)
+	if !isU {
+		return false, fmt.Errorf("%s %s: unexpected %T in the store", k.Name, name, obj)
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
+		return false, fmt.Errorf("%s %s: %w", k.Name, name, err)
+	}
+	return true, nil
+}
+
+// isNotFound, isConflict shorten the API error checks.
+var (
+	isNotFound = apierrors.IsNotFound
+	isConflict = apierrors.IsConflict
+)
+
+// logger is the store's logger from ctx.
+func logger(ctx context.Context) klog.Logger { return klog.FromContext(ctx).WithName("objects") }
+
+var isAlreadyExists = apierrors.IsAlreadyExists
