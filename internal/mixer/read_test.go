@@ -233,8 +233,8 @@ func TestReadTGLDecibels(t *testing.T) {
 		name, amixer, min, max string
 	}{
 		{"Master Playback Volume", "dBscale-min=-65.25dB,step=0.75dB,mute=0", "-65.25", "0"}, // -65.25 + 87 × 0.75
-		{"Mic Boost Volume", "dBscale-min=0.00dB,step=10.00dB,mute=0", "0", "30"},             // 3 × 10
-		{"Capture Volume", "dBscale-min=-17.25dB,step=0.75dB,mute=0", "-17.25", "30"},         // -17.25 + 63 × 0.75
+		{"Mic Boost Volume", "dBscale-min=0.00dB,step=10.00dB,mute=0", "0", "30"},            // 3 × 10
+		{"Capture Volume", "dBscale-min=-17.25dB,step=0.75dB,mute=0", "-17.25", "30"},        // -17.25 + 63 × 0.75
 	} {
 		if !strings.Contains(string(text), tc.amixer) {
 			t.Fatalf("fixture has no %q", tc.amixer)
