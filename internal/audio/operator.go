@@ -9,10 +9,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 
 	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/audio/objects"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/pipewire"
 )
@@ -45,6 +48,12 @@ type Config struct {
 	StartWait  time.Duration
 	Backstop   time.Duration
 	Registerer prometheus.Registerer
+	// Objects, when set, reaches the Sink and Source resources: the
+	// operator creates one per endpoint, writes their status and applies
+	// their spec. Nil runs the DRA driver alone.
+	Objects dynamic.Interface
+	// SetVolume writes a node's volume and mute; nil means the Remote's.
+	SetVolume SetVolumeFunc
 }
 
 func (c *Config) complete() error {
@@ -62,6 +71,9 @@ func (c *Config) complete() error {
 	}
 	if c.Backstop <= 0 {
 		c.Backstop = DefaultBackstop
+	}
+	if c.SetVolume == nil {
+		c.SetVolume = remoteSetVolume(c.Remote)
 	}
 	c.DRA.DriverName, c.DRA.CDIClass = DriverName, CDIClass
 	c.DRA.NodeName, c.DRA.KubeClient, c.DRA.Registerer = c.Node, c.KubeClient, c.Registerer
@@ -92,16 +104,27 @@ func Run(ctx context.Context, cfg Config) error {
 		logger.Error(err, "The declaration PipeWire was started with cannot be read; outputs are published with the sinks the graph holds", "declaration", path)
 	}
 	op := &operator{cfg: cfg, declared: map[string]bool{}, wake: make(chan struct{}, 1),
-		reported: map[string]bool{}, drifted: map[string]bool{}}
+		reported: map[string]bool{}, drifted: map[string]bool{},
+		metrics: newMetrics(cfg.Registerer), volumes: map[string]volumeWrite{}, warned: map[string]bool{},
+		objProblems: map[string]string{}}
 	for _, o := range declared {
 		op.declared[o.Name] = true
 	}
+	// A claim prepared or unprepared changes who holds a Sink.
+	cfg.DRA.OnClaimsChanged = op.poke
 	driver, err := dra.Start(ctx, cfg.DRA, Prepare(op.lookup))
 	if err != nil {
 		return err
 	}
 	defer driver.Stop()
 	op.driver = driver
+	if cfg.Objects != nil {
+		stop, err := op.startObjects(ctx)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	op.watchCards(ctx)
 
 	failures, answered := 0, false
@@ -111,6 +134,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// is scheduled onto a PipeWire that cannot be read, and ends the
 	// operator.
 	giveUp := func(err error) error {
+		op.metrics.observed(sourcePipeWire, false)
 		op.pass(ctx, nil)
 		flush, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -174,8 +198,16 @@ type operator struct {
 	wake     chan struct{}   // ALSA control events
 
 	// Read and written by passes only, which run one at a time.
-	reported map[string]bool // problems logged and not yet gone
-	drifted  map[string]bool // outputs logged as not declared
+	reported    map[string]bool // problems logged and not yet gone
+	drifted     map[string]bool // outputs logged as not declared
+	volumes     map[string]volumeWrite
+	warned      map[string]bool   // spec problems reported
+	objProblems map[string]string // object write failures logged
+
+	metrics  *metrics
+	store    *objects.Store       // nil without Config.Objects
+	recorder record.EventRecorder // nil without Config.Objects
+	objWake  <-chan struct{}      // the store's; nil blocks
 
 	mu    sync.Mutex
 	known map[string]Endpoint // by device name, from the latest pass
@@ -234,6 +266,8 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 			o.pass(ctx, g)
 		case <-o.wake:
 			o.pass(ctx, mon.Latest())
+		case <-o.objWake:
+			o.pass(ctx, mon.Latest())
 		case <-backstop:
 			o.pass(ctx, mon.Latest())
 		}
@@ -244,6 +278,9 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 // PipeWire is not answering, so no output has a sink).
 func (o *operator) pass(ctx context.Context, g *pipewire.Graph) {
 	logger := klog.FromContext(ctx)
+	if g != nil {
+		o.metrics.observed(sourcePipeWire, true)
+	}
 	p, err := Reconcile(o.cfg.Node, o.cfg.Hardware, g)
 	if err != nil {
 		logger.Error(err, "Reading the claimed cards")
@@ -268,6 +305,17 @@ func (o *operator) pass(ctx context.Context, g *pipewire.Graph) {
 	o.known, o.live = known, p.Live
 	o.mu.Unlock()
 	o.publish(ctx, p.Devices)
+	if o.store != nil {
+		o.syncObjects(ctx, p, g)
+	}
+}
+
+// poke wakes a pass without blocking.
+func (o *operator) poke() {
+	select {
+	case o.wake <- struct{}{}:
+	default:
+	}
 }
 
 // report logs each problem of a pass when it first appears and once more
@@ -339,10 +387,7 @@ func (o *operator) watchCards(ctx context.Context) {
 					return
 				}
 				if len(evs) > 0 {
-					select {
-					case o.wake <- struct{}{}:
-					default:
-					}
+					o.poke()
 				}
 			}
 		}(ctl)

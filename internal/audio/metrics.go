@@ -1,0 +1,75 @@
+package audio
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the operator's own Prometheus series (reference-audio §8).
+// Every value is set by a pass and read by a scrape from memory: a scrape
+// touches no card, PipeWire or API server. An endpoint that goes away
+// keeps its last values, since unknown is not disconnected.
+type metrics struct {
+	connected, ready, claimed *prometheus.GaugeVec   // by endpoint
+	reconcile                 *prometheus.HistogramVec // by kind
+	reconcileErrors           *prometheus.CounterVec   // by kind
+	watchRestarts             *prometheus.CounterVec   // by kind
+	observationValid          *prometheus.GaugeVec     // by source
+	observationLast           *prometheus.GaugeVec     // by source
+	controlFailures           *prometheus.CounterVec   // by operation
+}
+
+// Observation sources and control operations, the label values.
+const (
+	sourcePipeWire   = "pipewire"
+	operationVolume  = "volume"
+	operationControl = "control"
+)
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	endpoint := []string{"endpoint"}
+	m := &metrics{
+		connected: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "audio_endpoint_connected",
+			Help: "1 while the endpoint's physical link is up (monitor present, jack plugged, USB listed)."}, endpoint),
+		ready: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "audio_endpoint_ready",
+			Help: "1 while PipeWire holds a node for the endpoint."}, endpoint),
+		claimed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "audio_endpoint_claimed",
+			Help: "1 while a prepared ResourceClaim holds the endpoint."}, endpoint),
+		reconcile: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "audio_reconcile_duration_seconds",
+			Help: "Time to reconcile one Sink or Source.", Buckets: prometheus.DefBuckets}, []string{"kind"}),
+		reconcileErrors: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_reconcile_errors_total",
+			Help: "Sink or Source reconciles that failed."}, []string{"kind"}),
+		watchRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_watch_restarts_total",
+			Help: "Watches of Sinks or Sources reopened after a failure."}, []string{"kind"}),
+		observationValid: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "audio_observation_valid",
+			Help: "1 when the last read of the source succeeded."}, []string{"source"}),
+		observationLast: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "audio_observation_last_success_timestamp_seconds",
+			Help: "Unix time of the source's last successful read."}, []string{"source"}),
+		controlFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_control_failures_total",
+			Help: "Hardware writes (volume, mixer control) that failed."}, []string{"operation"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.connected, m.ready, m.claimed, m.reconcile, m.reconcileErrors, m.watchRestarts,
+			m.observationValid, m.observationLast, m.controlFailures)
+	}
+	return m
+}
+
+// observed records one read of source.
+func (m *metrics) observed(source string, ok bool) {
+	if !ok {
+		m.observationValid.WithLabelValues(source).Set(0)
+		return
+	}
+	m.observationValid.WithLabelValues(source).Set(1)
+	m.observationLast.WithLabelValues(source).Set(float64(time.Now().Unix()))
+}
+
+func gauge(v *prometheus.GaugeVec, endpoint string, on bool) {
+	x := 0.0
+	if on {
+		x = 1
+	}
+	v.WithLabelValues(endpoint).Set(x)
+}

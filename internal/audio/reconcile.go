@@ -1,0 +1,252 @@
+package audio
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2"
+
+	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
+	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/audio/objects"
+	"github.com/liken-sh/operators/internal/mixer"
+	"github.com/liken-sh/operators/internal/pipewire"
+)
+
+func (o *operator) loggerFor(ctx context.Context) klog.Logger { return klog.FromContext(ctx) }
+
+// syncObjects brings this node's Sinks and Sources in step with pass p
+// and graph g (nil: PipeWire is not answering): it applies each object's
+// spec (volume and mute to the node, controls to the card), rewrites the
+// declaration for a layout change once no stream plays, and writes each
+// object's status where it differs. Objects of endpoints that are gone
+// keep everything but their Connected and Ready conditions.
+func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
+	logger := klog.FromContext(ctx)
+	path := filepath.Join(o.cfg.PipeWireDir, pipewire.DeclarationFile)
+	declared, derr := pipewire.ReadDeclaration(path)
+
+	sinks := map[string]*audiov1.Sink{}
+	sources := map[string]*audiov1.Source{}
+	specLayouts := map[string][]string{}
+	for _, e := range p.Endpoints {
+		if e.Capture() {
+			if s, ok, err := o.store.Source(e.Name); ok && err == nil {
+				sources[e.Name] = s
+			}
+			continue
+		}
+		if s, ok, err := o.store.Sink(e.Name); ok && err == nil {
+			sinks[e.Name] = s
+			if len(s.Spec.Layout) > 0 {
+				specLayouts[e.Name] = objects.Positions(s.Spec.Layout)
+			}
+		}
+	}
+
+	plan := LayoutPlan{Wanted: map[string]alsa.Layout{}}
+	if derr == nil {
+		plan = PlanLayouts(p.Endpoints, specLayouts, declared, g)
+	} else {
+		for _, e := range p.Endpoints {
+			if !e.Capture() {
+				plan.Wanted[e.Name] = ChooseLayout(e, specLayouts[e.Name])
+			}
+		}
+	}
+	if len(plan.Outputs) > 0 {
+		o.rewriteLayouts(ctx, plan, sinks)
+	}
+	restarting := DeclarationPending(o.cfg.PipeWireDir, o.cfg.Remote.RuntimeDir)
+
+	holders := o.driver.Holders()
+	mixers := o.readMixers(ctx, p.Endpoints)
+	seen := map[string]bool{}
+	for _, e := range p.Endpoints {
+		seen[e.Name] = true
+		start := time.Now()
+		kind := objects.SinkKind
+		if e.Capture() {
+			kind = objects.SourceKind
+		}
+		var node *pipewire.Node
+		if g != nil && p.Live[e.NodeName] {
+			if n, ok := g.NodeByName(e.NodeName); ok {
+				node = &n
+			}
+		}
+		var controls []mixer.Control
+		if m := mixers[e.PCM.Card()]; m != nil {
+			if e.Capture() {
+				controls = m.Source()
+			} else {
+				controls = m.Sink(e.PCM.Device())
+			}
+		}
+		var holder = holders[e.Name]
+		var hp = &holder
+		if holder.Name == "" {
+			hp = nil
+		}
+		common := EndpointStatus(o.cfg.Node, e, node, controls, hp)
+		var err error
+		if e.Capture() {
+			if obj := sources[e.Name]; obj != nil {
+				o.steer(ctx, kind, obj, e, obj.Spec, node, controls)
+			}
+			_, err = o.store.ApplySource(ctx, e.Name, common)
+		} else {
+			if obj := sinks[e.Name]; obj != nil {
+				o.steer(ctx, kind, obj, e, obj.Spec.EndpointSpec, node, controls)
+			}
+			st := SinkStatus(common, e, plan.Wanted[e.Name], LayoutApplied(e.Name, plan, restarting))
+			_, err = o.store.ApplySink(ctx, e.Name, st)
+		}
+		o.metrics.reconcile.WithLabelValues(kind.Name).Observe(time.Since(start).Seconds())
+		if err != nil {
+			o.metrics.reconcileErrors.WithLabelValues(kind.Name).Inc()
+			o.problem(logger, e.Name, err)
+		} else {
+			o.problemGone(logger, e.Name)
+		}
+		gauge(o.metrics.connected, e.Name, meta.IsStatusConditionTrue(common.Conditions, audiov1.ConditionConnected))
+		gauge(o.metrics.ready, e.Name, node != nil)
+		gauge(o.metrics.claimed, e.Name, hp != nil)
+	}
+	o.markGone(ctx, seen)
+}
+
+// steer applies one object's spec to the hardware.
+func (o *operator) steer(ctx context.Context, kind objects.Kind, obj metav1.Object, e Endpoint, spec audiov1.EndpointSpec, node *pipewire.Node, controls []mixer.Control) {
+	ref := objects.Ref(kind, obj)
+	if err := o.steerVolume(ctx, e.Name, spec, node); err != nil {
+		o.warn(ctx, ref, "VolumeWriteFailed", err.Error())
+	}
+	o.steerControls(ctx, ref, e.PCM.Card(), spec, controls)
+}
+
+// readMixers reads the mixer of each card that has an endpoint. A card
+// whose mixer cannot be read gets no capabilities this pass; the problem
+// is logged once.
+func (o *operator) readMixers(ctx context.Context, eps []Endpoint) map[int]*mixer.Mixer {
+	out := map[int]*mixer.Mixer{}
+	for _, e := range eps {
+		card := e.PCM.Card()
+		if _, done := out[card]; done {
+			continue
+		}
+		out[card] = nil
+		ctl, err := o.cfg.Hardware.opener().Open(card)
+		if err != nil {
+			o.problem(klog.FromContext(ctx), fmt.Sprintf("mixer of card %d", card), err)
+			continue
+		}
+		m, err := mixer.Read(ctl)
+		ctl.Close()
+		if err != nil {
+			o.problem(klog.FromContext(ctx), fmt.Sprintf("mixer of card %d", card), err)
+			continue
+		}
+		out[card] = m
+	}
+	return out
+}
+
+// rewriteLayouts writes the declaration with the new layouts (the PCM
+// set PipeWire was started with), which the pipewire container's first
+// process takes as its cue to restart PipeWire in place, and records a
+// LayoutChanged Event on each Sink whose layout changed.
+func (o *operator) rewriteLayouts(ctx context.Context, plan LayoutPlan, sinks map[string]*audiov1.Sink) {
+	logger := klog.FromContext(ctx)
+	if _, err := pipewire.WriteDeclaration(o.cfg.PipeWireDir, plan.Outputs); err != nil {
+		logger.Error(err, "Writing the declaration for a layout change")
+		return
+	}
+	names := make([]string, 0, len(plan.Changed))
+	for n := range plan.Changed {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		w := plan.Wanted[name]
+		msg := fmt.Sprintf("layout %s -> %s (from %s); PipeWire restarts with it", spell(plan.Changed[name]), spell(w.Positions), sourceName(w))
+		logger.Info("Layout changed", "sink", name, "from", strings.Join(plan.Changed[name], ","), "to", strings.Join(w.Positions, ","), "source", sourceName(w))
+		if s := sinks[name]; s != nil && o.recorder != nil {
+			o.recorder.Event(objects.Ref(objects.SinkKind, s), corev1.EventTypeNormal, "LayoutChanged", msg)
+		}
+	}
+}
+
+func sourceName(l alsa.Layout) string {
+	if l.Source == "" {
+		return string(audiov1.LayoutFromNone)
+	}
+	return string(l.Source)
+}
+
+// markGone writes Connected and Ready false on this node's objects whose
+// endpoint is not in this pass (a USB card unplugged), keeping the rest of
+// their status: the object stays, and says the endpoint is absent.
+func (o *operator) markGone(ctx context.Context, seen map[string]bool) {
+	gone := func(conds []metav1.Condition) []metav1.Condition {
+		out := slices.Clone(conds)
+		for _, t := range []string{audiov1.ConditionConnected, audiov1.ConditionReady} {
+			meta.SetStatusCondition(&out, metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonGone,
+				Message: "the endpoint is not on this node now"})
+		}
+		return out
+	}
+	for _, name := range o.store.Names(objects.SinkKind) {
+		if seen[name] {
+			continue
+		}
+		if s, ok, err := o.store.Sink(name); ok && err == nil {
+			st := *s.Status.DeepCopy()
+			st.Conditions = gone(st.Conditions)
+			st.Claim = nil
+			if _, err := o.store.ApplySink(ctx, name, st); err != nil {
+				o.problem(klog.FromContext(ctx), name, err)
+			}
+			gauge(o.metrics.connected, name, false)
+			gauge(o.metrics.ready, name, false)
+		}
+	}
+	for _, name := range o.store.Names(objects.SourceKind) {
+		if seen[name] {
+			continue
+		}
+		if s, ok, err := o.store.Source(name); ok && err == nil {
+			st := *s.Status.DeepCopy()
+			st.Conditions = gone(st.Conditions)
+			st.Claim = nil
+			if _, err := o.store.ApplySource(ctx, name, st); err != nil {
+				o.problem(klog.FromContext(ctx), name, err)
+			}
+			gauge(o.metrics.connected, name, false)
+			gauge(o.metrics.ready, name, false)
+		}
+	}
+}
+
+// problem logs an object's failure when it first appears.
+func (o *operator) problem(logger klog.Logger, name string, err error) {
+	if o.objProblems[name] == err.Error() {
+		return
+	}
+	o.objProblems[name] = err.Error()
+	logger.Error(err, "Keeping a Sink or Source in step failed", "name", name)
+}
+
+func (o *operator) problemGone(logger klog.Logger, name string) {
+	if _, ok := o.objProblems[name]; ok {
+		delete(o.objProblems, name)
+		logger.Info("A Sink or Source is in step again", "name", name)
+	}
+}

@@ -1,0 +1,140 @@
+package audio
+
+import (
+	"math"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
+	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/mixer"
+	"github.com/liken-sh/operators/internal/pipewire"
+)
+
+// Condition reasons this operator writes besides the LayoutApplied ones.
+const (
+	ReasonMonitorPresent = "MonitorPresent"
+	ReasonNoMonitor      = "NoMonitor"
+	ReasonJackPlugged    = "JackPlugged"
+	ReasonJackUnplugged  = "JackUnplugged"
+	ReasonUSB            = "USB"
+	ReasonNoDetection    = "NoDetection"
+	ReasonNodeReady      = "NodeReady"
+	ReasonNoNode         = "NoNode"
+	ReasonGone           = "Gone"
+)
+
+// EndpointStatus is the status of e that Sinks and Sources share: where
+// it is, its PipeWire node n (nil: PipeWire holds none), the mixer
+// controls that belong to it, who holds it, and the Connected and Ready
+// conditions. Conditions carry no times; the store keeps a condition's
+// lastTransitionTime while its status stays.
+func EndpointStatus(node string, e Endpoint, n *pipewire.Node, controls []mixer.Control, holder *dra.ClaimRef) audiov1.EndpointStatus {
+	st := audiov1.EndpointStatus{
+		Node:           node,
+		Location:       e.Identity.Location,
+		ConnectionType: alsa.ConnectionType(e.PCM, e.Card, e.Identity),
+		Card:           &audiov1.CardStatus{Number: int32(e.Card.Card), ID: e.Card.ID, Driver: e.Card.Driver, Name: e.Card.Name},
+		PCM:            &audiov1.PCMStatus{Device: int32(e.PCM.Device()), ID: e.PCM.Info.ID},
+		NodeName:       e.NodeName,
+	}
+	observed := &audiov1.Observed{}
+	if n != nil {
+		if f := n.Format; f != nil && f.Rate > 0 {
+			st.Format = &audiov1.Format{Rate: int32(f.Rate), Channels: int32(f.Channels), Positions: f.Positions}
+		}
+		observed.Volume, observed.Mute = ObservedVolume(n)
+	}
+	if len(controls) > 0 {
+		st.Capabilities = make(map[string]audiov1.Capability, len(controls))
+		observed.Controls = make(map[string]string, len(controls))
+		for _, c := range controls {
+			st.Capabilities[c.Key] = capability(c)
+			observed.Controls[c.Key] = c.Format()
+		}
+	}
+	if observed.Volume != nil || observed.Mute != nil || observed.Controls != nil {
+		st.Observed = observed
+	}
+	if holder != nil {
+		st.Claim = &audiov1.ClaimReference{Namespace: holder.Namespace, Name: holder.Name}
+	}
+	st.Conditions = []metav1.Condition{connected(e, st.ConnectionType), ready(n != nil)}
+	return st
+}
+
+// ObservedVolume reads a node's software volume as spec.volume spells it:
+// the first channel's linear gain in percent of unity, rounded, and the
+// mute switch. Either is nil when the node's Props do not carry it.
+func ObservedVolume(n *pipewire.Node) (*int32, *bool) {
+	if n == nil || n.Volume == nil {
+		return nil, nil
+	}
+	var vol *int32
+	if cv := n.Volume.ChannelVolumes; len(cv) > 0 {
+		v := int32(math.Round(cv[0] * 100))
+		vol = &v
+	}
+	return vol, n.Volume.Mute
+}
+
+func capability(c mixer.Control) audiov1.Capability {
+	out := audiov1.Capability{Type: c.Kind(), MinDecibels: c.MinDecibels(), MaxDecibels: c.MaxDecibels(), Channels: int32(c.Channels)}
+	switch c.Type {
+	case alsa.TypeInteger, alsa.TypeInteger64:
+		lo, hi, step := c.Min, c.Max, c.Step
+		out.Min, out.Max = &lo, &hi
+		if step > 0 {
+			out.Step = &step
+		}
+	case alsa.TypeEnumerated:
+		out.Values = append([]string(nil), c.Items...)
+	}
+	return out
+}
+
+// connected is the physical link: a monitor behind an HDMI/DP output (a
+// valid ELD), a plugged jack where the card detects one, always for USB;
+// a card that cannot tell is taken as connected.
+func connected(e Endpoint, connType string) metav1.Condition {
+	c := metav1.Condition{Type: audiov1.ConditionConnected, Status: metav1.ConditionTrue}
+	switch {
+	case !e.Capture() && e.PCM.HasELD && e.PCM.ELD.Valid():
+		c.Reason, c.Message = ReasonMonitorPresent, "the monitor's ELD is valid"
+	case !e.Capture() && e.PCM.HasELD:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNoMonitor, "no monitor answers on this port"
+	case connType == alsa.ConnUSB:
+		c.Reason, c.Message = ReasonUSB, "a USB card is connected while it is listed"
+	case e.PCM.Jack != nil && !e.PCM.Jack.Phantom && e.PCM.Jack.Plugged:
+		c.Reason, c.Message = ReasonJackPlugged, e.PCM.Jack.ID.Name+" is plugged"
+	case e.PCM.Jack != nil && !e.PCM.Jack.Phantom:
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonJackUnplugged, e.PCM.Jack.ID.Name+" is unplugged"
+	default:
+		c.Reason, c.Message = ReasonNoDetection, "the card does not detect what is connected"
+	}
+	return c
+}
+
+func ready(live bool) metav1.Condition {
+	if live {
+		return metav1.Condition{Type: audiov1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonNodeReady, Message: "PipeWire holds the node"}
+	}
+	return metav1.Condition{Type: audiov1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNoNode, Message: "PipeWire holds no node for this endpoint"}
+}
+
+// SinkStatus adds a Sink's own fields to EndpointStatus: the monitor from
+// the ELD, the layout it should run with, and LayoutApplied.
+func SinkStatus(common audiov1.EndpointStatus, e Endpoint, layout alsa.Layout, applied metav1.Condition) audiov1.SinkStatus {
+	st := audiov1.SinkStatus{EndpointStatus: common}
+	if el := e.PCM.ELD.ELD; el != nil && e.PCM.ELD.Valid() {
+		st.Monitor = &audiov1.Monitor{Manufacturer: el.PNPID(), Product: el.Product(), Name: el.MonitorName, PairingID: el.MonitorID()}
+	}
+	st.Layout = layout.Positions
+	st.LayoutSource = audiov1.LayoutFromNone
+	if layout.Source != alsa.LayoutNone {
+		st.LayoutSource = audiov1.LayoutSource(layout.Source)
+	}
+	st.Conditions = append(st.Conditions, applied)
+	return st
+}
