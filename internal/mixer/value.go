@@ -16,7 +16,9 @@ import (
 // item number the control does not have, which no driver should report,
 // as the number). When every channel holds the same value, that one value
 // ("75"); when they differ, each channel's value in order, joined by
-// commas ("75,70"), so the status never hides a difference.
+// commas ("75,70"), so the status never hides a difference. Parse reads
+// back whatever Format writes, unless an enumerated control's item names
+// make the list ambiguous (an item named "B,C" beside items "B" and "C").
 func (c Control) Format() string {
 	parts := make([]string, 0, len(c.Value))
 	for _, x := range c.Value {
@@ -54,8 +56,9 @@ func (c Control) formatOne(x int64) string {
 //
 // One value sets every channel alike. A comma-separated list with one
 // value per channel sets each channel, as Format spells a difference (an
-// enumerated value is first tried whole, so an item whose name holds a
-// comma is still found). Spaces around values are ignored.
+// enumerated value is first tried whole, then as item names that may
+// themselves hold commas, so whatever Format writes parses back). Spaces
+// around values are ignored.
 //
 // The error names the control and the value and says why: "Master
 // Playback Volume: 140 is past the maximum 87".
@@ -71,6 +74,12 @@ func (c Control) Parse(s string) (alsa.Value, error) {
 	}
 	if !strings.Contains(s, ",") {
 		return v, err
+	}
+	if c.Type == alsa.TypeEnumerated {
+		if ints, ok := c.enumList(s); ok {
+			v.Ints = ints
+			return v, nil
+		}
 	}
 	parts := strings.Split(s, ",")
 	if len(parts) != c.Channels {
@@ -94,6 +103,46 @@ func (c Control) ParseIntOrString(v intstr.IntOrString) (alsa.Value, error) {
 		return c.Parse(strconv.FormatInt(int64(v.IntVal), 10))
 	}
 	return c.Parse(v.StrVal)
+}
+
+// enumList reads s as exactly Channels item names joined by commas,
+// where item names may hold commas themselves ("B,C,A" over items "A" and
+// "B,C" is "B,C" then "A"): a search over where each item ends, which
+// remembers the (offset, channels left) pairs that failed, so it stays
+// linear in len(s) × Channels × items whatever the names.
+func (c Control) enumList(s string) ([]int64, bool) {
+	type state struct{ at, left int }
+	failed := map[state]bool{}
+	out := make([]int64, 0, c.Channels)
+	var match func(at, left int) bool
+	match = func(at, left int) bool {
+		if failed[state{at, left}] {
+			return false
+		}
+		rest := strings.TrimLeft(s[at:], " ")
+		start := len(s) - len(rest) // where the item starts in s
+		for i, item := range c.Items {
+			if item == "" || !strings.HasPrefix(rest, item) {
+				continue
+			}
+			end := start + len(item)
+			after := strings.TrimLeft(s[end:], " ")
+			out = append(out, int64(i))
+			if left == 1 && after == "" {
+				return true
+			}
+			if left > 1 && strings.HasPrefix(after, ",") && match(len(s)-len(after)+1, left-1) {
+				return true
+			}
+			out = out[:len(out)-1]
+		}
+		failed[state{at, left}] = true
+		return false
+	}
+	if c.Channels < 1 || !match(0, c.Channels) {
+		return nil, false
+	}
+	return out, true
 }
 
 // parseOne reads one channel's value.

@@ -104,6 +104,8 @@ func TestParse(t *testing.T) {
 	defer c.Close()
 	m := readHDA(t, c)
 	all := append(m.Sink(0), m.Source()...)
+	all = append(all, fuzzControls[5])
+	all[len(all)-1].Key = "Stereo Source" // items "A", "B,C", "B", "D"
 	for _, tc := range []struct {
 		key  string
 		in   intstr.IntOrString
@@ -120,6 +122,11 @@ func TestParse(t *testing.T) {
 		{"Input Source", intstr.FromString("Headset Mic"), []int64{1}},
 		{"Input Source", intstr.FromString("Mic, Rear"), []int64{2}}, // an item with a comma, taken whole
 		{"Beep Playback Volume", intstr.FromInt32(-10), []int64{-10}},
+		{"Stereo Source", intstr.FromString("B,C,A"), []int64{1, 0}},
+		{"Stereo Source", intstr.FromString("A, B,C"), []int64{0, 1}},
+		{"Stereo Source", intstr.FromString("B,C"), []int64{1, 1}}, // one item, both channels
+		{"Stereo Source", intstr.FromString("B,B"), []int64{2, 2}},
+		{"Stereo Source", intstr.FromString("B,D"), []int64{2, 3}},
 		{"Beep Playback Volume", intstr.FromString("4"), []int64{4}},
 	} {
 		ctl := find(t, all, tc.key)
