@@ -25,13 +25,17 @@ import (
 	"os/signal"
 	"path/filepath"
 	"syscall"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/liken-sh/operators/internal/alsa"
 	"github.com/liken-sh/operators/internal/audio"
 	"github.com/liken-sh/operators/internal/audio/modes"
+	"github.com/liken-sh/operators/internal/audio/objects"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/kubeclient"
 	"github.com/liken-sh/operators/internal/metricsserver"
@@ -126,17 +130,37 @@ func (p paths) hardware() audio.Hardware {
 	return h
 }
 
+// version is the release, set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// layoutReadTimeout bounds each Sink read of the declare container: the
+// pod starts on the hardware's layouts rather than wait for an API server
+// that does not answer.
+const layoutReadTimeout = 3 * time.Second
+
 func runDeclare(p paths) error {
 	if os.Getenv("NODE_NAME") == "" {
 		return errors.New("NODE_NAME must be set: every output's name starts with it (the seed sets it from the downward API)")
 	}
+	logger := klog.Background()
 	_, mediaBus := os.LookupEnv("DBUS_SYSTEM_BUS_ADDRESS")
-	res, err := audio.Declare(audio.DeclareConfig{
+	cfg := audio.DeclareConfig{
 		Hardware: p.hardware(), Node: os.Getenv("NODE_NAME"),
 		PipeWireDir: p.pipewireDir, WirePlumberDir: p.wireplumberDir, MediaBus: mediaBus,
 		ALSAPath: p.alsaPath, Rate: p.rate,
-	})
-	logger := klog.Background()
+	}
+	// The Sinks' layouts come from the API server; with no client at all
+	// (no kubeconfig, not in a pod) every output takes its hardware's.
+	if rc, err := kubeclient.Config(p.kubeconfig, "audio-operator/declare"); err != nil {
+		logger.Info("No API server to read Sink layouts from; every output takes its hardware layout", "reason", err.Error())
+	} else if dyn, err := dynamic.NewForConfig(rc); err != nil {
+		logger.Info("No API client to read Sink layouts with; every output takes its hardware layout", "reason", err.Error())
+	} else {
+		cfg.SpecLayouts = func(sinks []string) (map[string][]string, error) {
+			return objects.ReadLayouts(context.Background(), dyn, sinks, layoutReadTimeout)
+		}
+	}
+	res, err := audio.Declare(cfg)
 	for _, problem := range res.Problems {
 		logger.Info("Declare problem", "problem", problem)
 	}
@@ -156,7 +180,16 @@ func runOperator(ctx context.Context, p paths) error {
 	if err != nil {
 		return err
 	}
-	client, err := kubeclient.New(p.kubeconfig, "audio-operator")
+	metricsserver.BuildInfo(reg, "audio-operator", version)
+	rc, err := kubeclient.Config(p.kubeconfig, "audio-operator")
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	dyn, err := dynamic.NewForConfig(rc)
 	if err != nil {
 		return err
 	}
@@ -166,7 +199,7 @@ func runOperator(ctx context.Context, p paths) error {
 	}
 	return audio.Run(ctx, audio.Config{
 		Node: node, KubeClient: client, Hardware: p.hardware(),
-		Remote: pipewire.Remote{RuntimeDir: runtime}, PipeWireDir: p.pipewireDir,
+		Remote: pipewire.Remote{RuntimeDir: runtime}, PipeWireDir: p.pipewireDir, Objects: dyn,
 		DRA: dra.Options{
 			RegistrarDir: p.registrar, PluginDir: filepath.Join(p.plugins, audio.DriverName), CDIDir: p.cdi,
 			PodUID: types.UID(os.Getenv("POD_UID")),

@@ -48,7 +48,7 @@ func TestDeclareModeTakesItsFlagsAndNothingElse(t *testing.T) {
 		t.Fatalf("declare: exit %d\n%s", code, out)
 	}
 	outs, err := pipewire.ReadDeclaration(filepath.Join(pw, pipewire.DeclarationFile))
-	if err != nil || len(outs) != 8 {
+	if err != nil || len(outs) != 12 { // 8 playback, 4 capture
 		t.Fatalf("declaration: %d outputs, %v", len(outs), err)
 	}
 	for name, c := range map[string]struct {
