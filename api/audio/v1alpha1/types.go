@@ -117,8 +117,10 @@ type SinkSpec struct {
 }
 
 // ChannelPosition is a SPA channel name (spa/param/audio/raw.h, as
-// PipeWire's audio.position spells it).
-// +kubebuilder:validation:Pattern=`^(MONO|FL|FR|FC|LFE|SL|SR|FLC|FRC|RC|RL|RR|TC|TFL|TFC|TFR|TRL|TRC|TRR|RLC|RRC|FLW|FRW|LFE2|FLH|FCH|FRH|TFLC|TFRC|TSL|TSR|LLFE|RLFE|BC|BLC|BRC|NA|AUX([0-9]|[1-5][0-9]|6[0-3]))$`
+// PipeWire's audio.position spells it): the named positions, NA, and
+// AUX0 to AUX63. The schema enumerates them rather than matching a
+// pattern, so `kubectl explain` and a refusal both list the valid names.
+// +kubebuilder:validation:Enum=MONO;FL;FR;FC;LFE;SL;SR;FLC;FRC;RC;RL;RR;TC;TFL;TFC;TFR;TRL;TRC;TRR;RLC;RRC;FLW;FRW;LFE2;FLH;FCH;FRH;TFLC;TFRC;TSL;TSR;LLFE;RLFE;BC;BLC;BRC;NA;AUX0;AUX1;AUX2;AUX3;AUX4;AUX5;AUX6;AUX7;AUX8;AUX9;AUX10;AUX11;AUX12;AUX13;AUX14;AUX15;AUX16;AUX17;AUX18;AUX19;AUX20;AUX21;AUX22;AUX23;AUX24;AUX25;AUX26;AUX27;AUX28;AUX29;AUX30;AUX31;AUX32;AUX33;AUX34;AUX35;AUX36;AUX37;AUX38;AUX39;AUX40;AUX41;AUX42;AUX43;AUX44;AUX45;AUX46;AUX47;AUX48;AUX49;AUX50;AUX51;AUX52;AUX53;AUX54;AUX55;AUX56;AUX57;AUX58;AUX59;AUX60;AUX61;AUX62;AUX63
 type ChannelPosition string
 
 // EndpointStatus is what the operator observed of a Sink or Source.
