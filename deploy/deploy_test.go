@@ -1,8 +1,10 @@
 // Package deploy_test proves the kustomize bases in deploy/ against a real
 // API server: what `kubectl apply -k deploy/<operator>` sends is what the
 // seed manifests say, the API server accepts all of it, the operators'
-// DaemonSets land only where their hardware is, and the admission policy
-// keeps each operator's ServiceAccount to its own node's ResourceSlice.
+// DaemonSets land only where their hardware is, the admission policy
+// keeps each operator's ServiceAccount to its own node's ResourceSlice,
+// and the audio base's Sink and Source CRDs serve what the audio operator
+// does with them and refuse a bad spec by field (audio_test.go).
 package deploy_test
 
 import (
@@ -69,6 +71,11 @@ type base struct {
 	// secretVerbs are all the operator's ServiceAccount may do with
 	// Secrets, and only in liken-system.
 	secretVerbs []string
+	// rendered, if not nil, checks more of what kustomize renders from
+	// the base and its components, before anything is applied.
+	rendered func(t *testing.T, k *kube, root string, objects []string)
+	// applied, if not nil, checks more once the base is applied.
+	applied func(t *testing.T, c *harness.Cluster, k *kube)
 }
 
 var bases = []base{
@@ -112,6 +119,8 @@ var bases = []base{
 		// 001_b6cdbdd289a89b70.txt.
 		seedSHA256: "3bd365fcf940876ae2ef05f2529d87bdc2ab52041d31ad60ab1a7629dd8747c0",
 		objects: []string{
+			"CustomResourceDefinition/sinks.audio.liken.sh",
+			"CustomResourceDefinition/sources.audio.liken.sh",
 			"Namespace/liken-system",
 			"ServiceAccount/audio-operator",
 			"ClusterRole/audio-operator",
@@ -124,6 +133,8 @@ var bases = []base{
 			"ResourceClaimTemplate/sound-card",
 			"DaemonSet/audio-operator",
 		},
+		rendered: checkPodMonitor,
+		applied:  checkAudioResources,
 	},
 }
 
@@ -178,6 +189,9 @@ func TestBases(t *testing.T) {
 			seedDocs := parseDocs(t, b.dir+"/operator.yaml", seed)
 
 			t.Run("renders", func(t *testing.T) { checkRendered(t, b, docs, seedDocs) })
+			if b.rendered != nil {
+				t.Run("components", func(t *testing.T) { b.rendered(t, k, root, b.objects) })
+			}
 			if t.Failed() {
 				return
 			}
@@ -188,6 +202,9 @@ func TestBases(t *testing.T) {
 			t.Run("schedules", func(t *testing.T) { checkScheduling(t, c, b) })
 			t.Run("policy", func(t *testing.T) { checkPolicy(t, k, b) })
 			t.Run("secrets", func(t *testing.T) { checkSecrets(t, k, b) })
+			if b.applied != nil {
+				t.Run("resources", func(t *testing.T) { b.applied(t, c, k) })
+			}
 		})
 	}
 }
@@ -534,6 +551,16 @@ spec:
 // kube runs the control plane's kubectl against the test cluster.
 type kube struct {
 	bin, kubeconfig string
+}
+
+// runAs runs kubectl with the impersonation flags as (none for the
+// cluster's admin) and stdin, if not empty.
+func (k *kube) runAs(ctx context.Context, as []string, stdin string, args ...string) (string, error) {
+	var in io.Reader
+	if stdin != "" {
+		in = strings.NewReader(stdin)
+	}
+	return k.run(ctx, in, append(slices.Clone(as), args...)...)
 }
 
 // run returns kubectl's stdout; on failure the error carries its stderr.
