@@ -25,6 +25,7 @@ type Guest struct {
 var Guests = []Guest{
 	{"alsa", "./internal/alsa"},     // the control interface's ioctls on three real cards
 	{"audio", "./internal/audio"},   // declare against those cards' /dev/snd
+	{"mixer", "./internal/mixer"},   // mixer controls read, attached and written on those cards
 	{"uevent", "./internal/uevent"}, // the listener on a module load and on a uhid device
 	{"hid", "./internal/hid"},       // discovery of a uhid Bluetooth gamepad
 	{"hci", "./internal/hci"},       // HCIGETDEVINFO on btvirt's controllers
