@@ -28,8 +28,8 @@ const IEC958SwitchName = "IEC958 Playback Switch"
 // elements in the order they are added. So a PCM's slot is the index of
 // the IEC958 Playback Switch that comes last before its ELD element in
 // numid order. An ELD element with no switch before it since the previous
-// ELD (an HDMI codec that makes none, such as ASoC's hdmi-codec) gets no
-// slot.
+// ELD (an HDMI codec that makes none, such as ASoC's hdmi-codec) maps to
+// -1: an HDMI/DP output with no control of its own.
 func HDMISlots(ids []alsa.ElemID) map[int]int {
 	sorted := slices.Clone(ids)
 	slices.SortStableFunc(sorted, func(a, b alsa.ElemID) int { return cmp.Compare(a.NumID, b.NumID) })
@@ -40,9 +40,7 @@ func HDMISlots(ids []alsa.ElemID) map[int]int {
 		case id.Iface == alsa.IfaceMixer && id.Name == IEC958SwitchName:
 			last = int(id.Index)
 		case id.IsELD():
-			if last >= 0 {
-				slots[int(id.Device)] = last
-			}
+			slots[int(id.Device)] = last
 			last = -1
 		}
 	}
@@ -124,7 +122,7 @@ func SideOf(id alsa.ElemID, slots map[int]int) Side {
 
 // Sink returns the controls of the card's playback PCM device, with Key
 // set: the IEC958 switch of its slot for an HDMI/DP PCM (one in
-// HDMISlots), otherwise (an analog or USB output) every control SideOf
+// HDMISlots; none when its slot is -1), otherwise (an analog or USB output) every control SideOf
 // sends to the sinks. Every sink of a card that is not HDMI/DP gets the
 // same controls; two that set one control: the last write wins.
 func (m *Mixer) Sink(device int) []Control {

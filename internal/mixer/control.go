@@ -92,7 +92,7 @@ type Mixer struct {
 	// element order.
 	Controls []Control
 	// HDMISlots maps each HDMI/DP PCM device of the card to the index of
-	// its IEC958 controls (see HDMISlots).
+	// its IEC958 controls, -1 when it has none (see HDMISlots).
 	HDMISlots map[int]int
 	// Err joins what could not be read without stopping the rest: an
 	// element left out because its info or value did not read, or a TLV

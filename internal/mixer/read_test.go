@@ -133,16 +133,31 @@ func TestHDMISlotsXPS(t *testing.T) {
 	if s := read(t, xps(t, 1)).HDMISlots; len(s) != 0 {
 		t.Errorf("Razer: HDMI slots %v", s)
 	}
-	// An ELD with no switch before it gets no slot; a switch after the
-	// last ELD belongs to nothing.
+	// An ELD with no switch before it since the last ELD has slot -1 and
+	// no controls; a switch after the last ELD belongs to nothing.
 	ids := []alsa.ElemID{
 		{NumID: 9, Iface: alsa.IfacePCM, Device: 3, Name: "ELD"},
 		{NumID: 8, Iface: alsa.IfaceMixer, Name: IEC958SwitchName, Index: 4},
 		{NumID: 10, Iface: alsa.IfacePCM, Device: 7, Name: "ELD"},
 		{NumID: 11, Iface: alsa.IfaceMixer, Name: IEC958SwitchName, Index: 5},
 	}
-	if got := HDMISlots(ids); !maps.Equal(got, map[int]int{3: 4}) {
-		t.Errorf("HDMISlots(%v) = %v, want map[3:4] (sorted by numid)", ids, got)
+	slots := HDMISlots(ids)
+	if !maps.Equal(slots, map[int]int{3: 4, 7: -1}) {
+		t.Errorf("HDMISlots(%v) = %v, want map[3:4 7:-1] (sorted by numid)", ids, slots)
+	}
+	bare := &Mixer{HDMISlots: slots, Controls: []Control{
+		{ID: alsa.ElemID{Iface: alsa.IfaceMixer, Name: "Master Playback Volume"}},
+		{ID: alsa.ElemID{Iface: alsa.IfaceMixer, Name: IEC958SwitchName, Index: 4}},
+		{ID: alsa.ElemID{Iface: alsa.IfaceMixer, Name: IEC958SwitchName, Index: 5}},
+	}}
+	if got := bare.Sink(7); len(got) != 0 {
+		t.Errorf("HDMI PCM without a switch: controls %q, want none", keys(got))
+	}
+	if got := keys(bare.Sink(3)); !slices.Equal(got, []string{IEC958SwitchName}) {
+		t.Errorf("HDMI PCM 3: controls %q", got)
+	}
+	if got := keys(bare.Sink(0)); !slices.Equal(got, []string{"Master Playback Volume", IEC958SwitchName}) {
+		t.Errorf("analog PCM 0: controls %q, want the master and the slotless switch", got)
 	}
 }
 
