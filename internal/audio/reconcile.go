@@ -36,14 +36,22 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 	sinks := map[string]*audiov1.Sink{}
 	sources := map[string]*audiov1.Source{}
 	specLayouts := map[string][]string{}
+	unread := false
 	for _, e := range p.Endpoints {
 		if e.Capture() {
-			if s, ok, err := o.store.Source(e.Name); ok && err == nil {
+			if s, ok, err := o.store.Source(ctx, e.Name); ok && err == nil {
 				sources[e.Name] = s
 			}
 			continue
 		}
-		if s, ok, err := o.store.Sink(e.Name); ok && err == nil {
+		s, ok, err := o.store.Sink(ctx, e.Name)
+		if err != nil {
+			// Without the spec the wanted layout is unknown: no layout
+			// is rewritten on a guess this pass.
+			unread = true
+			o.problem(logger, e.Name, err)
+		}
+		if ok && err == nil {
 			sinks[e.Name] = s
 			if len(s.Spec.Layout) > 0 {
 				specLayouts[e.Name] = objects.Positions(s.Spec.Layout)
@@ -54,6 +62,9 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 	plan := LayoutPlan{Wanted: map[string]alsa.Layout{}}
 	if derr == nil {
 		plan = PlanLayouts(p.Endpoints, specLayouts, declared, g)
+		if unread {
+			plan.Outputs = nil
+		}
 	} else {
 		for _, e := range p.Endpoints {
 			if !e.Capture() {
@@ -207,7 +218,7 @@ func (o *operator) markGone(ctx context.Context, seen map[string]bool) {
 		if seen[name] {
 			continue
 		}
-		if s, ok, err := o.store.Sink(name); ok && err == nil {
+		if s, ok, err := o.store.Sink(ctx, name); ok && err == nil {
 			st := *s.Status.DeepCopy()
 			st.Conditions = gone(st.Conditions)
 			st.Claim = nil
@@ -222,7 +233,7 @@ func (o *operator) markGone(ctx context.Context, seen map[string]bool) {
 		if seen[name] {
 			continue
 		}
-		if s, ok, err := o.store.Source(name); ok && err == nil {
+		if s, ok, err := o.store.Source(ctx, name); ok && err == nil {
 			st := *s.Status.DeepCopy()
 			st.Conditions = gone(st.Conditions)
 			st.Claim = nil

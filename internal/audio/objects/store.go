@@ -138,26 +138,38 @@ func (s *Store) Names(k Kind) []string {
 	return s.informers[k.Name].GetStore().ListKeys()
 }
 
-// Sink returns this node's Sink name from the store; ok is false when the
-// store does not hold it. An object that does not convert is an error
-// naming it.
-func (s *Store) Sink(name string) (*audiov1.Sink, bool, error) {
+// Sink returns the Sink name: from the store, else from the API server
+// (the store holds only objects whose status names this node, so a Sink
+// a person created before the operator wrote its status is read there).
+// ok is false when there is no such Sink. Errors: the API server did not
+// answer, or the object does not convert (the error names it).
+func (s *Store) Sink(ctx context.Context, name string) (*audiov1.Sink, bool, error) {
 	var out audiov1.Sink
-	ok, err := s.get(SinkKind, name, &out)
+	ok, err := s.get(ctx, SinkKind, name, &out)
 	return &out, ok, err
 }
 
 // Source is Sink for Sources.
-func (s *Store) Source(name string) (*audiov1.Source, bool, error) {
+func (s *Store) Source(ctx context.Context, name string) (*audiov1.Source, bool, error) {
 	var out audiov1.Source
-	ok, err := s.get(SourceKind, name, &out)
+	ok, err := s.get(ctx, SourceKind, name, &out)
 	return &out, ok, err
 }
 
-func (s *Store) get(k Kind, name string, into any) (bool, error) {
+func (s *Store) get(ctx context.Context, k Kind, name string, into any) (bool, error) {
 	obj, ok, err := s.informers[k.Name].GetStore().GetByKey(name)
-	if err != nil || !ok {
+	if err != nil {
 		return false, err
+	}
+	if !ok {
+		got, err := s.opts.Client.Resource(k.Resource).Get(ctx, name, metav1.GetOptions{})
+		if isNotFound(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("%s %s: %w", k.Name, name, err)
+		}
+		obj = got
 	}
 	u, isU := obj.(*unstructured.Unstructured)
 	if !isU {
