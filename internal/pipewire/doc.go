@@ -23,6 +23,12 @@
 // snapshot after every batch. A dump that is truncated or not pw-dump's
 // shape is a failed read; no partial graph is ever returned.
 //
+// Writing. SetVolume sets a node's software volume and mute with
+// `pw-cli set-param`, and Node.Observed reads them back in a Sink's
+// units, saying when PipeWire's reading may lag the write (volume.go
+// states what PipeWire shows and when). Graph.LinkedNodes tells whether
+// any stream still uses a published node.
+//
 // Facts measured with PipeWire 1.4.2 and WirePlumber 0.5.8 (Debian
 // bookworm-backports) on this project's test machines are stated where
 // they are used.

@@ -161,6 +161,7 @@ func parseNode(id uint32, rawInfo json.RawMessage) (*Node, error) {
 	if info.State != nil {
 		n.State = *info.State
 	}
+	n.HasRun = n.State == NodeStateRunning
 	if info.Error != nil {
 		n.Error = *info.Error
 	}

@@ -143,4 +143,23 @@ func checkGraph(t *testing.T, g *Graph) {
 	if len(ids) != len(g.Nodes)+len(g.Links) || len(ids) > g.Objects {
 		t.Fatalf("%d nodes, %d links, %d objects", len(g.Nodes), len(g.Links), g.Objects)
 	}
+	// The readings built on a graph hold for any graph.
+	names := map[string]bool{}
+	for _, n := range g.Nodes {
+		names[n.Name] = true
+		if c := n.VolumeChannels(); c < 1 || c > MaxChannels {
+			t.Fatalf("node %d: %d volume channels", n.ID, c)
+		}
+		o := n.Observed()
+		if o.Volume != nil && *o.Volume < 0 || n.Volume == nil && o != (Observed{}) {
+			t.Fatalf("node %d: observed %+v from %+v", n.ID, o, n.Volume)
+		}
+		if n.Volume != nil && o.Stale == n.HasRun {
+			t.Fatalf("node %d: stale %v with HasRun %v", n.ID, o.Stale, n.HasRun)
+		}
+	}
+	linked := g.LinkedNodes(names)
+	if !slices.IsSorted(linked) || len(slices.Compact(slices.Clone(linked))) != len(linked) {
+		t.Fatalf("linked nodes %q not sorted and unique", linked)
+	}
 }

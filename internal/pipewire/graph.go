@@ -55,6 +55,12 @@ type Node struct {
 	State string
 	// Error is info.error, set with NodeStateError.
 	Error string
+	// HasRun reports whether the node has been seen running since
+	// PipeWire created it, as far as the reading knows: a single dump
+	// knows only the present state, a Stream (and so a Monitor) every
+	// batch it applied while the node existed. It decides whether the
+	// node's volume reading can be stale (Observed).
+	HasRun bool
 	// Props holds every property as text. pw-dump prints a property whose
 	// text reads as a JSON number or boolean as that literal, reformatted
 	// (measured with PipeWire 1.4.2: "007" as 7, "1e3" as 1000.000000,
@@ -187,6 +193,24 @@ func (g *Graph) LinksOf(id uint32) []Link {
 			out = append(out, l)
 		}
 	}
+	return out
+}
+
+// LinkedNodes returns the node.name of every node whose name is in names
+// and that some link touches, sorted, each name once. A stream playing to
+// a sink and a recorder reading a source or a sink's monitor each show
+// as links (measured: pw-play's stream node is a link's output node and
+// the sink its input node). The operator waits for this to be empty
+// before a layout change restarts PipeWire, which would cut those
+// streams off.
+func (g *Graph) LinkedNodes(names map[string]bool) []string {
+	var out []string
+	for _, n := range g.Nodes {
+		if names[n.Name] && g.Linked(n.ID) && !slices.Contains(out, n.Name) {
+			out = append(out, n.Name)
+		}
+	}
+	slices.Sort(out)
 	return out
 }
 

@@ -33,6 +33,9 @@ type Remote struct {
 	RuntimeDir string
 	// PWDump is the pw-dump binary; empty means "pw-dump" from PATH.
 	PWDump string
+	// PWCli is the pw-cli binary, which writes params; empty means
+	// "pw-cli" from PATH.
+	PWCli string
 }
 
 // Env returns the process environment with r's runtime directory set.
@@ -58,13 +61,25 @@ func (r Remote) pwDump() string {
 	return "pw-dump"
 }
 
-// command builds pw-dump with colours off (-N): a terminal is never
-// there, but the flag makes it certain no escape codes reach the parser.
-func (r Remote) command(ctx context.Context, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, r.pwDump(), append([]string{"-N"}, args...)...)
+func (r Remote) pwCli() string {
+	if r.PWCli != "" {
+		return r.PWCli
+	}
+	return "pw-cli"
+}
+
+// tool builds one of PipeWire's command-line tools with r's environment.
+func (r Remote) tool(ctx context.Context, path string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = r.Env()
 	cmd.WaitDelay = waitDelay
 	return cmd
+}
+
+// command builds pw-dump with colours off (-N): a terminal is never
+// there, but the flag makes it certain no escape codes reach the parser.
+func (r Remote) command(ctx context.Context, args ...string) *exec.Cmd {
+	return r.tool(ctx, r.pwDump(), append([]string{"-N"}, args...)...)
 }
 
 // Dump runs pw-dump once and parses its output (ParseDump). Without a
@@ -261,6 +276,13 @@ func (t *tailBuffer) Write(p []byte) (int, error) {
 		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
 	}
 	return len(p), nil
+}
+
+// bytes returns a copy of what is kept.
+func (t *tailBuffer) bytes() []byte {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return append([]byte(nil), t.b...)
 }
 
 // quote returns ": stderr: <text>" or "" when nothing was written.

@@ -12,8 +12,9 @@ import (
 // the objects that changed since, each printed whole (measured with
 // PipeWire 1.4.2: a state change reprints the node with all its props
 // and params), and a removed object as {"id": N, "info": null} with no
-// type. A Stream is not safe for concurrent use; the Graphs it returns
-// are.
+// type. A node keeps HasRun from the first batch that shows it running
+// until it is removed. A Stream is not safe for concurrent use; the
+// Graphs it returns are.
 type Stream struct {
 	all     map[uint32]bool // every live id, of any type
 	nodes   map[uint32]*Node
@@ -44,6 +45,7 @@ func (s *Stream) Apply(batch []byte) (*Graph, error) {
 }
 
 func (s *Stream) apply(o object) {
+	prev := s.nodes[o.id]
 	delete(s.nodes, o.id)
 	delete(s.links, o.id)
 	if o.removed {
@@ -52,6 +54,13 @@ func (s *Stream) apply(o object) {
 	}
 	s.all[o.id] = true
 	if o.node != nil {
+		// The same node reprinted keeps what earlier batches saw of it;
+		// a reused id comes after a removal, so prev is then nil.
+		if prev != nil && prev.HasRun {
+			n := *o.node
+			n.HasRun = true
+			o.node = &n
+		}
 		s.nodes[o.id] = o.node
 	}
 	if o.link != nil {

@@ -91,8 +91,8 @@ func (d *Daemons) Play(ctx context.Context, target string, pcm []byte, rate, cha
 	return nil
 }
 
-// Recording is a pw-record capture of a sink's monitor ports, started by
-// RecordMonitor.
+// Recording is a pw-record capture, started by RecordMonitor (a sink's
+// monitor ports) or Record (a source).
 type Recording struct {
 	cmd    *exec.Cmd
 	out    bytes.Buffer
@@ -106,9 +106,20 @@ type Recording struct {
 // Hz with channels channels. The stream is linked by WirePlumber shortly
 // after; wait for the link before playing (pipewire.Graph.LinksOf).
 func (d *Daemons) RecordMonitor(ctx context.Context, target string, rate, channels int) (*Recording, error) {
+	return d.record(ctx, []string{"-P", "stream.capture.sink=true", "--target", target}, rate, channels)
+}
+
+// Record starts recording from the source named target as RecordMonitor
+// does from a sink's monitor. Without stream.capture.sink WirePlumber
+// links the recorder to the source itself, which then runs.
+func (d *Daemons) Record(ctx context.Context, target string, rate, channels int) (*Recording, error) {
+	return d.record(ctx, []string{"--target", target}, rate, channels)
+}
+
+func (d *Daemons) record(ctx context.Context, args []string, rate, channels int) (*Recording, error) {
 	r := &Recording{done: make(chan struct{})}
-	r.cmd = d.Command(ctx, "pw-record", "-P", "stream.capture.sink=true", "--target", target,
-		"--raw", "--format", "s16", "--rate", strconv.Itoa(rate), "--channels", strconv.Itoa(channels), "-")
+	r.cmd = d.Command(ctx, "pw-record", append(args,
+		"--raw", "--format", "s16", "--rate", strconv.Itoa(rate), "--channels", strconv.Itoa(channels), "-")...)
 	r.cmd.Stdout = &r.out
 	r.cmd.Stderr = &r.stderr
 	if err := r.cmd.Start(); err != nil {

@@ -40,3 +40,21 @@ func TestToneAndGoertzel(t *testing.T) {
 		t.Errorf("%d samples from 7 bytes of stereo", n)
 	}
 }
+
+// The player's input repeats its PCM whole frames at a time, or is
+// silence.
+func TestLoop(t *testing.T) {
+	l := &loop{pcm: []byte{1, 2, 3}}
+	b := make([]byte, 7)
+	if n, err := l.Read(b); n != 7 || err != nil || string(b) != "\x01\x02\x03\x01\x02\x03\x01" {
+		t.Errorf("read %d %v %v", n, err, b)
+	}
+	if n, _ := l.Read(b[:2]); n != 2 || b[0] != 2 || b[1] != 3 {
+		t.Errorf("next read %v", b[:2])
+	}
+	z := &loop{}
+	b = []byte{9, 9, 9}
+	if n, err := z.Read(b); n != 3 || err != nil || b[0]|b[1]|b[2] != 0 {
+		t.Errorf("silence: %d %v %v", n, err, b)
+	}
+}
