@@ -11,7 +11,7 @@ import (
 // touches no card, PipeWire or API server. An endpoint that goes away
 // keeps its last values, since unknown is not disconnected.
 type metrics struct {
-	connected, ready, claimed *prometheus.GaugeVec   // by endpoint
+	connected, ready, claimed *prometheus.GaugeVec     // by endpoint
 	reconcile                 *prometheus.HistogramVec // by kind
 	reconcileErrors           *prometheus.CounterVec   // by kind
 	watchRestarts             *prometheus.CounterVec   // by kind

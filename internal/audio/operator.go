@@ -73,7 +73,7 @@ func (c *Config) complete() error {
 		c.Backstop = DefaultBackstop
 	}
 	if c.SetVolume == nil {
-		c.SetVolume = remoteSetVolume(c.Remote)
+		c.SetVolume = c.Remote.SetVolume
 	}
 	c.DRA.DriverName, c.DRA.CDIClass = DriverName, CDIClass
 	c.DRA.NodeName, c.DRA.KubeClient, c.DRA.Registerer = c.Node, c.KubeClient, c.Registerer

@@ -106,17 +106,26 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 		if holder.Name == "" {
 			hp = nil
 		}
-		common := EndpointStatus(o.cfg.Node, e, node, controls, hp)
-		var err error
 		if e.Capture() {
 			if obj := sources[e.Name]; obj != nil {
 				o.steer(ctx, kind, obj, e, obj.Spec, node, controls)
 			}
+		} else if obj := sinks[e.Name]; obj != nil {
+			o.steer(ctx, kind, obj, e, obj.Spec.EndpointSpec, node, controls)
+		}
+		common := EndpointStatus(o.cfg.Node, e, node, controls, hp)
+		if node != nil {
+			if v, m := o.observedVolume(e.Name, node); v != nil || m != nil {
+				if common.Observed == nil {
+					common.Observed = &audiov1.Observed{}
+				}
+				common.Observed.Volume, common.Observed.Mute = v, m
+			}
+		}
+		var err error
+		if e.Capture() {
 			_, err = o.store.ApplySource(ctx, e.Name, common)
 		} else {
-			if obj := sinks[e.Name]; obj != nil {
-				o.steer(ctx, kind, obj, e, obj.Spec.EndpointSpec, node, controls)
-			}
 			st := SinkStatus(common, e, plan.Wanted[e.Name], LayoutApplied(e.Name, plan, restarting))
 			_, err = o.store.ApplySink(ctx, e.Name, st)
 		}

@@ -1,8 +1,6 @@
 package audio
 
 import (
-	"math"
-
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
@@ -66,17 +64,19 @@ func EndpointStatus(node string, e Endpoint, n *pipewire.Node, controls []mixer.
 
 // ObservedVolume reads a node's software volume as spec.volume spells it:
 // the first channel's linear gain in percent of unity, rounded, and the
-// mute switch. Either is nil when the node's Props do not carry it.
+// mute switch (pipewire.Node.Observed). Either is nil when the node's
+// Props do not carry it.
 func ObservedVolume(n *pipewire.Node) (*int32, *bool) {
-	if n == nil || n.Volume == nil {
+	if n == nil {
 		return nil, nil
 	}
+	obs := n.Observed()
 	var vol *int32
-	if cv := n.Volume.ChannelVolumes; len(cv) > 0 {
-		v := int32(math.Round(cv[0] * 100))
+	if obs.Volume != nil {
+		v := int32(*obs.Volume)
 		vol = &v
 	}
-	return vol, n.Volume.Mute
+	return vol, obs.Mute
 }
 
 func capability(c mixer.Control) audiov1.Capability {

@@ -15,62 +15,82 @@ import (
 	"github.com/liken-sh/operators/internal/pipewire"
 )
 
-// SetVolumeFunc sets a PipeWire node's software volume: gain (linear,
-// 1 is unity) on each of channels, and mute; a nil argument is left as
-// it is. It is pipewire.Remote's in the pod; tests may count calls.
-type SetVolumeFunc func(ctx context.Context, node uint32, channels int, gain *float64, mute *bool) error
+// SetVolumeFunc writes a PipeWire node's software volume and mute
+// (pipewire.Remote.SetVolume in the pod; tests may count calls).
+type SetVolumeFunc func(ctx context.Context, node uint32, w pipewire.VolumeWrite) error
 
-// rewriteAfter is how long a volume the node did not take is left before
-// it is written again: PipeWire may report an idle node's old value, and
-// a write on every graph change would be a loop.
+// rewriteAfter is how long a volume the node does not show is left before
+// it is written again. PipeWire 1.4.2 takes a write to a node that has
+// never run but goes on showing the old value until it runs
+// (pipewire.Observed.Stale), so a write on every graph change would be
+// a loop.
 const rewriteAfter = 30 * time.Second
 
 // volumeWrite is the last volume written to an endpoint's node.
 type volumeWrite struct {
 	node uint32
-	gain *float64
-	mute *bool
+	w    pipewire.VolumeWrite
 	at   time.Time
 }
 
 // steerVolume writes spec.volume and spec.mute to the endpoint's node n
-// when what the node reports differs. Absent fields are never written.
-// Errors name the endpoint; they are counted and reported by the caller.
+// when what the node shows differs. Absent fields are never written.
+// Errors name the endpoint and node; they are counted here and reported
+// by the caller.
 func (o *operator) steerVolume(ctx context.Context, name string, spec audiov1.EndpointSpec, n *pipewire.Node) error {
 	if n == nil || (spec.Volume == nil && spec.Mute == nil) || o.cfg.SetVolume == nil {
 		return nil
 	}
-	vol, mute := ObservedVolume(n)
-	var w volumeWrite
-	if spec.Volume != nil && (vol == nil || *vol != *spec.Volume) {
-		g := float64(*spec.Volume) / 100
-		w.gain = &g
+	obs := n.Observed()
+	var w pipewire.VolumeWrite
+	if spec.Volume != nil && (obs.Volume == nil || *obs.Volume != int(*spec.Volume)) {
+		g, err := pipewire.GainOfPercent(int(*spec.Volume))
+		if err != nil {
+			return fmt.Errorf("%s: spec.volume: %w", name, err)
+		}
+		w.Gain, w.Channels = &g, n.VolumeChannels()
 	}
-	if spec.Mute != nil && (mute == nil || *mute != *spec.Mute) {
+	if spec.Mute != nil && (obs.Mute == nil || *obs.Mute != *spec.Mute) {
 		m := *spec.Mute
-		w.mute = &m
+		w.Mute = &m
 	}
-	if w.gain == nil && w.mute == nil {
+	if w.Gain == nil && w.Mute == nil {
 		delete(o.volumes, name)
 		return nil
 	}
-	w.node, w.at = n.ID, time.Now()
-	if last, ok := o.volumes[name]; ok && last.node == w.node && sameFloat(last.gain, w.gain) &&
-		samePtr(last.mute, w.mute) && w.at.Sub(last.at) < rewriteAfter {
+	now := time.Now()
+	if last, ok := o.volumes[name]; ok && last.node == n.ID && sameFloat(last.w.Gain, w.Gain) &&
+		samePtr(last.w.Mute, w.Mute) && now.Sub(last.at) < rewriteAfter {
 		return nil
 	}
-	o.volumes[name] = w
-	channels := 2
-	if n.Volume != nil && len(n.Volume.ChannelVolumes) > 0 {
-		channels = len(n.Volume.ChannelVolumes)
-	} else if n.Format != nil && n.Format.Channels > 0 {
-		channels = n.Format.Channels
-	}
-	if err := o.cfg.SetVolume(ctx, n.ID, channels, w.gain, w.mute); err != nil {
+	o.volumes[name] = volumeWrite{node: n.ID, w: w, at: now}
+	if err := o.cfg.SetVolume(ctx, n.ID, w); err != nil {
 		o.metrics.controlFailures.WithLabelValues(operationVolume).Inc()
 		return fmt.Errorf("%s: setting volume/mute on node %d: %w", name, n.ID, err)
 	}
 	return nil
+}
+
+// observedVolume is what status.observed shows of a node's volume: the
+// reading, except that a stale reading (a node that has not run yet) gives
+// way to what this operator last wrote to that node, which PipeWire has
+// taken without showing it.
+func (o *operator) observedVolume(name string, n *pipewire.Node) (*int32, *bool) {
+	vol, mute := ObservedVolume(n)
+	if n == nil || !n.Observed().Stale {
+		return vol, mute
+	}
+	if last, ok := o.volumes[name]; ok && last.node == n.ID {
+		if last.w.Gain != nil {
+			v := int32(pipewire.PercentOfGain(*last.w.Gain))
+			vol = &v
+		}
+		if last.w.Mute != nil {
+			m := *last.w.Mute
+			mute = &m
+		}
+	}
+	return vol, mute
 }
 
 func sameFloat(a, b *float64) bool {

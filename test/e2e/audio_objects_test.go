@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -212,6 +213,9 @@ func TestAudioSinksAndSources(t *testing.T) {
 		_, err := sinks.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":`+patch+`}`), metav1.PatchOptions{})
 		must(t, err)
 	}
+	// PipeWire 1.4.2 shows a write to a node only once that node has run
+	// (pipewire.Observed.Stale), so the DP node plays a moment first.
+	must(t, pw.Play(ctx, byOutput[dp].Name, pwtest.Tone(440, 0.1, 48000, 2, 300*time.Millisecond), 48000, 2))
 	began := time.Now()
 	patchSpec(dp, `{"volume":40,"mute":true}`)
 	waitFor(t, ctx, "the DP node at 40% and muted in pw-dump", 10*time.Second, func() (bool, string) {
@@ -223,8 +227,8 @@ func TestAudioSinksAndSources(t *testing.T) {
 		if !ok || n.Volume == nil {
 			return false, "no volume"
 		}
-		v, m := audio.ObservedVolume(&n)
-		return v != nil && *v == 40 && m != nil && *m, ""
+		obs := n.Observed()
+		return obs.Volume != nil && *obs.Volume == 40 && obs.Mute != nil && *obs.Mute, fmt.Sprintf("%+v", n.Volume)
 	})
 	t.Logf("spec.volume and spec.mute reached PipeWire in %s", time.Since(began).Round(time.Millisecond))
 	waitSink("observed volume in status", dp, func(s *audiov1.Sink) bool {
@@ -289,14 +293,25 @@ func TestAudioSinksAndSources(t *testing.T) {
 		c := meta.FindStatusCondition(s.Status.Conditions, audiov1.ConditionLayoutApplied)
 		return c != nil && c.Reason == audiov1.ReasonAwaitingIdle
 	})
-	if now, err := pipewire.ReadDeclaration(res.Declaration); err != nil || !slices.Equal(declaredPositions(now, dp), byOutput[dp].Positions) {
+	if now, err := pipewire.ReadDeclaration(pw.DeclarationPath()); err != nil || !slices.Equal(declaredPositions(now, dp), byOutput[dp].Positions) {
 		t.Fatalf("declaration rewritten while a stream played: %v %v", declaredPositions(now, dp), err)
 	}
 	stopPlay()
 	<-played
 	waitFor(t, ctx, "the declaration rewritten with the new layout", 15*time.Second, func() (bool, string) {
-		now, err := pipewire.ReadDeclaration(res.Declaration)
-		return err == nil && slices.Equal(declaredPositions(now, dp), []string{"FL", "FR", "RL", "RR", "FC", "LFE"}), ""
+		now, err := pipewire.ReadDeclaration(pw.DeclarationPath())
+		if err == nil && slices.Equal(declaredPositions(now, dp), []string{"FL", "FR", "RL", "RR", "FC", "LFE"}) {
+			return true, ""
+		}
+		var links []string
+		if g, err := pw.Remote().Dump(ctx); err == nil {
+			for _, l := range g.Links {
+				out, _ := g.Node(l.OutputNode)
+				in, _ := g.Node(l.InputNode)
+				links = append(links, out.Name+"->"+in.Name)
+			}
+		}
+		return false, fmt.Sprintf("links %v", links)
 	})
 	// The pipewire container's first process restarts PipeWire on the
 	// newer declaration (proven in internal/audio/modes); here the test
