@@ -135,3 +135,16 @@ func TestDeclareFailingLeavesTheDeclarationAlone(t *testing.T) {
 		t.Fatal("a failed declare replaced the declaration")
 	}
 }
+
+func TestSpecLayoutPastTheSchemaIsIgnored(t *testing.T) {
+	for _, bad := range [][]string{
+		{"FL", "FL"}, {"fl", "FR"}, {"FL", "F R"}, {"FL,FR"}, make([]string, 65),
+	} {
+		if ValidSpecLayout(bad) {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+	if !ValidSpecLayout([]string{"FL", "FR", "RL", "RR", "FC", "LFE", "AUX63"}) {
+		t.Error("a 5.1 layout with an AUX channel refused")
+	}
+}

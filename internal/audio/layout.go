@@ -1,6 +1,7 @@
 package audio
 
 import (
+	"regexp"
 	"slices"
 
 	"github.com/liken-sh/operators/internal/alsa"
@@ -27,11 +28,33 @@ func ChooseLayout(e Endpoint, spec []string) alsa.Layout {
 	if e.Capture() {
 		return alsa.Layout{}
 	}
-	if len(spec) > 0 {
+	if len(spec) > 0 && ValidSpecLayout(spec) {
 		return alsa.Layout{Channels: len(spec), Positions: slices.Clone(spec), Source: LayoutSpec}
 	}
 	return alsa.ChooseLayout(e.PCM, alsa.ConnectionType(e.PCM, e.Card, e.Identity))
 }
+
+// ValidSpecLayout reports whether a spec.layout can be declared: 1 to
+// pipewire.MaxChannels channel names, none twice. The CRD's schema already
+// refuses anything else; this keeps an object written past it (an older
+// CRD, none at all) from making a declaration PipeWire's writer refuses,
+// which would stop the pod from starting. Such a layout is ignored, and
+// the hardware's applies.
+func ValidSpecLayout(spec []string) bool {
+	if len(spec) == 0 || len(spec) > pipewire.MaxChannels {
+		return false
+	}
+	seen := map[string]bool{}
+	for _, p := range spec {
+		if seen[p] || !channelName.MatchString(p) {
+			return false
+		}
+		seen[p] = true
+	}
+	return true
+}
+
+var channelName = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,7}$`)
 
 // WantedLayout is the layout an endpoint should run with now, given its
 // Sink's spec.layout and the output PipeWire was started with. It is

@@ -186,9 +186,10 @@ func (o *operator) readMixers(ctx context.Context, eps []Endpoint) map[int]*mixe
 func (o *operator) rewriteLayouts(ctx context.Context, plan LayoutPlan, sinks map[string]*audiov1.Sink) {
 	logger := klog.FromContext(ctx)
 	if _, err := pipewire.WriteDeclaration(o.cfg.PipeWireDir, plan.Outputs); err != nil {
-		logger.Error(err, "Writing the declaration for a layout change")
+		o.problem(logger, "the declaration (layout change)", err)
 		return
 	}
+	o.problemGone(logger, "the declaration (layout change)")
 	names := make([]string, 0, len(plan.Changed))
 	for n := range plan.Changed {
 		names = append(names, n)
