@@ -106,7 +106,8 @@ func Run(ctx context.Context, cfg Config) error {
 	op := &operator{cfg: cfg, declared: map[string]bool{}, wake: make(chan struct{}, 1),
 		reported: map[string]bool{}, drifted: map[string]bool{},
 		metrics: newMetrics(cfg.Registerer), volumes: map[string]volumeWrite{}, warned: map[string]bool{},
-		objProblems: map[string]string{}}
+		controlsWritten: map[string]string{},
+		objProblems:     map[string]string{}}
 	for _, o := range declared {
 		op.declared[o.Name] = true
 	}
@@ -198,11 +199,14 @@ type operator struct {
 	wake     chan struct{}   // ALSA control events
 
 	// Read and written by passes only, which run one at a time.
-	reported    map[string]bool // problems logged and not yet gone
-	drifted     map[string]bool // outputs logged as not declared
-	volumes     map[string]volumeWrite
-	warned      map[string]bool   // spec problems reported
-	objProblems map[string]string // object write failures logged
+	reported map[string]bool // problems logged and not yet gone
+	drifted  map[string]bool // outputs logged as not declared
+	volumes  map[string]volumeWrite
+	// controlsWritten is the spec value last written per object and
+	// control key ("<name>/<key>").
+	controlsWritten map[string]string
+	warned          map[string]bool   // spec problems reported
+	objProblems     map[string]string // object write failures logged
 
 	metrics  *metrics
 	store    *objects.Store       // nil without Config.Objects
@@ -278,9 +282,7 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 // PipeWire is not answering, so no output has a sink).
 func (o *operator) pass(ctx context.Context, g *pipewire.Graph) {
 	logger := klog.FromContext(ctx)
-	if g != nil {
-		o.metrics.observed(sourcePipeWire, true)
-	}
+	o.metrics.observed(sourcePipeWire, g != nil)
 	p, err := Reconcile(o.cfg.Node, o.cfg.Hardware, g)
 	if err != nil {
 		logger.Error(err, "Reading the claimed cards")

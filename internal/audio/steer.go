@@ -42,6 +42,18 @@ func (o *operator) steerVolume(ctx context.Context, name string, spec audiov1.En
 		return nil
 	}
 	obs := n.Observed()
+	if last, ok := o.volumes[name]; ok && obs.Stale && last.node == n.ID {
+		// A node that has not run shows its old values while a write
+		// is already in effect: compare with what was written.
+		if last.w.Gain != nil {
+			v := pipewire.PercentOfGain(*last.w.Gain)
+			obs.Volume = &v
+		}
+		if last.w.Mute != nil {
+			m := *last.w.Mute
+			obs.Mute = &m
+		}
+	}
 	var w pipewire.VolumeWrite
 	if spec.Volume != nil && (obs.Volume == nil || *obs.Volume != int(*spec.Volume)) {
 		g, err := pipewire.GainOfPercent(int(*spec.Volume))
@@ -55,7 +67,9 @@ func (o *operator) steerVolume(ctx context.Context, name string, spec audiov1.En
 		w.Mute = &m
 	}
 	if w.Gain == nil && w.Mute == nil {
-		delete(o.volumes, name)
+		if !obs.Stale {
+			delete(o.volumes, name)
+		}
 		return nil
 	}
 	now := time.Now()
@@ -133,6 +147,14 @@ func (o *operator) steerControls(ctx context.Context, obj *corev1.ObjectReferenc
 		}
 		if equalInts(v.Ints, c.Value) {
 			o.clearWarn(obj, key)
+			o.controlsWritten[obj.Name+"/"+key] = want.String()
+			continue
+		}
+		// A control is written when its spec value is new, not whenever
+		// the card reads otherwise: two endpoints sharing a control with
+		// different values (or a person's amixer) would otherwise be
+		// fought over on every control event. The last spec written wins.
+		if o.controlsWritten[obj.Name+"/"+key] == want.String() {
 			continue
 		}
 		if ctl == nil {
@@ -143,6 +165,7 @@ func (o *operator) steerControls(ctx context.Context, obj *corev1.ObjectReferenc
 				return
 			}
 		}
+		o.controlsWritten[obj.Name+"/"+key] = want.String()
 		if err := mixer.Write(ctl, c, v); err != nil {
 			o.metrics.controlFailures.WithLabelValues(operationControl).Inc()
 			o.warn(ctx, obj, "ControlWriteFailed", fmt.Sprintf("spec.controls[%q] = %s: %v", key, want.String(), err))
