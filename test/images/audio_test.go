@@ -113,7 +113,8 @@ func TestAudioOperatorImage(t *testing.T) {
 }
 
 // checkDump returns nil when the graph has every declared output as an
-// Audio/Sink and WirePlumber has chosen one of them as the default sink.
+// Audio/Sink (a capture PCM as an Audio/Source) and WirePlumber has
+// chosen one of the sinks as the default sink.
 func checkDump(data []byte, outputs []pipewire.Output) error {
 	g, err := pipewire.ParseDump(data)
 	if err != nil {
@@ -121,13 +122,13 @@ func checkDump(data []byte, outputs []pipewire.Output) error {
 	}
 	names := map[string]bool{}
 	for _, o := range outputs {
-		names[o.Name] = true
+		names[o.Name] = o.Direction == pipewire.Playback
 		n, ok := g.NodeByName(o.Name)
 		if !ok {
 			return fmt.Errorf("no node %s", o.Name)
 		}
-		if n.MediaClass != "Audio/Sink" {
-			return fmt.Errorf("node %s is %q, want Audio/Sink", o.Name, n.MediaClass)
+		if want := o.Direction.MediaClass(); n.MediaClass != want {
+			return fmt.Errorf("node %s is %q, want %s", o.Name, n.MediaClass, want)
 		}
 	}
 	def, err := defaultSink(data)
