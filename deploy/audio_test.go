@@ -388,7 +388,7 @@ func checkSinkSchema(t *testing.T, k *kube) {
 		{"a layout entry that is no SPA channel name", map[string]any{"layout": []any{"FL", "XX"}},
 			`spec.layout[1]`, []string{`Unsupported value: "XX"`}},
 		{"a layout entry twice", map[string]any{"layout": []any{"FL", "FR", "FL"}},
-			`spec.layout[2]`, []string{`Duplicate value: "FL"`}},
+			`spec.layout`, []string{`a channel other than NA appears twice`}},
 		{"an empty layout", map[string]any{"layout": []any{}},
 			"spec.layout", []string{"should have at least 1 items"}},
 		{"a volume of 101", map[string]any{"volume": 101},

@@ -144,7 +144,7 @@ func TestSpecLayoutPastTheSchemaIsIgnored(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if !ValidSpecLayout([]string{"FL", "FR", "RL", "RR", "FC", "LFE", "AUX63"}) {
-		t.Error("a 5.1 layout with an AUX channel refused")
+	if !ValidSpecLayout([]string{"FL", "FR", "RL", "RR", "FC", "LFE", "AUX63"}) || !ValidSpecLayout([]string{"FL", "FR", "NA", "NA"}) {
+		t.Error("a 5.1 layout with an AUX channel, or unused NA channels, refused")
 	}
 }

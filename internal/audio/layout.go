@@ -35,7 +35,7 @@ func ChooseLayout(e Endpoint, spec []string) alsa.Layout {
 }
 
 // ValidSpecLayout reports whether a spec.layout can be declared: 1 to
-// pipewire.MaxChannels channel names, none twice. The CRD's schema already
+// pipewire.MaxChannels channel names, none twice but NA. The CRD's schema already
 // refuses anything else; this keeps an object written past it (an older
 // CRD, none at all) from making a declaration PipeWire's writer refuses,
 // which would stop the pod from starting. Such a layout is ignored, and
@@ -46,7 +46,7 @@ func ValidSpecLayout(spec []string) bool {
 	}
 	seen := map[string]bool{}
 	for _, p := range spec {
-		if seen[p] || !channelName.MatchString(p) {
+		if (seen[p] && p != "NA") || !channelName.MatchString(p) {
 			return false
 		}
 		seen[p] = true

@@ -28,6 +28,14 @@ type LayoutPlan struct {
 	// Busy is false: the PCM set PipeWire was started with, with the new
 	// layouts.
 	Outputs []pipewire.Output
+	// Undeclared are the Sinks the declaration does not hold (a PCM that
+	// appeared after PipeWire started): no layout of theirs runs.
+	Undeclared map[string]bool
+	// Held, when set, says why a change that is due was not written this
+	// pass (a Sink that could not be read, a failed write); Unknown, when
+	// set, says why the running layouts cannot be told at all (the
+	// declaration is unreadable). The caller sets both.
+	Held, Unknown string
 }
 
 // PlanLayouts compares each playback endpoint's wanted layout (spec:
@@ -37,7 +45,7 @@ type LayoutPlan struct {
 // pod is replaced, so it has no layout to change either. A nil g (no
 // graph) counts as busy: nothing is rewritten blind.
 func PlanLayouts(eps []Endpoint, spec map[string][]string, declared []pipewire.Output, g *pipewire.Graph) LayoutPlan {
-	plan := LayoutPlan{Wanted: map[string]alsa.Layout{}, Changed: map[string][]string{}}
+	plan := LayoutPlan{Wanted: map[string]alsa.Layout{}, Changed: map[string][]string{}, Undeclared: map[string]bool{}}
 	byName := map[string]int{}
 	for i, d := range declared {
 		byName[d.Output] = i
@@ -49,11 +57,12 @@ func PlanLayouts(eps []Endpoint, spec map[string][]string, declared []pipewire.O
 		i, ok := byName[e.Name]
 		if !ok {
 			plan.Wanted[e.Name] = ChooseLayout(e, spec[e.Name])
+			plan.Undeclared[e.Name] = true
 			continue
 		}
 		w := WantedLayout(e, spec[e.Name], declared[i])
 		plan.Wanted[e.Name] = w
-		if !slices.Equal(w.Positions, declared[i].Positions) {
+		if !sameLayout(w.Positions, declared[i].Positions) {
 			plan.Changed[e.Name] = declared[i].Positions
 		}
 	}
@@ -74,20 +83,52 @@ func PlanLayouts(eps []Endpoint, spec map[string][]string, declared []pipewire.O
 	return plan
 }
 
+// stereo is what PipeWire runs a node with no declared positions as.
+var stereo = []string{"FL", "FR"}
+
+// sameLayout compares two layouts as PipeWire runs them: none declared
+// is stereo, so a stereo monitor plugged into a port declared with none
+// restarts nothing.
+func sameLayout(a, b []string) bool {
+	if len(a) == 0 {
+		a = stereo
+	}
+	if len(b) == 0 {
+		b = stereo
+	}
+	return slices.Equal(a, b)
+}
+
 // anyLinked reports whether a stream is linked to any node of the
-// declaration: a restart would cut it, whichever sink it plays to.
+// declaration, or to any other audio device node (a Bluetooth speaker's,
+// which WirePlumber makes): a restart of PipeWire would cut it, whichever
+// node it plays to or records from.
 func anyLinked(g *pipewire.Graph, declared []pipewire.Output) bool {
 	names := make(map[string]bool, len(declared))
 	for _, d := range declared {
 		names[d.Name] = true
 	}
 	for _, n := range g.Nodes {
-		if names[n.Name] && n.Declared != nil && g.Linked(n.ID) {
+		device := n.MediaClass == pipewire.MediaClassSink || n.MediaClass == pipewire.MediaClassSource
+		if (names[n.Name] || device) && g.Linked(n.ID) {
 			return true
 		}
 	}
 	return false
 }
+
+// Reasons of LayoutApplied besides the API's Applied, AwaitingIdle and
+// Restarting.
+const (
+	// ReasonNotDeclared: the output is not in the declaration PipeWire
+	// runs.
+	ReasonNotDeclared = "NotDeclared"
+	// ReasonPending: a change is due but was not written this pass.
+	ReasonPending = "Pending"
+	// ReasonDeclarationUnreadable: the declaration cannot be read, so
+	// what runs is unknown.
+	ReasonDeclarationUnreadable = "DeclarationUnreadable"
+)
 
 // LayoutApplied is a Sink's LayoutApplied condition: AwaitingIdle while
 // its change waits for the streams to stop, Restarting from the rewrite
@@ -98,9 +139,22 @@ func anyLinked(g *pipewire.Graph, declared []pipewire.Output) bool {
 func LayoutApplied(name string, plan LayoutPlan, restarting bool) metav1.Condition {
 	c := metav1.Condition{Type: audiov1.ConditionLayoutApplied}
 	w := plan.Wanted[name]
-	if old, changed := plan.Changed[name]; changed && plan.Busy {
+	old, changed := plan.Changed[name]
+	switch {
+	case plan.Unknown != "":
+		c.Status, c.Reason, c.Message = metav1.ConditionUnknown, ReasonDeclarationUnreadable, plan.Unknown
+		return c
+	case plan.Undeclared[name]:
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonNotDeclared
+		c.Message = "this output appeared after PipeWire started; it gets a node, and its layout, when the pod is replaced"
+		return c
+	case changed && plan.Busy:
 		c.Status, c.Reason = metav1.ConditionFalse, audiov1.ReasonAwaitingIdle
-		c.Message = fmt.Sprintf("layout %s waits until no stream plays on this machine's outputs (running with %s)", spell(w.Positions), spell(old))
+		c.Message = fmt.Sprintf("layout %s waits until no stream plays or records on this machine's outputs and inputs (running with %s)", spell(w.Positions), spell(old))
+		return c
+	case changed && plan.Held != "":
+		c.Status, c.Reason = metav1.ConditionFalse, ReasonPending
+		c.Message = fmt.Sprintf("layout %s is not written yet (running with %s): %s", spell(w.Positions), spell(old), plan.Held)
 		return c
 	}
 	if restarting {

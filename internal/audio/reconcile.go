@@ -53,27 +53,28 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 		}
 		if ok && err == nil {
 			sinks[e.Name] = s
-			if len(s.Spec.Layout) > 0 {
-				specLayouts[e.Name] = objects.Positions(s.Spec.Layout)
+			if l := objects.Positions(s.Spec.Layout); len(l) > 0 {
+				specLayouts[e.Name] = l
+				if !ValidSpecLayout(l) {
+					o.warn(ctx, objects.Ref(objects.SinkKind, s), "InvalidLayout", fmt.Sprintf(
+						"spec.layout %s cannot be declared (1 to 64 SPA channel names, none twice but NA); the hardware's layout applies", spell(l)))
+				}
 			}
 		}
 	}
 
-	plan := LayoutPlan{Wanted: map[string]alsa.Layout{}}
-	if derr == nil {
-		plan = PlanLayouts(p.Endpoints, specLayouts, declared, g)
-		if unread {
-			plan.Outputs = nil
+	plan := PlanLayouts(p.Endpoints, specLayouts, declared, g)
+	switch {
+	case derr != nil:
+		plan.Outputs, plan.Undeclared = nil, nil
+		plan.Unknown = "the declaration PipeWire was started with cannot be read: " + derr.Error()
+	case unread && len(plan.Outputs) > 0:
+		plan.Outputs = nil
+		plan.Held = "a Sink could not be read from the API server"
+	case len(plan.Outputs) > 0:
+		if err := o.rewriteLayouts(ctx, plan, sinks); err != nil {
+			plan.Held = err.Error()
 		}
-	} else {
-		for _, e := range p.Endpoints {
-			if !e.Capture() {
-				plan.Wanted[e.Name] = ChooseLayout(e, specLayouts[e.Name])
-			}
-		}
-	}
-	if len(plan.Outputs) > 0 {
-		o.rewriteLayouts(ctx, plan, sinks)
 	}
 	restarting := DeclarationPending(o.cfg.PipeWireDir, o.cfg.Remote.RuntimeDir)
 
@@ -106,7 +107,10 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 		if holder.Name == "" {
 			hp = nil
 		}
-		if e.Capture() {
+		elsewhere := o.ownedElsewhere(e, sinks, sources)
+		if elsewhere != "" {
+			// Nothing of another node's object is applied here.
+		} else if e.Capture() {
 			if obj := sources[e.Name]; obj != nil {
 				o.steer(ctx, kind, obj, e, obj.Spec, node, controls)
 			}
@@ -123,9 +127,15 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 			}
 		}
 		var err error
-		if e.Capture() {
+		switch {
+		case elsewhere != "":
+			// The name is this node's, yet the object says another node
+			// keeps it (written by hand, or a node renamed): it is not
+			// taken over behind a person's back.
+			err = fmt.Errorf("status.node names %s, not this node; left alone", elsewhere)
+		case e.Capture():
 			_, err = o.store.ApplySource(ctx, e.Name, common)
-		} else {
+		default:
 			st := SinkStatus(common, e, plan.Wanted[e.Name], LayoutApplied(e.Name, plan, restarting))
 			_, err = o.store.ApplySink(ctx, e.Name, st)
 		}
@@ -141,6 +151,22 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 		gauge(o.metrics.claimed, e.Name, hp != nil)
 	}
 	o.markGone(ctx, seen)
+}
+
+// ownedElsewhere is the node another node's object for e names in its
+// status, or "".
+func (o *operator) ownedElsewhere(e Endpoint, sinks map[string]*audiov1.Sink, sources map[string]*audiov1.Source) string {
+	node := ""
+	if s := sinks[e.Name]; s != nil && !e.Capture() {
+		node = s.Status.Node
+	}
+	if s := sources[e.Name]; s != nil && e.Capture() {
+		node = s.Status.Node
+	}
+	if node == o.cfg.Node {
+		return ""
+	}
+	return node
 }
 
 // steer applies one object's spec to the hardware.
@@ -183,11 +209,11 @@ func (o *operator) readMixers(ctx context.Context, eps []Endpoint) map[int]*mixe
 // set PipeWire was started with), which the pipewire container's first
 // process takes as its cue to restart PipeWire in place, and records a
 // LayoutChanged Event on each Sink whose layout changed.
-func (o *operator) rewriteLayouts(ctx context.Context, plan LayoutPlan, sinks map[string]*audiov1.Sink) {
+func (o *operator) rewriteLayouts(ctx context.Context, plan LayoutPlan, sinks map[string]*audiov1.Sink) error {
 	logger := klog.FromContext(ctx)
 	if _, err := pipewire.WriteDeclaration(o.cfg.PipeWireDir, plan.Outputs); err != nil {
 		o.problem(logger, "the declaration (layout change)", err)
-		return
+		return fmt.Errorf("writing the declaration: %w", err)
 	}
 	o.problemGone(logger, "the declaration (layout change)")
 	names := make([]string, 0, len(plan.Changed))
@@ -203,6 +229,7 @@ func (o *operator) rewriteLayouts(ctx context.Context, plan LayoutPlan, sinks ma
 			o.recorder.Event(objects.Ref(objects.SinkKind, s), corev1.EventTypeNormal, "LayoutChanged", msg)
 		}
 	}
+	return nil
 }
 
 func sourceName(l alsa.Layout) string {

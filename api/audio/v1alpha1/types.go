@@ -108,10 +108,15 @@ type SinkSpec struct {
 	// channel names in the order the hardware takes the channels (FL, FR,
 	// FC, LFE, RL, RR, SL, SR, ...). It replaces the layout the ELD or the
 	// channel map would give. A change restarts PipeWire, once no stream
-	// is linked to any of the node's endpoints.
+	// is linked to any of the node's endpoints. No name may appear twice
+	// but NA (an unused channel), so a USB card's status.layout can be
+	// copied here. Order matters, so the list is replaced whole. Remove
+	// the field (`"layout": null` in a merge patch) to go back to the
+	// hardware's layout.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=64
-	// +listType=set
+	// +kubebuilder:validation:XValidation:rule="self.all(x, x == 'NA' || self.exists_one(y, y == x))",message="a channel other than NA appears twice"
+	// +listType=atomic
 	// +optional
 	Layout []ChannelPosition `json:"layout,omitempty"`
 }
