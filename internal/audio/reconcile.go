@@ -2,6 +2,7 @@ package audio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,9 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 			// is rewritten on a guess this pass.
 			unread = true
 			o.problem(logger, e.Name, err)
+			if errors.Is(err, context.DeadlineExceeded) {
+				break
+			}
 		}
 		if ok && err == nil {
 			sinks[e.Name] = s
@@ -143,6 +147,11 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 		if err != nil {
 			o.metrics.reconcileErrors.WithLabelValues(kind.Name).Inc()
 			o.problem(logger, e.Name, err)
+			if errors.Is(err, context.DeadlineExceeded) {
+				// The API server is not answering: the other objects
+				// wait for the next pass rather than each time out.
+				return
+			}
 		} else {
 			o.problemGone(logger, e.Name)
 		}

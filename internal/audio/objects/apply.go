@@ -18,6 +18,11 @@ import (
 // maxWriteTries bounds the re-reads after conflicts and disappearances.
 const maxWriteTries = 5
 
+// RequestTimeout bounds each API call of a pass, so an API server that
+// accepts connections and never answers delays the hardware side (volume,
+// controls, the next graph change) by seconds, not without end.
+const RequestTimeout = 10 * time.Second
+
 // ApplySink makes sure the Sink name exists and its status is st: it
 // creates the object (with an empty spec) when there is none, and writes
 // the status subresource only when the stored status differs. A
@@ -69,7 +74,9 @@ func (s *Store) apply(ctx context.Context, k Kind, name string, common *audiov1.
 		}
 		upd := cur.DeepCopy()
 		upd.Object["status"] = next
-		written, err := client.UpdateStatus(ctx, upd, metav1.UpdateOptions{FieldManager: fieldManager})
+		call, cancel := context.WithTimeout(ctx, RequestTimeout)
+		written, err := client.UpdateStatus(call, upd, metav1.UpdateOptions{FieldManager: fieldManager})
+		cancel()
 		switch {
 		case err == nil:
 			return runtime.DefaultUnstructuredConverter.FromUnstructured(written.Object, out)
@@ -97,6 +104,8 @@ func (s *Store) current(ctx context.Context, k Kind, name string, fromStore bool
 		}
 	}
 	client := s.opts.Client.Resource(k.Resource)
+	ctx, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
 	got, err := client.Get(ctx, name, metav1.GetOptions{})
 	if err == nil {
 		return got, nil

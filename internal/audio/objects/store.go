@@ -162,7 +162,9 @@ func (s *Store) get(ctx context.Context, k Kind, name string, into any) (bool, e
 		return false, err
 	}
 	if !ok {
-		got, err := s.opts.Client.Resource(k.Resource).Get(ctx, name, metav1.GetOptions{})
+		call, cancel := context.WithTimeout(ctx, RequestTimeout)
+		defer cancel()
+		got, err := s.opts.Client.Resource(k.Resource).Get(call, name, metav1.GetOptions{})
 		if isNotFound(err) {
 			return false, nil
 		}
