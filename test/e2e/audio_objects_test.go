@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -12,7 +13,9 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +31,7 @@ import (
 	"github.com/liken-sh/operators/internal/audio"
 	"github.com/liken-sh/operators/internal/audio/objects"
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/metricsserver"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/pwtest"
@@ -126,7 +130,12 @@ func TestAudioSinksAndSources(t *testing.T) {
 	}
 	pw := pwtest.New(t, pwtest.Options{Outputs: outputs})
 
+	// The operator's registry, served as the operator's main serves it.
 	reg := prometheus.NewRegistry()
+	metricsserver.BuildInfo(reg, "audio-operator", "e2e")
+	lis, err := metricsserver.Listen("127.0.0.1:0")
+	must(t, err)
+	go func() { _ = metricsserver.Serve(ctx, lis, reg) }()
 	draOpts := dra.Options{
 		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", audio.DriverName),
 		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
@@ -352,11 +361,13 @@ func TestAudioSinksAndSources(t *testing.T) {
 	}
 	t.Logf("kubectl get sinks:\n%s", out)
 
-	// The metrics say what the objects say.
+	// The metrics, scraped over HTTP, say what the objects say.
+	scrape := scrapeMetrics(t, "http://"+lis.Addr().String()+"/metrics")
 	for _, m := range []struct {
 		name, label, value string
 		want               float64
 	}{
+		{"liken_build_info", "component", "audio-operator", 1},
 		{"audio_endpoint_connected", "endpoint", dp, 1},
 		{"audio_endpoint_connected", "endpoint", bare, 0},
 		{"audio_endpoint_ready", "endpoint", dp, 1},
@@ -364,24 +375,33 @@ func TestAudioSinksAndSources(t *testing.T) {
 		{"audio_endpoint_claimed", "endpoint", dp, 0},
 		{"audio_observation_valid", "source", "pipewire", 1},
 	} {
-		if got, ok := metricValue(t, reg, m.name, m.label, m.value); !ok || got != m.want {
+		if got, ok := metricValue(scrape, m.name, m.label, m.value); !ok || got != m.want {
 			t.Errorf("%s{%s=%q} = %v (found %v), want %v", m.name, m.label, m.value, got, ok, m.want)
 		}
 	}
-	if n, err := testutil.GatherAndCount(reg, "audio_reconcile_duration_seconds"); err != nil || n == 0 {
-		t.Errorf("audio_reconcile_duration_seconds: %d series, %v", n, err)
+	if f := scrape["audio_reconcile_duration_seconds"]; f == nil || len(f.GetMetric()) == 0 || f.GetMetric()[0].GetHistogram().GetSampleCount() == 0 {
+		t.Errorf("audio_reconcile_duration_seconds has no observations: %v", f)
 	}
 }
 
-// metricValue reads the gauge or counter name{label=value} from reg.
-func metricValue(t *testing.T, reg *prometheus.Registry, name, label, value string) (float64, bool) {
+// scrapeMetrics GETs a Prometheus text endpoint and parses it.
+func scrapeMetrics(t *testing.T, url string) map[string]*dto.MetricFamily {
 	t.Helper()
-	families, err := reg.Gather()
+	resp, err := http.Get(url)
 	must(t, err)
-	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %s", url, resp.Status)
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	must(t, err)
+	return families
+}
+
+// metricValue reads the gauge or counter name{label=value} from a scrape.
+func metricValue(families map[string]*dto.MetricFamily, name, label, value string) (float64, bool) {
+	if f := families[name]; f != nil {
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
 				if l.GetName() == label && l.GetValue() == value {
