@@ -3,13 +3,18 @@ package main
 import (
 	"context"
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 
+	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/audio"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/pipewire"
@@ -25,6 +30,13 @@ import (
 func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error) (stop func(), err error) {
 	root := filepath.Join(c.Dir(), "node")
 	if err := c.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"); err != nil {
+		return nil, err
+	}
+	if err := c.ApplyCRDs(ctx, "deploy/audio/crds"); err != nil {
+		return nil, err
+	}
+	objs, err := dynamic.NewForConfig(c.RESTConfig())
+	if err != nil {
 		return nil, err
 	}
 	moduleRoot, err := harness.ModuleRoot()
@@ -59,7 +71,7 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	opCtx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() {
-		done <- audio.Run(opCtx, audio.Config{Node: nodeName, KubeClient: c.Client(), Hardware: hw,
+		done <- audio.Run(opCtx, audio.Config{Node: nodeName, KubeClient: c.Client(), Objects: objs, Hardware: hw,
 			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: opts})
 	}()
 	stop = func() { cancel(); <-done; pw.Stop() }
@@ -88,6 +100,10 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 		return fail(err)
 	}
 
+	if err := sinksDemo(ctx, c, objs, dp); err != nil {
+		return fail(err)
+	}
+
 	rec, err := sc.Cards.Recorded(0)
 	if err != nil {
 		return fail(err)
@@ -106,4 +122,67 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	fmt.Printf("\nthe monitor was unplugged (its ELD went, an ALSA control event): %s gained %s:NoExecute and %s:NoSchedule after %s\n",
 		dp, audio.TaintDisconnected, audio.TaintNoMonitor, time.Since(start).Round(10*time.Millisecond))
 	return stop, nil
+}
+
+// sinksDemo shows the Sinks and Sources the operator keeps, and a person
+// turning the DP output down through its Sink.
+func sinksDemo(ctx context.Context, c *harness.Cluster, objs dynamic.Interface, dp string) error {
+	sinks := objs.Resource(audiov1.SinksResource)
+	if err := until(ctx, 30*time.Second, func() bool {
+		l, err := sinks.List(ctx, metav1.ListOptions{})
+		return err == nil && len(l.Items) > 0
+	}); err != nil {
+		return fmt.Errorf("no Sinks: %w", err)
+	}
+	out, err := kubectl(ctx, c, "get", "sinks,sources", "-o", "wide")
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nkubectl get sinks,sources -o wide\n%s", out)
+	if _, err := sinks.Patch(ctx, dp, types.MergePatchType, []byte(`{"spec":{"volume":40,"mute":false}}`), metav1.PatchOptions{}); err != nil {
+		return err
+	}
+	start := time.Now()
+	if err := until(ctx, 10*time.Second, func() bool {
+		u, err := sinks.Get(ctx, dp, metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		v, _, _ := unstructured.NestedInt64(u.Object, "status", "observed", "volume")
+		return v == 40
+	}); err != nil {
+		return fmt.Errorf("the DP Sink's volume: %w", err)
+	}
+	fmt.Printf("\nkubectl patch sink %s -p '{\"spec\":{\"volume\":40}}': PipeWire's node set to 40%% of unity, status.observed.volume 40 after %s\n",
+		dp, time.Since(start).Round(10*time.Millisecond))
+	return nil
+}
+
+// until polls ok every 100 ms until it holds or timeout passes.
+func until(ctx context.Context, timeout time.Duration, ok func() bool) error {
+	deadline := time.Now().Add(timeout)
+	for !ok() {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not within %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// kubectl runs the control plane's kubectl against c.
+func kubectl(ctx context.Context, c *harness.Cluster, args ...string) (string, error) {
+	bin, err := harness.Kubectl(ctx, nil)
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("kubectl %v: %w: %s", args, err, out)
+	}
+	return string(out), nil
 }
