@@ -147,9 +147,10 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 		if err != nil {
 			o.metrics.reconcileErrors.WithLabelValues(kind.Name).Inc()
 			o.problem(logger, e.Name, err)
-			if errors.Is(err, context.DeadlineExceeded) {
-				// The API server is not answering: the other objects
-				// wait for the next pass rather than each time out.
+			if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, objects.ErrNotServed) {
+				// The API server is not answering, or has no Sinks and
+				// Sources: the other objects wait for the next pass
+				// rather than each fail alike.
 				return
 			}
 		} else {

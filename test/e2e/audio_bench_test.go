@@ -58,6 +58,8 @@ func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
 	must(b, err)
 	b.Cleanup(cluster.Stop)
 	must(b, cluster.AddLikenNode(ctx, node))
+	// As deployed: the operator keeps its Sinks and Sources too.
+	must(b, cluster.ApplyCRDs(ctx, "deploy/audio/crds"))
 	root, err := harness.ModuleRoot()
 	must(b, err)
 	dir := b.TempDir()

@@ -2,6 +2,7 @@ package objects
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -14,6 +15,10 @@ import (
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 )
+
+// ErrNotServed is wrapped by the errors of a store whose API server does
+// not serve Sinks and Sources (the CRDs are not installed).
+var ErrNotServed = errors.New("the API server does not serve this resource (are the audio.liken.sh CRDs installed?)")
 
 // maxWriteTries bounds the re-reads after conflicts and disappearances.
 const maxWriteTries = 5
@@ -119,7 +124,15 @@ func (s *Store) current(ctx context.Context, k Kind, name string, fromStore bool
 	}}
 	created, err := client.Create(ctx, fresh, metav1.CreateOptions{FieldManager: fieldManager})
 	if isAlreadyExists(err) {
-		return client.Get(ctx, name, metav1.GetOptions{})
+		got, err := client.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("%s %s: %w", k.Name, name, err)
+		}
+		return got, nil
+	}
+	if isNotFound(err) {
+		// A create answered 404: the resource itself is not served.
+		return nil, fmt.Errorf("%s %s: %w", k.Name, name, ErrNotServed)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: create: %w", k.Name, name, err)

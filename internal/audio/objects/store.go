@@ -39,8 +39,9 @@ type Options struct {
 	// Node is this node's name; the store follows only objects whose
 	// status.node names it (required).
 	Node string
-	// OnWatchRestart is called with the kind's name each time a watch is
-	// reopened after a failure (audio_watch_restarts_total).
+	// OnWatchRestart is called with the kind's name each time a list or
+	// watch fails, just before the informer opens it again
+	// (audio_watch_restarts_total).
 	OnWatchRestart func(kind string)
 }
 
@@ -116,21 +117,34 @@ func (s *Store) poke() {
 func (s *Store) Wake() <-chan struct{} { return s.wake }
 
 // Start runs the informers until ctx ends and waits (bounded by timeout)
-// for their first lists. It returns an error when the lists did not
-// arrive in time (no CRD, no access): the store then still runs and
-// catches up, and passes read what is missing from the API.
+// for their first lists; a timeout of 0 returns at once, which is what the
+// operator does: its devices must not wait for its objects. Until the
+// first lists arrive (never, without the CRDs or the access), passes read
+// what the store lacks from the API server. The error says the lists did
+// not arrive in time; the store runs on and catches up.
 func (s *Store) Start(ctx context.Context, timeout time.Duration) error {
-	synced := make([]cache.InformerSynced, 0, len(s.informers))
 	for _, inf := range s.informers {
 		go inf.RunWithContext(ctx)
-		synced = append(synced, inf.HasSynced)
+	}
+	if timeout <= 0 {
+		return nil
 	}
 	wait, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	if !cache.WaitForCacheSync(wait.Done(), synced...) {
+	if !cache.WaitForCacheSync(wait.Done(), s.Synced) {
 		return fmt.Errorf("objects: Sinks and Sources not listed within %s", timeout)
 	}
 	return nil
+}
+
+// Synced reports whether both informers have their first lists.
+func (s *Store) Synced() bool {
+	for _, inf := range s.informers {
+		if !inf.HasSynced() {
+			return false
+		}
+	}
+	return true
 }
 
 // Names lists the names of this node's objects of kind in the store.
