@@ -1,10 +1,12 @@
 package audio
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/liken-sh/operators/internal/alsa"
@@ -146,5 +148,53 @@ func TestSpecLayoutPastTheSchemaIsIgnored(t *testing.T) {
 	}
 	if !ValidSpecLayout([]string{"FL", "FR", "RL", "RR", "FC", "LFE", "AUX63"}) || !ValidSpecLayout([]string{"FL", "FR", "NA", "NA"}) {
 		t.Error("a 5.1 layout with an AUX channel, or unused NA channels, refused")
+	}
+}
+
+func TestDeclareTakesSinkLayoutsAndFallsBack(t *testing.T) {
+	six := []string{"FL", "FR", "RL", "RR", "FC", "LFE"}
+	jack := "study-pci-0000-00-1f-3-jack-out"
+	declare := func(layouts func([]string) (map[string][]string, error)) (DeclareResult, map[string]pipewire.Output) {
+		t.Helper()
+		dir := t.TempDir()
+		res, err := Declare(DeclareConfig{Hardware: xpsHardware(t), Node: "study", PipeWireDir: filepath.Join(dir, "pw"),
+			WirePlumberDir: filepath.Join(dir, "wp"), SpecLayouts: layouts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		outs, err := pipewire.ReadDeclaration(res.Declaration)
+		if err != nil {
+			t.Fatal(err)
+		}
+		by := map[string]pipewire.Output{}
+		for _, o := range outs {
+			by[o.Output] = o
+		}
+		return res, by
+	}
+	var asked []string
+	res, by := declare(func(sinks []string) (map[string][]string, error) {
+		asked = sinks
+		return map[string][]string{jack: six}, nil
+	})
+	if !slices.Equal(by[jack].Positions, six) || by[jack].Channels != 6 || len(res.Problems) != 0 {
+		t.Errorf("the Sink's layout was not declared: %+v, %v", by[jack], res.Problems)
+	}
+	for _, name := range asked {
+		if strings.HasSuffix(name, CaptureSuffix) {
+			t.Errorf("asked for the layout of a Source, %s", name)
+		}
+	}
+	if !slices.Contains(asked, jack) {
+		t.Errorf("not asked for %s: %v", jack, asked)
+	}
+
+	// The API server does not answer: every output takes its hardware's
+	// layout, and one problem says so.
+	res, by = declare(func([]string) (map[string][]string, error) {
+		return nil, errors.New("Sink study-pci-0000-00-1f-3-hdmi-1: context deadline exceeded")
+	})
+	if len(by[jack].Positions) != 0 || len(res.Problems) != 1 || !strings.Contains(res.Problems[0].Error(), "hardware layout") {
+		t.Errorf("fallback: %+v, problems %v", by[jack], res.Problems)
 	}
 }
