@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -34,6 +35,7 @@ import (
 	"github.com/liken-sh/operators/internal/metricsserver"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/e2e/kubelet"
 	"github.com/liken-sh/operators/test/pwtest"
 )
 
@@ -216,7 +218,28 @@ func TestAudioSinksAndSources(t *testing.T) {
 		t.Fatalf("analog Sink capabilities lack %s: %+v", masterName, j.Capabilities)
 	}
 
-	// Volume and mute apply to the real node at once.
+	// A claim prepared on the DP output shows on its Sink, and in
+	// audio_endpoint_claimed below.
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "desk"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "speakers", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "audio-sink",
+				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: fmt.Sprintf(`device.attributes["audio.liken.sh"].sink == %q`, dp)}}}},
+		}}}},
+	}
+	allocated := createWithPod(t, ctx, cluster, claim, "player-desk")
+	kl := kubelet.New(cluster.Client(), draOpts.RegistrarDir)
+	t.Cleanup(func() { kl.Close() })
+	plugin, err := kl.Discover(ctx, audio.DriverName)
+	must(t, err)
+	prepareOK(t, ctx, plugin, allocated)
+	waitSink("the DP Sink's claim", dp, func(s *audiov1.Sink) bool {
+		c := s.Status.Claim
+		return c != nil && c.Namespace == "default" && c.Name == "desk"
+	})
+
+	// Volume and mute apply to the real node at once, even under a claim.
 	patchSpec := func(name, patch string) {
 		t.Helper()
 		_, err := sinks.Patch(ctx, name, types.MergePatchType, []byte(`{"spec":`+patch+`}`), metav1.PatchOptions{})
@@ -372,7 +395,8 @@ func TestAudioSinksAndSources(t *testing.T) {
 		{"audio_endpoint_connected", "endpoint", bare, 0},
 		{"audio_endpoint_ready", "endpoint", dp, 1},
 		{"audio_endpoint_ready", "endpoint", mic, 1},
-		{"audio_endpoint_claimed", "endpoint", dp, 0},
+		{"audio_endpoint_claimed", "endpoint", dp, 1},
+		{"audio_endpoint_claimed", "endpoint", jack, 0},
 		{"audio_observation_valid", "source", "pipewire", 1},
 	} {
 		if got, ok := metricValue(scrape, m.name, m.label, m.value); !ok || got != m.want {
