@@ -253,44 +253,58 @@ func sourceName(l alsa.Layout) string {
 // endpoint is not in this pass (a USB card unplugged), keeping the rest of
 // their status: the object stays, and says the endpoint is absent.
 func (o *operator) markGone(ctx context.Context, seen map[string]bool) {
-	gone := func(conds []metav1.Condition) []metav1.Condition {
-		out := slices.Clone(conds)
-		for _, t := range []string{audiov1.ConditionConnected, audiov1.ConditionReady} {
-			meta.SetStatusCondition(&out, metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonGone,
-				Message: "the endpoint is not on this node now"})
-		}
-		return out
-	}
-	for _, name := range o.store.Names(objects.SinkKind) {
-		if seen[name] {
-			continue
-		}
-		if s, ok, err := o.store.Sink(ctx, name); ok && err == nil {
+	// Each kind's mark reads the object, turns its status absent and
+	// writes it; found is false when the object went meanwhile.
+	marks := []struct {
+		kind objects.Kind
+		mark func(name string) (found bool, err error)
+	}{
+		{objects.SinkKind, func(name string) (bool, error) {
+			s, ok, err := o.store.Sink(ctx, name)
+			if !ok || err != nil {
+				return false, err
+			}
 			st := *s.Status.DeepCopy()
-			st.Conditions = gone(st.Conditions)
-			st.Claim = nil
-			if _, err := o.store.ApplySink(ctx, name, st); err != nil {
+			absent(&st.EndpointStatus)
+			_, err = o.store.ApplySink(ctx, name, st)
+			return true, err
+		}},
+		{objects.SourceKind, func(name string) (bool, error) {
+			s, ok, err := o.store.Source(ctx, name)
+			if !ok || err != nil {
+				return false, err
+			}
+			st := *s.Status.DeepCopy()
+			absent(&st)
+			_, err = o.store.ApplySource(ctx, name, st)
+			return true, err
+		}},
+	}
+	for _, m := range marks {
+		for _, name := range o.store.Names(m.kind) {
+			if seen[name] {
+				continue
+			}
+			found, err := m.mark(name)
+			if err != nil {
 				o.problem(klog.FromContext(ctx), name, err)
 			}
-			gauge(o.metrics.connected, name, false)
-			gauge(o.metrics.ready, name, false)
-		}
-	}
-	for _, name := range o.store.Names(objects.SourceKind) {
-		if seen[name] {
-			continue
-		}
-		if s, ok, err := o.store.Source(ctx, name); ok && err == nil {
-			st := *s.Status.DeepCopy()
-			st.Conditions = gone(st.Conditions)
-			st.Claim = nil
-			if _, err := o.store.ApplySource(ctx, name, st); err != nil {
-				o.problem(klog.FromContext(ctx), name, err)
+			if found {
+				gauge(o.metrics.connected, name, false)
+				gauge(o.metrics.ready, name, false)
 			}
-			gauge(o.metrics.connected, name, false)
-			gauge(o.metrics.ready, name, false)
 		}
 	}
+}
+
+// absent turns a status into that of an endpoint that is not on this node
+// now: Connected and Ready false, no claim; the rest stays as last seen.
+func absent(st *audiov1.EndpointStatus) {
+	for _, t := range []string{audiov1.ConditionConnected, audiov1.ConditionReady} {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonGone,
+			Message: "the endpoint is not on this node now"})
+	}
+	st.Claim = nil
 }
 
 // problem logs an object's failure when it first appears.

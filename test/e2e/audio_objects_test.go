@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -109,6 +110,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 
 	dir := t.TempDir()
 	hw, cards := recordedXPS(t, dir)
+	devSnd := hw.DevSnd
 	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: node,
 		PipeWireDir: filepath.Join(dir, "declared"), WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000,
 		SpecLayouts: func(names []string) (map[string][]string, error) {
@@ -384,6 +386,28 @@ func TestAudioSinksAndSources(t *testing.T) {
 	}
 	t.Logf("kubectl get sinks:\n%s", out)
 
+	// The headset is unplugged (its card leaves /dev/snd): its Sink and
+	// Source stay, and say the endpoint is gone.
+	razer := node + "-usb-1532-0526-00000000-usb-audio"
+	nodes, err := filepath.Glob(filepath.Join(devSnd, "*C1*"))
+	must(t, err)
+	if len(nodes) == 0 {
+		t.Fatal("no /dev/snd nodes of card 1")
+	}
+	for _, n := range nodes {
+		must(t, os.Remove(n))
+	}
+	gone := waitSink("the unplugged headset's Sink marked gone", razer, func(s *audiov1.Sink) bool {
+		c := meta.FindStatusCondition(s.Status.Conditions, audiov1.ConditionConnected)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == audio.ReasonGone
+	})
+	if gone.Status.Location == "" || gone.Status.ConnectionType != "usb" || meta.IsStatusConditionTrue(gone.Status.Conditions, audiov1.ConditionReady) {
+		t.Errorf("the gone headset's Sink lost what was last seen, or is still Ready: %+v", gone.Status)
+	}
+	if _, err := admin.Resource(audiov1.SourcesResource).Get(ctx, razer+audio.CaptureSuffix, metav1.GetOptions{}); err != nil {
+		t.Errorf("the gone headset's Source: %v", err)
+	}
+
 	// The metrics, scraped over HTTP, say what the objects say.
 	scrape := scrapeMetrics(t, "http://"+lis.Addr().String()+"/metrics")
 	for _, m := range []struct {
@@ -397,6 +421,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 		{"audio_endpoint_ready", "endpoint", mic, 1},
 		{"audio_endpoint_claimed", "endpoint", dp, 1},
 		{"audio_endpoint_claimed", "endpoint", jack, 0},
+		{"audio_endpoint_connected", "endpoint", razer, 0},
 		{"audio_observation_valid", "source", "pipewire", 1},
 	} {
 		if got, ok := metricValue(scrape, m.name, m.label, m.value); !ok || got != m.want {
