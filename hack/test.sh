@@ -56,17 +56,17 @@ rm -f "$log.fuzz"
 if [ "${BENCH:-1}" != 0 ]; then
 	echo "== benchmarks"
 	echo "prepare of one claim through the gRPC socket, CDI and checkpoint fsyncs included (target: p99 under 20 ms):"
-	go test "${flags[@]}" -run '^$' -bench 'PrepareGRPC' -benchtime 300x ./internal/dra/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
+	go test "${flags[@]}" -run '^$' -bench 'PrepareGRPC' -benchtime 300x ./internal/dra/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 	echo "slice writes for 1,000 device changes in 10 s (bound: one write per settle window):"
-	go test "${flags[@]}" -run '^$' -bench 'EventStorm' -benchtime 1x ./internal/dra/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
+	go test "${flags[@]}" -run '^$' -bench 'EventStorm' -benchtime 1x ./internal/dra/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 	echo "Bluetooth link change in the simulator to the ResourceSlice on the real API server, default settle window (target: p50 and max under 1.5 s + 200 ms):"
-	go test "${flags[@]}" -run '^$' -bench 'BluetoothEventToSlice' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
+	go test "${flags[@]}" -run '^$' -bench 'BluetoothEventToSlice' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 	echo "bluetooth-operator binary's idle resident set once published and settled (target: rss-max under 25 MiB; seed limit 64 MiB):"
-	go test "${flags[@]}" -run '^$' -bench 'BluetoothOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
+	go test "${flags[@]}" -run '^$' -bench 'BluetoothOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 	echo "audio reconcile pass over 16 outputs (two recorded HDA cards of 8 HDMI PCMs each: cards read, endpoints named, devices formed against a graph):"
-	go test "${flags[@]}" -run '^$' -bench 'AudioPass16Outputs' -benchmem ./internal/audio/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
+	go test "${flags[@]}" -run '^$' -bench 'AudioPass16Outputs' -benchmem ./internal/audio/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 	echo "audio-operator binary's idle resident set once published, on real PipeWire declared by its own declare mode (target: rss-max under 40 MiB; seed limit 128 MiB with its pw-dump child):"
-	go test "${flags[@]}" -run '^$' -bench 'AudioOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL)' || status=1
+	go test "${flags[@]}" -run '^$' -bench 'AudioOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 fi
 
 echo "== VM tier: the kernel-facing tests on a real kernel under qemu"

@@ -30,6 +30,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/klog/v2"
 
 	"github.com/liken-sh/operators/internal/alsa"
@@ -189,7 +190,12 @@ func runOperator(ctx context.Context, p paths) error {
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(rc)
+	// The first pass creates a Sink or Source per endpoint and writes each
+	// one's status: client-go's default 5 requests a second would spread
+	// that over several seconds on a machine with many outputs.
+	objRC := rest.CopyConfig(rc)
+	objRC.QPS, objRC.Burst = 20, 60
+	dyn, err := dynamic.NewForConfig(objRC)
 	if err != nil {
 		return err
 	}

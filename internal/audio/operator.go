@@ -262,6 +262,11 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 		case <-ctx.Done():
 			return nil
 		case <-o.driver.Done():
+			if ctx.Err() != nil {
+				// The driver stopped because the operator is stopping
+				// (a long pass let both fire): a clean exit.
+				return nil
+			}
 			return fmt.Errorf("DRA plugin stopped: %w", o.driver.Err())
 		case g, ok := <-mon.Snapshots():
 			if !ok {
