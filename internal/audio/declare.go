@@ -99,9 +99,7 @@ func Outputs(eps []Endpoint, alsaPath string, rate int, spec map[string][]string
 			Description: fmt.Sprintf("%s (%s)", e.PCM.Info.ID, e.Card.Name),
 			Path:        alsaPath, Rate: rate,
 		}
-		if l := ChooseLayout(e, spec[e.Name]); l.Channels > 0 {
-			o.Channels, o.Positions = l.Channels, l.Positions
-		}
+		setLayout(&o, ChooseLayout(e, spec[e.Name]))
 		out = append(out, o)
 	}
 	return out

@@ -62,13 +62,49 @@ var channelName = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,7}$`)
 // (or whose ELD cannot be read) keeps the layout it was declared with:
 // a monitor switched off is not a reason to restart every sink of the
 // machine, and it most likely comes back with the same layout.
+//
+// A layout declared from a spec.layout that is gone is not kept: the
+// hardware's applies again.
 func WantedLayout(e Endpoint, spec []string, declared pipewire.Output) alsa.Layout {
-	if len(spec) == 0 && !e.Capture() && e.PCM.HasELD && !e.PCM.ELD.Valid() {
-		src := alsa.LayoutELD
-		if len(declared.Positions) == 0 {
-			src = alsa.LayoutNone
-		}
+	src := declaredSource(declared)
+	if len(spec) == 0 && !e.Capture() && e.PCM.HasELD && !e.PCM.ELD.Valid() && src != LayoutSpec {
 		return alsa.Layout{Channels: declared.Channels, Positions: declared.Positions, Source: src}
 	}
 	return ChooseLayout(e, spec)
+}
+
+// LayoutSourceKey is the private property of a declared node that records
+// where its layout came from, so that a later pass tells a layout a spec
+// asked for from one the monitor's ELD gave.
+const LayoutSourceKey = "liken.audio.layout-source"
+
+// setLayout declares layout l on o, with its source.
+func setLayout(o *pipewire.Output, l alsa.Layout) {
+	o.Channels, o.Positions = 0, nil
+	if o.Extra != nil {
+		delete(o.Extra, LayoutSourceKey)
+	}
+	if l.Channels == 0 {
+		return
+	}
+	o.Channels, o.Positions = l.Channels, l.Positions
+	if l.Source != alsa.LayoutNone {
+		if o.Extra == nil {
+			o.Extra = map[string]string{}
+		}
+		o.Extra[LayoutSourceKey] = string(l.Source)
+	}
+}
+
+// declaredSource is where a declared output's layout came from: its
+// LayoutSourceKey, else (a declaration written before the key existed)
+// the ELD when it has positions.
+func declaredSource(d pipewire.Output) alsa.LayoutSource {
+	if s, ok := d.Extra[LayoutSourceKey]; ok {
+		return alsa.LayoutSource(s)
+	}
+	if len(d.Positions) > 0 {
+		return alsa.LayoutELD
+	}
+	return alsa.LayoutNone
 }

@@ -2,6 +2,7 @@ package audio
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -76,8 +77,8 @@ func PlanLayouts(eps []Endpoint, spec map[string][]string, declared []pipewire.O
 	plan.Outputs = slices.Clone(declared)
 	for i, d := range plan.Outputs {
 		if _, ok := plan.Changed[d.Output]; ok {
-			w := plan.Wanted[d.Output]
-			plan.Outputs[i].Channels, plan.Outputs[i].Positions = w.Channels, w.Positions
+			plan.Outputs[i].Extra = maps.Clone(d.Extra)
+			setLayout(&plan.Outputs[i], plan.Wanted[d.Output])
 		}
 	}
 	return plan

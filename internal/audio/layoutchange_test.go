@@ -104,4 +104,27 @@ func TestPlanLayouts(t *testing.T) {
 	if c := LayoutApplied(bare, p, false); c.Reason != ReasonNotDeclared || c.Status != metav1.ConditionFalse {
 		t.Errorf("undeclared output: %+v", c)
 	}
+
+	// A port with no monitor keeps a layout its monitor's ELD gave, but
+	// not one a spec.layout that is gone asked for.
+	for src, wantChange := range map[string]bool{"ELD": false, "Spec": true} {
+		kept := slices.Clone(declared)
+		for i := range kept {
+			if kept[i].Output == bare {
+				kept[i].Channels, kept[i].Positions = 6, six
+				kept[i].Extra = map[string]string{LayoutSourceKey: src}
+			}
+		}
+		p = PlanLayouts(eps, nil, kept, idle)
+		if _, changed := p.Changed[bare]; changed != wantChange {
+			t.Errorf("declared from %s, no spec now: changed %v, want %v (wanted %v)", src, changed, wantChange, p.Wanted[bare])
+		}
+		if wantChange {
+			for _, o := range p.Outputs {
+				if o.Output == bare && (len(o.Positions) != 0 || o.Extra[LayoutSourceKey] != "") {
+					t.Errorf("the rewrite keeps %v from %q", o.Positions, o.Extra[LayoutSourceKey])
+				}
+			}
+		}
+	}
 }

@@ -73,11 +73,26 @@ func (o *operator) steerVolume(ctx context.Context, name string, spec audiov1.En
 		return nil
 	}
 	now := time.Now()
-	if last, ok := o.volumes[name]; ok && last.node == n.ID && sameFloat(last.w.Gain, w.Gain) &&
-		samePtr(last.w.Mute, w.Mute) && now.Sub(last.at) < rewriteAfter {
+	// The record keeps every field written to this node, so a mute
+	// written after a volume does not make the volume look unwritten
+	// (which, on a node that has not run, would write the two in turn
+	// for ever).
+	last, ok := o.volumes[name]
+	if !ok || last.node != n.ID {
+		last = volumeWrite{node: n.ID}
+	}
+	if (w.Gain == nil || sameFloat(last.w.Gain, w.Gain)) && (w.Mute == nil || samePtr(last.w.Mute, w.Mute)) &&
+		now.Sub(last.at) < rewriteAfter {
 		return nil
 	}
-	o.volumes[name] = volumeWrite{node: n.ID, w: w, at: now}
+	merged := last.w
+	if w.Gain != nil {
+		merged.Gain, merged.Channels = w.Gain, w.Channels
+	}
+	if w.Mute != nil {
+		merged.Mute = w.Mute
+	}
+	o.volumes[name] = volumeWrite{node: n.ID, w: merged, at: now}
 	if err := o.cfg.SetVolume(ctx, n.ID, w); err != nil {
 		o.metrics.controlFailures.WithLabelValues(operationVolume).Inc()
 		return fmt.Errorf("%s: setting volume/mute on node %d: %w", name, n.ID, err)
@@ -127,6 +142,20 @@ func (o *operator) steerControls(ctx context.Context, obj *corev1.ObjectReferenc
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	// Unknown names are reported in one Event, so a long list is not
+	// folded away by the Event recorder's aggregation.
+	var unknown []string
+	defer func() {
+		if len(unknown) == 0 {
+			return
+		}
+		shown := unknown
+		more := ""
+		if len(shown) > 10 {
+			shown, more = shown[:10], fmt.Sprintf(" and %d more", len(unknown)-10)
+		}
+		o.warn(ctx, obj, "UnknownControl", fmt.Sprintf("spec.controls: this endpoint has no control %q%s (see status.capabilities); skipped", shown, more))
+	}()
 	var ctl alsa.Control
 	defer func() {
 		if ctl != nil {
@@ -137,7 +166,7 @@ func (o *operator) steerControls(ctx context.Context, obj *corev1.ObjectReferenc
 		want := spec.Controls[key]
 		c, ok := mixer.Find(controls, key)
 		if !ok {
-			o.warn(ctx, obj, "UnknownControl", fmt.Sprintf("spec.controls[%q]: this endpoint has no such control (see status.capabilities); skipped", key))
+			unknown = append(unknown, key)
 			continue
 		}
 		v, err := c.ParseIntOrString(want)

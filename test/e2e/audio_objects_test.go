@@ -133,6 +133,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 		t.Fatalf("the microphone is not declared as a source: %+v", o)
 	}
 	pw := pwtest.New(t, pwtest.Options{Outputs: outputs})
+	t.Cleanup(pw.FollowDeclaration(ctx, func(err error) { t.Errorf("restarting PipeWire: %v", err) }))
 
 	// The operator's registry, served as the operator's main serves it.
 	reg := prometheus.NewRegistry()
@@ -347,10 +348,8 @@ func TestAudioSinksAndSources(t *testing.T) {
 		}
 		return false, fmt.Sprintf("links %v", links)
 	})
-	// The pipewire container's first process restarts PipeWire on the
-	// newer declaration (proven in internal/audio/modes); here the test
-	// does what it would.
-	must(t, pw.Restart(ctx))
+	// PipeWire restarts on the newer declaration: FollowDeclaration does
+	// what the pod's pipewire sidecar does (proven in internal/audio/modes).
 	waitFor(t, ctx, "the DP node with six channel positions", 20*time.Second, func() (bool, string) {
 		g, err := pw.Remote().Dump(ctx)
 		if err != nil {

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -74,7 +75,10 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 		done <- audio.Run(opCtx, audio.Config{Node: nodeName, KubeClient: c.Client(), Objects: objs, Hardware: hw,
 			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: opts})
 	}()
-	stop = func() { cancel(); <-done; pw.Stop() }
+	// PipeWire restarts on a new declaration (a Sink's layout), as the
+	// pod's pipewire sidecar does it.
+	unfollow := pw.FollowDeclaration(ctx, func(err error) { log.Printf("restarting PipeWire: %v", err) })
+	stop = func() { cancel(); <-done; unfollow(); pw.Stop() }
 	fail := func(err error) (func(), error) { stop(); return nil, err }
 
 	dp := nodeName + "-pci-0000-00-1f-3-hdmi-3"
