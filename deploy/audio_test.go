@@ -212,6 +212,39 @@ func checkOperatorAccess(t *testing.T, c *harness.Cluster, k *kube) {
 	if got := must(nil, "", "get", "sink", "node-a-hdmi-0", "-o", "jsonpath={.spec}"); got != "{}" {
 		t.Errorf("node-a-hdmi-0's spec after the refused write = %s, want {}", got)
 	}
+
+	// The admission policy keeps node-a's operator to the status of
+	// node-a's objects: it cannot write node-b's Sink, nor move its own to
+	// node-b. The API server loads a new policy from an informer, so the
+	// first refusal is waited for.
+	policy := "ValidatingAdmissionPolicy 'audio-operator-own-node-endpoints'"
+	for _, w := range []struct{ name, sink, node string }{
+		{"writing node-b's Sink's status", "node-b-hdmi-0", "node-b"},
+		{"moving its own Sink to node-b", "node-a-hdmi-0", "node-b"},
+		{"taking node-b's Sink over", "node-b-hdmi-0", "node-a"},
+	} {
+		var last string
+		err := poll(ctx, 30*time.Second, func() (bool, string) {
+			_, err := k.runAs(ctx, onA, "", "patch", "sink", w.sink, "--subresource=status", "--type=merge",
+				"-p", statusPatch(t, map[string]any{"node": w.node, "location": "0000:00:1f.3"}))
+			if err == nil {
+				return false, "allowed"
+			}
+			last = err.Error()
+			return strings.Contains(last, policy), last
+		})
+		if err != nil {
+			t.Errorf("%s: %v", w.name, err)
+		} else {
+			t.Logf("%s: refused: %s", w.name, last)
+		}
+	}
+	if got := must(nil, "", "get", "sink", "node-b-hdmi-0", "-o", "jsonpath={.status.node}"); got != "node-b" {
+		t.Errorf("node-b-hdmi-0's status.node after the refused writes = %q", got)
+	}
+	// Its own Sink's status it still writes.
+	must(onA, "", "patch", "sink", "node-a-hdmi-0", "--subresource=status", "--type=merge",
+		"-p", statusPatch(t, map[string]any{"node": "node-a", "location": "0000:00:1f.3"}))
 }
 
 // checkWatch watches Sinks as the operator on node-a does, selected by

@@ -127,6 +127,8 @@ var bases = []base{
 			"ClusterRoleBinding/audio-operator",
 			"ValidatingAdmissionPolicy/audio-operator-own-node-slices",
 			"ValidatingAdmissionPolicyBinding/audio-operator-own-node-slices",
+			"ValidatingAdmissionPolicy/audio-operator-own-node-endpoints",
+			"ValidatingAdmissionPolicyBinding/audio-operator-own-node-endpoints",
 			"DeviceClass/sound-card",
 			"DeviceClass/audio-sink",
 			"DeviceClass/audio-source",
