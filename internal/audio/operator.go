@@ -17,6 +17,7 @@ import (
 	"github.com/liken-sh/operators/internal/alsa"
 	"github.com/liken-sh/operators/internal/audio/objects"
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/mixer"
 	"github.com/liken-sh/operators/internal/pipewire"
 )
 
@@ -106,8 +107,8 @@ func Run(ctx context.Context, cfg Config) error {
 	op := &operator{cfg: cfg, declared: map[string]bool{}, wake: make(chan struct{}, 1),
 		reported: map[string]bool{}, drifted: map[string]bool{},
 		metrics: newMetrics(cfg.Registerer), volumes: map[string]volumeWrite{}, warned: map[string]bool{},
-		controlsWritten: map[string]string{},
-		objProblems:     map[string]string{}}
+		controlsWritten: map[string]string{}, mixDirty: map[int]bool{},
+		objProblems: map[string]string{}}
 	for _, o := range declared {
 		op.declared[o.Name] = true
 	}
@@ -208,6 +209,13 @@ type operator struct {
 	warned          map[string]bool   // spec problems reported
 	objProblems     map[string]string // object write failures logged
 
+	// mixers are the cards' mixers as last read (passes only); mixMu
+	// guards the marks the card watchers set when a card's controls change.
+	mixers      map[string]*mixer.Mixer
+	mixMu       sync.Mutex
+	mixDirty    map[int]bool
+	mixAllDirty bool
+
 	metrics  *metrics
 	store    *objects.Store       // nil without Config.Objects
 	recorder record.EventRecorder // nil without Config.Objects
@@ -278,6 +286,7 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 		case <-o.objWake:
 			o.pass(ctx, mon.Latest())
 		case <-backstop:
+			o.mixerChanged(-1)
 			o.pass(ctx, mon.Latest())
 		}
 	}
@@ -394,6 +403,7 @@ func (o *operator) watchCards(ctx context.Context) {
 					return
 				}
 				if len(evs) > 0 {
+					o.mixerChanged(n)
 					o.poke()
 				}
 			}

@@ -188,10 +188,19 @@ func (o *operator) steer(ctx context.Context, kind objects.Kind, obj metav1.Obje
 	o.steerControls(ctx, ref, e.PCM.Card(), spec, controls)
 }
 
-// readMixers reads the mixer of each card that has an endpoint. A card
+// readMixers returns the mixer of each card that has an endpoint. A
+// card's mixer is read again only after a control event of that card (a
+// value changed, an element came or went) or a backstop tick, not on
+// every graph change: a pass then costs no ioctls per element. A card
 // whose mixer cannot be read gets no capabilities this pass; the problem
 // is logged once.
 func (o *operator) readMixers(ctx context.Context, eps []Endpoint) map[int]*mixer.Mixer {
+	o.mixMu.Lock()
+	dirty, all := o.mixDirty, o.mixAllDirty
+	o.mixDirty, o.mixAllDirty = map[int]bool{}, false
+	o.mixMu.Unlock()
+	cached := o.mixers
+	o.mixers = map[string]*mixer.Mixer{}
 	out := map[int]*mixer.Mixer{}
 	for _, e := range eps {
 		card := e.PCM.Card()
@@ -199,6 +208,12 @@ func (o *operator) readMixers(ctx context.Context, eps []Endpoint) map[int]*mixe
 			continue
 		}
 		out[card] = nil
+		// The key holds what tells a card from one that took its number.
+		key := fmt.Sprintf("%d/%s/%s", card, e.Card.ID, e.Identity.Location)
+		if m, ok := cached[key]; ok && !all && !dirty[card] {
+			out[card], o.mixers[key] = m, m
+			continue
+		}
 		ctl, err := o.cfg.Hardware.opener().Open(card)
 		if err != nil {
 			o.problem(klog.FromContext(ctx), fmt.Sprintf("mixer of card %d", card), err)
@@ -210,9 +225,20 @@ func (o *operator) readMixers(ctx context.Context, eps []Endpoint) map[int]*mixe
 			o.problem(klog.FromContext(ctx), fmt.Sprintf("mixer of card %d", card), err)
 			continue
 		}
-		out[card] = m
+		out[card], o.mixers[key] = m, m
 	}
 	return out
+}
+
+// mixerChanged marks card's mixer (all with card < 0) to be read again.
+func (o *operator) mixerChanged(card int) {
+	o.mixMu.Lock()
+	defer o.mixMu.Unlock()
+	if card < 0 {
+		o.mixAllDirty = true
+		return
+	}
+	o.mixDirty[card] = true
 }
 
 // rewriteLayouts writes the declaration with the new layouts (the PCM
