@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -50,32 +49,15 @@ func fixture(t *testing.T, name string) []byte {
 
 // One control plane for the package's tests; each test has its own
 // namespace.
-var (
-	clusterOnce sync.Once
-	cluster     *harness.Cluster
-	clusterErr  error
-)
+var shared = harness.Shared{Options: harness.Options{WithoutScheduler: true, WithoutControllerManager: true}}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if cluster != nil {
-		cluster.Stop()
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
-func apiServer(t *testing.T) *harness.Cluster {
-	t.Helper()
-	clusterOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cluster, clusterErr = harness.Start(ctx, harness.Options{WithoutScheduler: true, WithoutControllerManager: true})
-	})
-	if clusterErr != nil {
-		t.Fatal(clusterErr)
-	}
-	return cluster
-}
+func apiServer(t *testing.T) *harness.Cluster { return shared.Get(t) }
 
 // namespaceWithReader creates namespace ns and returns a client acting as
 // the bondfetch ServiceAccount there, allowed to list Secrets in ns and

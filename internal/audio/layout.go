@@ -1,7 +1,6 @@
 package audio
 
 import (
-	"regexp"
 	"slices"
 
 	"github.com/liken-sh/operators/internal/alsa"
@@ -46,15 +45,13 @@ func ValidSpecLayout(spec []string) bool {
 	}
 	seen := map[string]bool{}
 	for _, p := range spec {
-		if (seen[p] && p != "NA") || !channelName.MatchString(p) {
+		if (seen[p] && p != "NA") || !pipewire.IsPositionName(p) {
 			return false
 		}
 		seen[p] = true
 	}
 	return true
 }
-
-var channelName = regexp.MustCompile(`^[A-Z][A-Z0-9]{0,7}$`)
 
 // WantedLayout is the layout an endpoint should run with now, given its
 // Sink's spec.layout and the output PipeWire was started with. It is

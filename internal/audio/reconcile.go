@@ -21,8 +21,6 @@ import (
 	"github.com/liken-sh/operators/internal/pipewire"
 )
 
-func (o *operator) loggerFor(ctx context.Context) klog.Logger { return klog.FromContext(ctx) }
-
 // syncObjects brings this node's Sinks and Sources in step with pass p
 // and graph g (nil: PipeWire is not answering): it applies each object's
 // spec (volume and mute to the node, controls to the card), rewrites the

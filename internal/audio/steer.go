@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/alsa"
@@ -174,7 +176,7 @@ func (o *operator) steerControls(ctx context.Context, obj *corev1.ObjectReferenc
 			o.warn(ctx, obj, "InvalidControlValue", fmt.Sprintf("spec.controls[%q] = %s: %v; skipped", key, want.String(), err))
 			continue
 		}
-		if equalInts(v.Ints, c.Value) {
+		if slices.Equal(v.Ints, c.Value) {
 			o.clearWarn(obj, key)
 			o.controlsWritten[obj.Name+"/"+key] = want.String()
 			continue
@@ -204,18 +206,6 @@ func (o *operator) steerControls(ctx context.Context, obj *corev1.ObjectReferenc
 	}
 }
 
-func equalInts(a, b []int64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // warn records a Warning Event on obj and logs it, once per distinct
 // message for that object, so a bad spec is reported when it appears and
 // not on every pass.
@@ -225,7 +215,7 @@ func (o *operator) warn(ctx context.Context, obj *corev1.ObjectReference, reason
 		return
 	}
 	o.warned[key] = true
-	o.loggerFor(ctx).Info("Skipped part of a spec", "kind", obj.Kind, "name", obj.Name, "reason", reason, "problem", msg)
+	klog.FromContext(ctx).Info("Skipped part of a spec", "kind", obj.Kind, "name", obj.Name, "reason", reason, "problem", msg)
 	if o.recorder != nil {
 		o.recorder.Event(obj, corev1.EventTypeWarning, reason, msg)
 	}

@@ -236,7 +236,7 @@ func (o Output) Validate() error {
 			return fmt.Errorf("%s: explicit positions and the ALSA channel map exclude each other", where)
 		}
 		for _, p := range o.Positions {
-			if !isPositionName(p) {
+			if !IsPositionName(p) {
 				return fmt.Errorf("%s: position %q is not a SPA channel name", where, p)
 			}
 		}
@@ -267,9 +267,10 @@ func checkText(s string) error {
 	return nil
 }
 
-// isPositionName accepts SPA channel names as PipeWire spells them: upper
-// case letters and digits, starting with a letter (FL, LFE, AUX12, TFLC).
-func isPositionName(s string) bool {
+// IsPositionName accepts SPA channel names as PipeWire spells them (the
+// audio.position words of spa/param/audio/raw.h): upper case letters and
+// digits, starting with a letter (FL, LFE, AUX12, TFLC).
+func IsPositionName(s string) bool {
 	if s == "" || s[0] < 'A' || s[0] > 'Z' {
 		return false
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -53,20 +52,13 @@ func asAudioOperator(c *harness.Cluster, node string) *rest.Config {
 	return cfg
 }
 
-// kubectl runs the control plane's kubectl against c.
+// kubectl runs the control plane's kubectl against c, failing the test
+// when it fails.
 func kubectl(t *testing.T, ctx context.Context, c *harness.Cluster, args ...string) string {
 	t.Helper()
-	bin, err := harness.Kubectl(ctx, t.Logf)
+	out, err := c.Kubectl(ctx, args...)
 	must(t, err)
-	root, err := harness.ModuleRoot()
-	must(t, err)
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...)
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return out
 }
 
 // TestAudioSinksAndSources runs declare and the operator, as the operator's
@@ -80,10 +72,10 @@ func TestAudioSinksAndSources(t *testing.T) {
 	t.Cleanup(cluster.Stop)
 	must(t, cluster.AddLikenNode(ctx, node))
 	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"))
-	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "admissionpolicy.yaml", "crds"} {
+	must(t, cluster.ApplyCRDs(ctx, "deploy/audio/crds"))
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "admissionpolicy.yaml"} {
 		kubectl(t, ctx, cluster, "apply", "-f", filepath.Join("deploy/audio", f))
 	}
-	kubectl(t, ctx, cluster, "wait", "--for=condition=Established", "crd/sinks.audio.liken.sh", "crd/sources.audio.liken.sh")
 
 	rc := asAudioOperator(cluster, node)
 	kube, err := kubernetes.NewForConfig(rc)

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,75 +22,21 @@ import (
 
 // One control plane, with the CRDs installed, serves every test of the
 // package; tests keep apart by node and object names.
-var (
-	clusterOnce sync.Once
-	cluster     *harness.Cluster
-	clusterErr  error
-)
+var shared = harness.Shared{
+	Options: harness.Options{WithoutScheduler: true, WithoutControllerManager: true},
+	Setup: func(ctx context.Context, c *harness.Cluster) error {
+		return c.ApplyCRDs(ctx, "deploy/audio/crds")
+	},
+}
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if cluster != nil {
-		cluster.Stop()
-	}
+	shared.Stop()
 	os.Exit(code)
 }
 
-// apiServer returns the shared control plane, starting it and installing
-// deploy/audio/crds on first use.
-func apiServer(t *testing.T) *harness.Cluster {
-	t.Helper()
-	clusterOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		cluster, clusterErr = harness.Start(ctx, harness.Options{Logf: t.Logf, WithoutScheduler: true, WithoutControllerManager: true})
-		if clusterErr != nil {
-			return
-		}
-		for _, args := range [][]string{
-			{"apply", "-f", "deploy/audio/crds"},
-			{"wait", "--for=condition=Established", "crd/sinks.audio.liken.sh", "crd/sources.audio.liken.sh"},
-		} {
-			if clusterErr = kubectl(ctx, t, cluster, args...); clusterErr != nil {
-				return
-			}
-		}
-	})
-	if clusterErr != nil {
-		t.Fatal(clusterErr)
-	}
-	return cluster
-}
-
-// kubectl runs the control plane's kubectl against c from the module
-// root.
-func kubectl(ctx context.Context, t *testing.T, c *harness.Cluster, args ...string) error {
-	bin, err := harness.Kubectl(ctx, t.Logf)
-	if err != nil {
-		return err
-	}
-	root, err := harness.ModuleRoot()
-	if err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...)
-	cmd.Dir = root
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return &kubectlError{args: args, err: err, out: string(out)}
-	}
-	return nil
-}
-
-type kubectlError struct {
-	args []string
-	err  error
-	out  string
-}
-
-func (e *kubectlError) Error() string {
-	return "kubectl " + strings.Join(e.args, " ") + ": " + e.err.Error() + "\n" + e.out
-}
+// apiServer returns the shared control plane with deploy/audio/crds.
+func apiServer(t *testing.T) *harness.Cluster { return shared.Get(t) }
 
 // admin is a dynamic client with the cluster's admin credentials: the
 // "other writer" behind a store's back.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"time"
@@ -138,7 +137,7 @@ func sinksDemo(ctx context.Context, c *harness.Cluster, objs dynamic.Interface, 
 	}); err != nil {
 		return fmt.Errorf("no Sinks: %w", err)
 	}
-	out, err := kubectl(ctx, c, "get", "sinks,sources", "-o", "wide")
+	out, err := c.Kubectl(ctx, "get", "sinks,sources", "-o", "wide")
 	if err != nil {
 		return err
 	}
@@ -176,17 +175,4 @@ func until(ctx context.Context, timeout time.Duration, ok func() bool) error {
 		}
 	}
 	return nil
-}
-
-// kubectl runs the control plane's kubectl against c.
-func kubectl(ctx context.Context, c *harness.Cluster, args ...string) (string, error) {
-	bin, err := harness.Kubectl(ctx, nil)
-	if err != nil {
-		return "", err
-	}
-	out, err := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig", c.Kubeconfig()}, args...)...).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("kubectl %v: %w: %s", args, err, out)
-	}
-	return string(out), nil
 }
