@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"strconv"
 )
 
 // ErrBadDump is wrapped by every error about pw-dump's output: text that
@@ -17,38 +19,60 @@ var ErrBadDump = errors.New("bad pw-dump output")
 // links an "info" object. Objects may come in any id order (pw-dump
 // lists them as the registry announced them), and "info", "info.props",
 // "info.params" and "info.state" may each be absent or null (the
-// recorded fixture has props only). Anything else is a failed read that
-// wraps ErrBadDump and names the object: input that is empty, cut short
-// or followed by more text, an element that is not an object, an id that
-// is missing, negative or past 32 bits, or used twice, a missing type, a
-// removal entry (those belong to monitor mode), or a field of the wrong
-// JSON type in a node or link. No partial graph is returned.
+// recorded fixture has props only).
+//
+// One element that cannot be read is skipped, and Graph.Skipped says
+// which and why: an element that is not an object, an id that is missing,
+// negative or past 32 bits, or used twice, a missing type, a removal entry
+// (those belong to monitor mode), a field of the wrong JSON type in a node
+// or link, or an element longer than MaxObjectBytes. Any client of the
+// PipeWire shapes some of what pw-dump prints, so one odd object must not
+// cost the reading of all the others.
+//
+// The whole read fails, wrapping ErrBadDump, when the text is not one
+// JSON array: input that is empty, cut short or followed by more text, or
+// an array longer than MaxBatchBytes. No partial graph is returned then.
 func ParseDump(data []byte) (*Graph, error) {
-	objs, err := parseBatch(data)
+	sp := newSplitter(bytes.NewReader(data), MaxBatchBytes, MaxObjectBytes)
+	b, err := readBatch(sp)
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: empty", ErrBadDump)
+	}
 	if err != nil {
 		return nil, err
 	}
+	if c, err := sp.skipSpace(); err == nil {
+		return nil, fmt.Errorf("%w: invalid character %q after the array", ErrBadDump, c)
+	}
 	s := NewStream()
-	seen := make(map[uint32]bool, len(objs))
-	for i, o := range objs {
-		if o.removed {
-			return nil, fmt.Errorf("%w: object %d (id %d) is a removal, which only monitor mode prints", ErrBadDump, i, o.id)
-		}
-		if seen[o.id] {
-			return nil, fmt.Errorf("%w: object %d: id %d appears twice", ErrBadDump, i, o.id)
+	seen := make(map[uint32]bool, len(b.objs))
+	skipped := b.skipped
+	for _, o := range b.objs {
+		switch {
+		case o.removed:
+			skipped = append(skipped, fmt.Errorf("object %d (id %d) is a removal, which only monitor mode prints; skipped", o.index, o.id))
+			continue
+		case seen[o.id]:
+			skipped = append(skipped, fmt.Errorf("object %d: id %d appears twice; the later one skipped", o.index, o.id))
+			continue
 		}
 		seen[o.id] = true
 		s.apply(o)
 	}
-	return s.Graph(), nil
+	g := s.Graph()
+	g.Skipped = skipped
+	return g, nil
 }
 
-// objectKind says what an entry of a pw-dump array is.
+// object is one entry of a pw-dump array.
 type object struct {
-	id      uint32
-	removed bool  // monitor mode's {"id": N, "info": null}
-	node    *Node // for TypeNode
-	link    *Link // for TypeLink
+	index      int // its place in the array
+	id         uint32
+	removed    bool  // monitor mode's {"id": N, "info": null}
+	unreadable bool  // an entry with a readable id and nothing else usable
+	node       *Node // for TypeNode
+	link       *Link // for TypeLink
+	cookie     *uint32
 }
 
 // rawObject is the part of a pw-dump entry the parser reads. Metadata
@@ -72,65 +96,101 @@ type rawInfo struct {
 	InputPort  *uint32 `json:"input-port-id"`
 }
 
-// parseBatch parses one pw-dump array completely before anything uses
-// it, so a bad element fails the whole batch.
-func parseBatch(data []byte) ([]object, error) {
-	trimmed := bytes.TrimSpace(data)
-	if len(trimmed) == 0 {
-		return nil, fmt.Errorf("%w: empty", ErrBadDump)
-	}
-	if trimmed[0] != '[' {
-		return nil, fmt.Errorf("%w: not a JSON array (starts with %q)", ErrBadDump, clip(trimmed, 20))
-	}
-	var raws []json.RawMessage
-	if err := json.Unmarshal(trimmed, &raws); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadDump, err)
-	}
-	objs := make([]object, 0, len(raws))
-	for i, raw := range raws {
-		o, err := parseObject(raw)
-		if err != nil {
-			return nil, fmt.Errorf("%w: object %d: %v", ErrBadDump, i, err)
-		}
-		objs = append(objs, o)
-	}
-	return objs, nil
+// batch is one pw-dump array as read: the objects, in order, and why
+// each element left out was left out.
+type batch struct {
+	objs    []object
+	skipped []error
 }
 
-func parseObject(raw json.RawMessage) (object, error) {
+// readBatch reads the next array from sp. An element that cannot be read
+// is skipped; one whose id could be read still comes back, marked
+// unreadable, so that whatever had that id before is not kept as if it
+// were current. It returns io.EOF as it is when the input ended between
+// arrays, and any other failure wrapped in ErrBadDump.
+func readBatch(sp *splitter) (batch, error) {
+	elems, err := sp.next()
+	if errors.Is(err, io.EOF) {
+		return batch{}, err
+	}
+	if err != nil {
+		return batch{}, fmt.Errorf("%w: %v", ErrBadDump, err)
+	}
+	b := batch{objs: make([]object, 0, len(elems))}
+	for i, e := range elems {
+		if e.oversize {
+			b.skipped = append(b.skipped, fmt.Errorf("object %d: %d bytes, past the bound of %d for one object; skipped", i, e.size, MaxObjectBytes))
+			continue
+		}
+		o, idKnown, err := parseObject(e.raw)
+		o.index = i
+		if err != nil {
+			b.skipped = append(b.skipped, fmt.Errorf("object %d: %v; skipped", i, err))
+			if idKnown {
+				b.objs = append(b.objs, object{index: i, id: o.id, unreadable: true})
+			}
+			continue
+		}
+		b.objs = append(b.objs, o)
+	}
+	return b, nil
+}
+
+// parseObject reads one element; idKnown says whether its id could be
+// read even when the rest could not.
+func parseObject(raw []byte) (o object, idKnown bool, err error) {
 	if len(raw) == 0 || raw[0] != '{' {
-		return object{}, fmt.Errorf("not a JSON object")
+		return object{}, false, fmt.Errorf("not a JSON object")
 	}
 	var r rawObject
 	if err := json.Unmarshal(raw, &r); err != nil {
-		return object{}, err
+		return object{}, false, err
 	}
 	if r.ID == nil {
-		return object{}, fmt.Errorf("no id")
+		return object{}, false, fmt.Errorf("no id")
 	}
-	o := object{id: *r.ID}
+	o = object{id: *r.ID}
 	if r.Type == nil || *r.Type == "" {
 		if isNull(r.Info) && r.Info != nil {
 			o.removed = true
-			return o, nil
+			return o, true, nil
 		}
-		return o, fmt.Errorf("id %d has no type", o.id)
+		return o, true, fmt.Errorf("id %d has no type", o.id)
 	}
 	switch *r.Type {
 	case TypeNode:
 		n, err := parseNode(o.id, r.Info)
 		if err != nil {
-			return o, fmt.Errorf("node %d: %v", o.id, err)
+			return o, true, fmt.Errorf("node %d: %v", o.id, err)
 		}
 		o.node = n
 	case TypeLink:
 		l, err := parseLink(o.id, r.Info)
 		if err != nil {
-			return o, fmt.Errorf("link %d: %v", o.id, err)
+			return o, true, fmt.Errorf("link %d: %v", o.id, err)
 		}
 		o.link = l
+	case TypeCore:
+		var c struct {
+			Cookie *uint32 `json:"cookie"`
+		}
+		if info, err := decodeRaw(r.Info); err == nil && info != nil && json.Unmarshal(info, &c) == nil {
+			o.cookie = c.Cookie
+		}
 	}
-	return o, nil
+	return o, true, nil
+}
+
+// decodeRaw returns raw when it is a JSON object, nil when it is absent
+// or null.
+func decodeRaw(raw json.RawMessage) (json.RawMessage, error) {
+	if isNull(raw) {
+		return nil, nil
+	}
+	if raw[0] != '{' {
+		return nil, fmt.Errorf("not an object")
+	}
+	return raw, nil
 }
 
 // isNull reports whether raw is absent or the JSON null.
@@ -169,6 +229,9 @@ func parseNode(id uint32, rawInfo json.RawMessage) (*Node, error) {
 		return n, err
 	}
 	n.Name = n.Props[PropNodeName]
+	if v, err := strconv.ParseUint(n.Props[PropObjectSerial], 10, 64); err == nil {
+		n.Serial = v
+	}
 	n.Description = n.Props[PropDescription]
 	n.MediaClass = n.Props[PropMediaClass]
 	n.Declared = declared(n.Props)
@@ -307,8 +370,8 @@ func wholeNumber(v any) int {
 }
 
 // graphOf builds a Graph from the current objects.
-func graphOf(nodes map[uint32]*Node, links map[uint32]*Link, objects int) *Graph {
-	g := &Graph{Objects: objects, Nodes: make([]Node, 0, len(nodes)), Links: make([]Link, 0, len(links))}
+func graphOf(nodes map[uint32]*Node, links map[uint32]*Link, objects int, cookie uint32) *Graph {
+	g := &Graph{Objects: objects, Cookie: cookie, Nodes: make([]Node, 0, len(nodes)), Links: make([]Link, 0, len(links))}
 	for _, n := range nodes {
 		g.Nodes = append(g.Nodes, *n)
 	}

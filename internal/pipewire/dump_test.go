@@ -112,34 +112,18 @@ func TestParseDumpRecordedPlaying(t *testing.T) {
 }
 
 func TestParseDumpRefuses(t *testing.T) {
-	node := func(info string) string {
-		return `[{"id": 1, "type": "PipeWire:Interface:Node", "info": ` + info + `}]`
-	}
 	cases := map[string]struct{ text, want string }{
-		"empty":             {"", "empty"},
-		"blank":             {" \n\t", "empty"},
-		"null":              {"null", "not a JSON array"},
-		"object":            {`{"id": 1}`, "not a JSON array"},
-		"open":              {"[", "unexpected end"},
-		"trailing":          {"[] []", "invalid character"},
-		"garbage":           {"[}", "invalid character"},
-		"number element":    {"[1]", "object 0: not a JSON object"},
-		"null element":      {"[null]", "object 0: not a JSON object"},
-		"no id":             {`[{"type": "x"}]`, "object 0: no id"},
-		"negative id":       {`[{"id": -1, "type": "x"}]`, "cannot unmarshal number -1"},
-		"big id":            {`[{"id": 4294967296, "type": "x"}]`, "cannot unmarshal number 4294967296"},
-		"float id":          {`[{"id": 1.5, "type": "x"}]`, "cannot unmarshal number 1.5"},
-		"string id":         {`[{"id": "1", "type": "x"}]`, "cannot unmarshal string"},
-		"duplicate":         {`[{"id": 1, "type": "x"}, {"id": 1, "type": "y"}]`, "id 1 appears twice"},
-		"no type":           {`[{"id": 1, "info": {}}]`, "id 1 has no type"},
-		"removal":           {`[{"id": 1, "info": null}]`, "is a removal"},
-		"info string":       {node(`"x"`), "info is not an object"},
-		"props array":       {node(`{"props": []}`), "cannot unmarshal array"},
-		"state number":      {node(`{"state": 3}`), "cannot unmarshal number"},
-		"params object":     {node(`{"params": {"Format": {}}}`), "cannot unmarshal object"},
-		"link node":         {`[{"id": 2, "type": "PipeWire:Interface:Link", "info": {"output-node-id": "a"}}]`, "link 2"},
-		"second bad":        {`[{"id": 1, "type": "x"}, 7]`, "object 1"},
-		"invalid utf8 text": {"[\"\xff\"]", "not a JSON object"},
+		"empty":        {"", "empty"},
+		"blank":        {" \n\t", "empty"},
+		"null":         {"null", "not a JSON array"},
+		"object":       {`{"id": 1}`, "not a JSON array"},
+		"open":         {"[", "unexpected end"},
+		"open element": {`[{"id": 1`, "unexpected end"},
+		"open string":  {`[{"id": "1]`, "unexpected end"},
+		"trailing":     {"[] []", "invalid character"},
+		"garbage":      {"[}", "invalid character"},
+		"empty slot":   {`[{"id": 1, "type": "x"},,]`, "invalid character"},
+		"bad nesting":  {`[{"id": 1], {"id": 2}]`, "invalid character"},
 	}
 	for name, c := range cases {
 		g, err := ParseDump([]byte(c.text))
@@ -149,6 +133,68 @@ func TestParseDumpRefuses(t *testing.T) {
 		if g != nil {
 			t.Errorf("%s: a graph came back with the error", name)
 		}
+	}
+}
+
+// One element that cannot be read is left out with its reason, and every
+// other object of the dump is read.
+func TestParseDumpSkips(t *testing.T) {
+	node := func(info string) string {
+		return `{"id": 1, "type": "PipeWire:Interface:Node", "info": ` + info + `}`
+	}
+	good := `{"id": 40, "type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "kept", "object.serial": 77}}}`
+	cases := map[string]struct{ elem, want string }{
+		"number element":    {"1", "object 0: not a JSON object"},
+		"null element":      {"null", "object 0: not a JSON object"},
+		"no id":             {`{"type": "x"}`, "object 0: no id"},
+		"negative id":       {`{"id": -1, "type": "x"}`, "cannot unmarshal number -1"},
+		"big id":            {`{"id": 4294967296, "type": "x"}`, "cannot unmarshal number 4294967296"},
+		"float id":          {`{"id": 1.5, "type": "x"}`, "cannot unmarshal number 1.5"},
+		"string id":         {`{"id": "1", "type": "x"}`, "cannot unmarshal string"},
+		"no type":           {`{"id": 1, "info": {}}`, "id 1 has no type"},
+		"removal":           {`{"id": 1, "info": null}`, "is a removal"},
+		"info string":       {node(`"x"`), "info is not an object"},
+		"props array":       {node(`{"props": []}`), "cannot unmarshal array"},
+		"state number":      {node(`{"state": 3}`), "cannot unmarshal number"},
+		"params object":     {node(`{"params": {"Format": {}}}`), "cannot unmarshal object"},
+		"link node":         {`{"id": 2, "type": "PipeWire:Interface:Link", "info": {"output-node-id": "a"}}`, "link 2"},
+		"invalid utf8 text": {"\"\xff\"", "not a JSON object"},
+		"no value":          {`{"id": 1, "type": }`, "object 0"},
+		"oversize":          {`{"id": 1, "type": "PipeWire:Interface:Node", "info": {"props": {"x": "` + strings.Repeat("a", MaxObjectBytes) + `"}}}`, "past the bound"},
+	}
+	for name, c := range cases {
+		g, err := ParseDump([]byte("[" + c.elem + ", " + good + "]"))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if len(g.Skipped) != 1 || !strings.Contains(g.Skipped[0].Error(), c.want) {
+			t.Errorf("%s: skipped %v, want one with %q", name, g.Skipped, c.want)
+		}
+		if n, ok := g.NodeByName("kept"); !ok || n.Serial != 77 {
+			t.Errorf("%s: the good node was not kept whole: %+v", name, g.Nodes)
+		}
+	}
+	g, err := ParseDump([]byte(`[{"id": 1, "type": "x"}, {"id": 1, "type": "y"}]`))
+	if err != nil || len(g.Skipped) != 1 || !strings.Contains(g.Skipped[0].Error(), "id 1 appears twice") || g.Objects != 1 {
+		t.Errorf("duplicate: %+v, %v", g, err)
+	}
+}
+
+// A dump longer than MaxBatchBytes is refused without being held whole.
+func TestParseDumpBounded(t *testing.T) {
+	elem := `{"id": 1, "type": "PipeWire:Interface:Port", "info": {"props": {"x": "` + strings.Repeat("a", 1<<19) + `"}}}`
+	var b strings.Builder
+	b.WriteString("[")
+	for i := 0; b.Len() <= MaxBatchBytes; i++ {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(elem)
+	}
+	b.WriteString("]")
+	if _, err := ParseDump([]byte(b.String())); !errors.Is(err, ErrBadDump) || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("a %d-byte dump: %v", b.Len(), err)
 	}
 }
 

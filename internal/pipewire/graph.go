@@ -36,7 +36,22 @@ type Graph struct {
 	Links []Link
 	// Objects is the number of objects of every type in the reading.
 	Objects int
+	// Cookie is the Core object's info.cookie, a random number the
+	// daemon draws when it starts (src/pipewire/impl-core.c), so two
+	// readings with the same cookie are of one PipeWire instance; 0 when
+	// the reading had no Core object.
+	Cookie uint32
+	// Skipped says, one error each, which elements of the batch this
+	// reading came from were left out and why (not pw-dump's shape, or
+	// past MaxObjectBytes); nil when none were.
+	Skipped []error
 }
+
+// PropObjectSerial is the property PipeWire sets on every global when it
+// registers it: a number that grows with each new global and is never
+// reused in one daemon's life (src/pipewire/global.c), unlike the id. A
+// client cannot choose it.
+const PropObjectSerial = "object.serial"
 
 // Node is one PipeWire node.
 type Node struct {
@@ -44,6 +59,8 @@ type Node struct {
 	// next object (measured: a node destroyed and another created got
 	// the same id), so an id names a node only within one Graph.
 	ID uint32
+	// Serial is object.serial (PropObjectSerial); 0 when absent.
+	Serial uint64
 	// Name is node.name; empty when absent.
 	Name string
 	// Description is node.description; empty when absent.

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"k8s.io/klog/v2"
 )
 
 // DefaultDumpTimeout bounds one pw-dump when the caller's context has no
@@ -87,7 +89,7 @@ func (r Remote) command(ctx context.Context, args ...string) *exec.Cmd {
 // cannot start, exits non-zero (with no PipeWire it prints "can't
 // connect: Host is down" and exits 255, measured), times out, or prints
 // something ParseDump refuses; the error quotes the end of pw-dump's
-// stderr.
+// stderr. Objects ParseDump skipped are in the Graph's Skipped.
 func (r Remote) Dump(ctx context.Context) (*Graph, error) {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -95,9 +97,9 @@ func (r Remote) Dump(ctx context.Context) (*Graph, error) {
 		defer cancel()
 	}
 	cmd := r.command(ctx)
-	var stdout bytes.Buffer
+	stdout := &boundedBuffer{max: MaxBatchBytes + 1}
 	stderr := &tailBuffer{max: 2048}
-	cmd.Stdout = &stdout
+	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
@@ -105,7 +107,10 @@ func (r Remote) Dump(ctx context.Context) (*Graph, error) {
 		}
 		return nil, fmt.Errorf("pw-dump: %w%s", err, stderr.quote())
 	}
-	g, err := ParseDump(stdout.Bytes())
+	if stdout.over {
+		return nil, fmt.Errorf("pw-dump: %w: the dump is longer than %d bytes", ErrBadDump, MaxBatchBytes)
+	}
+	g, err := ParseDump(stdout.b.Bytes())
 	if err != nil {
 		return nil, fmt.Errorf("pw-dump: %w%s", err, stderr.quote())
 	}
@@ -155,7 +160,14 @@ func (r Remote) Monitor(ctx context.Context) (*Monitor, error) {
 }
 
 func (m *Monitor) run(ctx context.Context, stdout io.Reader) {
+	logger := klog.FromContext(ctx)
 	readErr := ReadStream(stdout, func(g *Graph) error {
+		for _, err := range g.Skipped {
+			// One line per element left out: a client of the PipeWire
+			// shaped an object the reader does not take, and the rest of
+			// the graph is read all the same.
+			logger.Error(err, "An object in the PipeWire graph was skipped", "batch", m.Batches()+1)
+		}
 		m.mu.Lock()
 		m.latest = g
 		m.batches++
@@ -259,6 +271,24 @@ func (m *Monitor) Stop() {
 		_ = m.cmd.Process.Kill()
 		<-m.done
 	}
+}
+
+// boundedBuffer keeps the first max bytes written to it and notes that
+// more came; writes never fail, so the writer is not killed by a broken
+// pipe before its exit status is known.
+type boundedBuffer struct {
+	max  int
+	b    bytes.Buffer
+	over bool
+}
+
+func (w *boundedBuffer) Write(p []byte) (int, error) {
+	if room := w.max - w.b.Len(); len(p) > room {
+		w.b.Write(p[:max(room, 0)])
+		w.over = true
+		return len(p), nil
+	}
+	return w.b.Write(p)
 }
 
 // tailBuffer keeps the last max bytes written to it, for error messages.

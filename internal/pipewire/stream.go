@@ -1,7 +1,7 @@
 package pipewire
 
 import (
-	"encoding/json"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -19,7 +19,9 @@ type Stream struct {
 	all     map[uint32]bool // every live id, of any type
 	nodes   map[uint32]*Node
 	links   map[uint32]*Link
+	cookie  uint32
 	batches int
+	skipped []error // of the latest batch
 }
 
 // NewStream returns an empty Stream.
@@ -27,21 +29,37 @@ func NewStream() *Stream {
 	return &Stream{all: map[uint32]bool{}, nodes: map[uint32]*Node{}, links: map[uint32]*Link{}}
 }
 
-// Apply parses one monitor-mode batch and applies it in order: an
-// object replaces whatever had its id (ids are reused), a removal
-// deletes it (a removal of an unknown id is ignored). The batch is
-// parsed completely first; on error (wrapping ErrBadDump, naming the
-// object) the Stream is unchanged. It returns the graph after the batch.
-func (s *Stream) Apply(batch []byte) (*Graph, error) {
-	objs, err := parseBatch(batch)
+// Apply parses one monitor-mode batch (one JSON array) and applies it
+// in order: an object replaces whatever had its id (ids are reused), a
+// removal deletes it (a removal of an unknown id is ignored). An element
+// that cannot be read is skipped as ParseDump skips it, and
+// Graph.Skipped says so; one whose id could be read still ends what had
+// that id, since whatever it was has changed. A batch that is not one
+// JSON array, is cut short or is longer than MaxBatchBytes is an error
+// wrapping ErrBadDump, and the Stream is then unchanged. It returns the
+// graph after the batch.
+func (s *Stream) Apply(data []byte) (*Graph, error) {
+	sp := newSplitter(bytes.NewReader(data), MaxBatchBytes, MaxObjectBytes)
+	b, err := readBatch(sp)
+	if errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("%w: empty", ErrBadDump)
+	}
 	if err != nil {
 		return nil, err
 	}
-	for _, o := range objs {
+	if c, err := sp.skipSpace(); err == nil {
+		return nil, fmt.Errorf("%w: invalid character %q after the array", ErrBadDump, c)
+	}
+	return s.applyBatch(b), nil
+}
+
+func (s *Stream) applyBatch(b batch) *Graph {
+	for _, o := range b.objs {
 		s.apply(o)
 	}
 	s.batches++
-	return s.Graph(), nil
+	s.skipped = b.skipped
+	return s.Graph()
 }
 
 func (s *Stream) apply(o object) {
@@ -53,6 +71,9 @@ func (s *Stream) apply(o object) {
 		return
 	}
 	s.all[o.id] = true
+	if o.cookie != nil {
+		s.cookie = *o.cookie
+	}
 	if o.node != nil {
 		// The same node reprinted keeps what earlier batches saw of it;
 		// a reused id comes after a removal, so prev is then nil.
@@ -73,31 +94,33 @@ func (s *Stream) Batches() int { return s.batches }
 
 // Graph returns the current graph, a copy that later batches do not
 // change.
-func (s *Stream) Graph() *Graph { return graphOf(s.nodes, s.links, len(s.all)) }
+// Its Skipped is the latest batch's.
+func (s *Stream) Graph() *Graph {
+	g := graphOf(s.nodes, s.links, len(s.all), s.cookie)
+	g.Skipped = s.skipped
+	return g
+}
 
 // ReadStream reads monitor-mode output from r, applies each batch to a
 // new Stream and calls fn with the graph after it, until r ends or fn
-// returns an error. It returns nil when r ends between batches, fn's
-// error as it is, and otherwise an error wrapping ErrBadDump (a batch
-// that is not valid JSON, is cut short or is not pw-dump's shape, after
-// which the output cannot be followed any further).
+// returns an error. Elements of a batch that cannot be read are skipped
+// as Apply skips them (Graph.Skipped). It returns nil when r ends between
+// batches, fn's error as it is, and otherwise an error wrapping
+// ErrBadDump: text that is not a JSON array, a batch cut short, or one
+// longer than MaxBatchBytes, after which the output cannot be followed
+// any further. It never holds more than one batch's bounded elements.
 func ReadStream(r io.Reader, fn func(*Graph) error) error {
-	dec := json.NewDecoder(r)
+	sp := newSplitter(r, MaxBatchBytes, MaxObjectBytes)
 	s := NewStream()
 	for {
-		var raw json.RawMessage
-		err := dec.Decode(&raw)
+		b, err := readBatch(sp)
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("%w: batch %d: %v", ErrBadDump, s.batches+1, err)
-		}
-		g, err := s.Apply(raw)
-		if err != nil {
 			return fmt.Errorf("batch %d: %w", s.batches+1, err)
 		}
-		if err := fn(g); err != nil {
+		if err := fn(s.applyBatch(b)); err != nil {
 			return err
 		}
 	}

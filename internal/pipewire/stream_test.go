@@ -3,6 +3,7 @@ package pipewire
 import (
 	"bytes"
 	"errors"
+	"io"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -103,8 +104,8 @@ func TestStreamApplyAtomic(t *testing.T) {
 	if err != nil || len(g.Nodes) != 1 || g.Objects != 2 {
 		t.Fatalf("first batch: %+v, %v", g, err)
 	}
-	bad := `[{"id": 1, "info": null}, {"id": 3, "type": "PipeWire:Interface:Node", "info": {"props": {"node.name": 5}}}, {"id": "x"}]`
-	if _, err := s.Apply([]byte(bad)); !errors.Is(err, ErrBadDump) || !strings.Contains(err.Error(), "object 2") {
+	bad := `[{"id": 1, "info": null}, {"id": 3, "type": "PipeWire:Interface:Node", "info": {"props": {"node.name": 5}}}, {"id": "x"`
+	if _, err := s.Apply([]byte(bad)); !errors.Is(err, ErrBadDump) || !strings.Contains(err.Error(), "unexpected end") {
 		t.Errorf("bad batch: %v", err)
 	}
 	if g := s.Graph(); len(g.Nodes) != 1 || g.Nodes[0].Name != "a" || g.Objects != 2 || s.Batches() != 1 {
@@ -122,8 +123,62 @@ func TestStreamApplyAtomic(t *testing.T) {
 		t.Errorf("id reused by a link: %+v", g)
 	}
 	// A removal entry with a type is not a removal but an object with no
-	// info; one without info at all is an error.
-	if _, err := s.Apply([]byte(`[{"id": 5}]`)); err == nil {
-		t.Error("an entry with neither type nor info was taken")
+	// info; one without info at all is skipped.
+	if g, err := s.Apply([]byte(`[{"id": 5}]`)); err != nil || len(g.Skipped) != 1 {
+		t.Errorf("an entry with neither type nor info: %+v, %v", g, err)
+	}
+}
+
+// One object of a batch that cannot be read is skipped and the rest of
+// the batch applies; an unreadable update of a known id ends the old
+// object, and the next batch's skips replace the last ones.
+func TestStreamSkipsOne(t *testing.T) {
+	s := NewStream()
+	_, err := s.Apply([]byte(`[{"id": 1, "type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "a"}}},
+		{"id": 2, "type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "b"}}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := s.Apply([]byte(`[{"id": 1, "type": "PipeWire:Interface:Node", "info": {"props": []}},
+		7, {"id": 3, "type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "c"}}}]`))
+	if err != nil || len(g.Skipped) != 2 {
+		t.Fatalf("%+v, %v", g, err)
+	}
+	if _, ok := g.NodeByName("a"); ok {
+		t.Error("node 1 kept its old reading after an unreadable update")
+	}
+	if _, ok := g.NodeByName("b"); !ok {
+		t.Error("node 2 lost")
+	}
+	if _, ok := g.NodeByName("c"); !ok {
+		t.Error("node 3 of the same batch not applied")
+	}
+	if g, _ := s.Apply([]byte(`[]`)); g.Skipped != nil {
+		t.Errorf("skips carried over: %v", g.Skipped)
+	}
+}
+
+// A batch past MaxBatchBytes ends the stream as a failed read, after
+// the batches before it.
+func TestReadStreamBounded(t *testing.T) {
+	elem := `{"id": 1, "type": "PipeWire:Interface:Port", "info": {"props": {"x": "` + strings.Repeat("a", 1<<19) + `"}}}`
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = io.WriteString(pw, `[{"id": 0, "type": "PipeWire:Interface:Core", "info": {"cookie": 9}}]`+"\n[")
+		for i := 0; i <= MaxBatchBytes/len(elem)+1; i++ {
+			if _, err := io.WriteString(pw, elem+","); err != nil {
+				return
+			}
+		}
+		pw.Close()
+	}()
+	var got []*Graph
+	err := ReadStream(pr, func(g *Graph) error { got = append(got, g); return nil })
+	pr.Close()
+	if !errors.Is(err, ErrBadDump) || !strings.Contains(err.Error(), "batch 2") || !strings.Contains(err.Error(), "longer than") {
+		t.Errorf("oversize batch: %v", err)
+	}
+	if len(got) != 1 || got[0].Cookie != 9 {
+		t.Errorf("snapshots before it: %+v", got)
 	}
 }
