@@ -43,7 +43,11 @@ func realWorld() world {
 			return s, s.Close, nil
 		},
 		newClient: func(kubeconfig string) (kubernetes.Interface, error) {
-			return kubeclient.New(kubeconfig, "bluetooth-bondfetch")
+			cfg, err := kubeclient.Config(kubeconfig, "bluetooth-bondfetch")
+			if err != nil {
+				return nil, err
+			}
+			return kubernetes.NewForConfig(cfg)
 		},
 		clock:    clock.RealClock{},
 		interval: hci.DefaultInterval,

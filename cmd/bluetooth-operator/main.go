@@ -24,6 +24,7 @@ import (
 	"syscall"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/liken-sh/operators/internal/bluetooth"
@@ -60,7 +61,11 @@ func run(ctx context.Context, kubeconfig, sysRoot, devRoot, registrar, plugins, 
 	if node == "" || ns == "" {
 		return errors.New("NODE_NAME and POD_NAMESPACE must be set (the seed sets both from the downward API)")
 	}
-	client, err := kubeclient.New(kubeconfig, "bluetooth-operator")
+	rc, err := kubeclient.Config(kubeconfig, "bluetooth-operator")
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
 	}

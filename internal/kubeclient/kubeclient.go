@@ -1,13 +1,16 @@
-// Package kubeclient builds the API client every liken program uses: the
-// pod's service account in a cluster, or a kubeconfig file for a person
-// running a program by hand and for tests against the local control plane.
+// Package kubeclient builds the API client configuration every liken
+// program uses: the pod's service account in a cluster, or a kubeconfig
+// file for a person running a program by hand and for tests against the
+// local control plane. It does not import the clientset
+// (k8s.io/client-go/kubernetes), whose scheme registers every API group at
+// start-up, so a small program that talks to one API (the capture
+// container's TokenReviews) stays small.
 package kubeclient
 
 import (
 	"fmt"
 	"os"
 
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -38,13 +41,4 @@ func Config(kubeconfig, userAgent string) (*rest.Config, error) {
 	}
 	cfg.UserAgent = userAgent
 	return cfg, nil
-}
-
-// New returns a clientset built from Config.
-func New(kubeconfig, userAgent string) (kubernetes.Interface, error) {
-	cfg, err := Config(kubeconfig, userAgent)
-	if err != nil {
-		return nil, err
-	}
-	return kubernetes.NewForConfig(cfg)
 }

@@ -39,7 +39,7 @@ func Serve(ctx context.Context, l net.Listener, g prometheus.Gatherer) error {
 		return nil
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.Handle("/metrics", Handler(g))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
@@ -57,14 +57,29 @@ func Serve(ctx context.Context, l net.Listener, g prometheus.Gatherer) error {
 	return fmt.Errorf("metrics: %w", err)
 }
 
+// Handler answers a scrape of g in the Prometheus exposition formats; a
+// collector's error drops its series and keeps the rest. Serve mounts it
+// at /metrics; a server with a listener of its own (TLS) mounts it there
+// too.
+func Handler(g prometheus.Gatherer) http.Handler {
+	return promhttp.HandlerFor(g, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+}
+
+// NewRegistry returns a registry holding the Go runtime's and the
+// process's collectors, the series every liken process serves.
+func NewRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}
+
 // Start is what an operator's main does: a registry holding the Go
 // runtime's and the process's collectors, served on addr (Listen, then
 // Serve in the background until ctx ends; a serving error is logged). It
 // returns the registry for the operator's own metrics. Errors: addr cannot
 // be listened on.
 func Start(ctx context.Context, addr string) (*prometheus.Registry, error) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := NewRegistry()
 	l, err := Listen(addr)
 	if err != nil {
 		return nil, err

@@ -236,6 +236,7 @@ func parseNode(id uint32, rawInfo json.RawMessage) (*Node, error) {
 	n.MediaClass = n.Props[PropMediaClass]
 	n.Declared = declared(n.Props)
 	n.Format = parseFormat(info.Params["Format"])
+	n.EnumFormat = parseFormat(info.Params["EnumFormat"])
 	n.Volume = parseVolume(info.Params["Props"])
 	return n, nil
 }

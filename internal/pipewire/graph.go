@@ -90,6 +90,10 @@ type Node struct {
 	// Format is the negotiated format (the Format param); nil while the
 	// node is suspended and has none.
 	Format *Format
+	// EnumFormat is the first entry of the EnumFormat param, the formats
+	// the node offers; nil when absent. A field the node offers as a
+	// range or a choice rather than one value is 0.
+	EnumFormat *Format
 	// Volume is the first Props param entry that carries a volume or
 	// mute; nil when there is none.
 	Volume *Volume
