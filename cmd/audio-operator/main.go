@@ -7,6 +7,7 @@
 //	audio-operator wireplumber [args]      sidecar: WirePlumber, following PipeWire's restarts
 //	audio-operator graph-answers           PipeWire's startup probe
 //	audio-operator endpoints-registered    WirePlumber's probes
+//	audio-operator capture                 the capture container: executes audio-capture beside this binary
 //
 // Environment (as the seed sets it): NODE_NAME, PIPEWIRE_RUNTIME_DIR and
 // XDG_RUNTIME_DIR, METRICS_ADDRESS (operator; empty: no listener),
@@ -99,7 +100,9 @@ func main() {
 			exit(err)
 		}
 		exit(runDeclare(p))
-	case "capture", "api":
+	case "capture":
+		exit(execCapture(args))
+	case "api":
 		exit(fmt.Errorf("mode %q is not built yet", mode))
 	default:
 		run, ok := modes.ByName[mode]
@@ -111,6 +114,25 @@ func main() {
 		env.Declaration = filepath.Join(p.pipewireDir, pipewire.DeclarationFile)
 		os.Exit(run(context.Background(), args, env))
 	}
+}
+
+// captureBinary is the capture container's program, installed beside this
+// one: a binary of its own so the container's memory is not this one's.
+const captureBinary = "audio-capture"
+
+// execCapture replaces this process with audio-capture (same pid,
+// environment and arguments), which the image installs beside this
+// binary. Errors: it is not there, or execve failed.
+func execCapture(args []string) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("capture: where this binary is: %w", err)
+	}
+	bin := filepath.Join(filepath.Dir(self), captureBinary)
+	if err := syscall.Exec(bin, append([]string{bin}, args...), os.Environ()); err != nil {
+		return fmt.Errorf("capture: exec %s: %w", bin, err)
+	}
+	return nil
 }
 
 func exit(err error) {

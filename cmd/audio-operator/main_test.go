@@ -56,16 +56,37 @@ func TestDeclareModeTakesItsFlagsAndNothingElse(t *testing.T) {
 		args []string
 		want string
 	}{
-		"stray argument":  {[]string{"NODE_NAME=desk"}, []string{"declare", "-pipewire-dir", pw, "extra"}, "unexpected arguments"},
-		"no node name":    {[]string{"NODE_NAME="}, []string{"declare", "-pipewire-dir", pw}, "NODE_NAME must be set"},
-		"unknown mode":    {nil, []string{"operator"}, "unknown mode"},
-		"unknown flag":    {nil, []string{"declare", "-bogus"}, "-bogus"},
-		"not built yet":   {nil, []string{"capture"}, "not built yet"},
-		"operator no env": {[]string{"NODE_NAME="}, nil, "NODE_NAME must be set"},
+		"stray argument":       {[]string{"NODE_NAME=desk"}, []string{"declare", "-pipewire-dir", pw, "extra"}, "unexpected arguments"},
+		"no node name":         {[]string{"NODE_NAME="}, []string{"declare", "-pipewire-dir", pw}, "NODE_NAME must be set"},
+		"unknown mode":         {nil, []string{"operator"}, "unknown mode"},
+		"unknown flag":         {nil, []string{"declare", "-bogus"}, "-bogus"},
+		"not built yet":        {nil, []string{"api"}, "not built yet"},
+		"no capture beside it": {nil, []string{"capture"}, "audio-capture"},
+		"operator no env":      {[]string{"NODE_NAME="}, nil, "NODE_NAME must be set"},
 	} {
 		out, code := run(c.env, c.args...)
 		if code == 0 || !strings.Contains(out, c.want) {
 			t.Errorf("%s: exit %d, output %q, want an error with %q", name, code, out, c.want)
+		}
+	}
+}
+
+// TestCaptureModeExecutesAudioCapture: `audio-operator capture` runs the
+// audio-capture binary beside it in its own process, with its
+// environment: a bad CAPTURE_TAPS is audio-capture's start-up error, from
+// the same pid.
+func TestCaptureModeExecutesAudioCapture(t *testing.T) {
+	bin := binary(t)
+	capture := filepath.Join(filepath.Dir(bin), "audio-capture")
+	if out, err := exec.Command("go", "build", "-trimpath", "-o", capture, "../audio-capture").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	for _, taps := range []string{"four", "0", "-1", "33", "4.5"} {
+		cmd := exec.Command(bin, "capture")
+		cmd.Env = []string{"CAPTURE_TAPS=" + taps, "PIPEWIRE_RUNTIME_DIR=/run/x", "POD_NAMESPACE=liken-system"}
+		out, _ := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), `CAPTURE_TAPS=\"`+taps+`\"`) || !strings.Contains(string(out), "1 to 32") {
+			t.Errorf("CAPTURE_TAPS=%s: exit %d, output %q", taps, cmd.ProcessState.ExitCode(), out)
 		}
 	}
 }

@@ -244,9 +244,9 @@ const maxPathLen = 1024
 
 // ParsePath resolves escapedPath (a request's URL.EscapedPath(), or
 // RawPath) against Routes. Each segment is percent-decoded after the path
-// is split on "/", so an escaped slash stays inside its segment. Errors
-// are problem documents: 400 ProblemBadRequest for a segment that is not
-// valid percent-encoding, an empty segment, "." or "..", or a name that
+// is split on "/". Errors are problem documents: 400 ProblemBadRequest
+// for a segment that is not valid percent-encoding, one that decodes to
+// something holding "/", an empty segment, "." or "..", or a name that
 // is not a Kubernetes object name (an RFC 1123 subdomain); 404
 // ProblemNotFound for a path that is no route.
 func ParsePath(escapedPath string) (Match, *Problem) {
@@ -266,6 +266,9 @@ func ParsePath(escapedPath string) (Match, *Problem) {
 		s, err := url.PathUnescape(r)
 		if err != nil {
 			return Match{}, NewProblem(ProblemBadRequest, "Path segment %q is not valid percent-encoding.", r)
+		}
+		if strings.Contains(s, "/") {
+			return Match{}, NewProblem(ProblemBadRequest, "Path segment %q decodes to %q, which holds a slash; no route's segment does.", r, s)
 		}
 		switch s {
 		case "":

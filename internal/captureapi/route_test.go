@@ -27,6 +27,7 @@ func TestParsePath(t *testing.T) {
 		{"/v1/audio/sinks/a/..", "", "", 400},
 		{"/v1/audio/sinks/%2E%2E/audio", "", "", 400},
 		{"/v1/audio/sinks/a%2F..%2Fb/audio", "", "", 400},
+		{"/v1/audio/sinks/a/..%2F..%2Fsecrets", "", "", 400},
 		{"/v1/audio/sinks/A/audio", "", "", 400},
 		{"/v1/audio/sinks/a%zz", "", "", 400},
 		{"/v1/audio/sinks/" + strings.Repeat("a", 254), "", "", 400},

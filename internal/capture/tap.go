@@ -1,0 +1,398 @@
+package capture
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/liken-sh/operators/internal/captureapi"
+	"github.com/liken-sh/operators/internal/pipewire"
+)
+
+// session is one running tap: pw-record, the encoder (none for WAV) and
+// the pump between them that bounds the span.
+type session struct {
+	cfg      Config
+	t        target
+	format   captureapi.Format
+	span     captureapi.Span
+	accepted time.Time
+
+	rec, enc       *exec.Cmd
+	recErr, encErr *tailBuffer
+	recDone        chan struct{}
+	encDone        chan struct{}
+	body           io.Reader // what the response carries
+	bodyFile       *os.File  // the encoder's stdout, closed by stop
+	recOut         *os.File  // pw-record's stdout, closed by stop
+
+	stream    string // the recorder's node.name
+	stopOnce  sync.Once
+	pumpDone  chan struct{}
+	delivered bool  // set by the pump before pumpDone: the whole span went to the encoder
+	pumpErr   error // why the pump ended early
+}
+
+// tailBuffer keeps the last 4 KiB written to it: a child's stderr, quoted
+// in a problem's detail.
+type tailBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	if len(b.buf) > 4096 {
+		b.buf = b.buf[len(b.buf)-4096:]
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(bytes.TrimSpace(b.buf))
+}
+
+// child returns a command for a tap's child process: killed with SIGKILL
+// if this process dies first (PR_SET_PDEATHSIG), so a crash leaves no
+// recorder holding a PipeWire stream.
+func child(path string, args []string, env []string) *exec.Cmd {
+	cmd := exec.Command(path, args...)
+	cmd.Env = env
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+// recorderArgs are pw-record's arguments for t: the sink's monitor ports
+// (stream.capture.sink) or the source, by node.name, as raw s16le at the
+// node's own rate and channels on stdout. The stream's own node is named
+// stream, so the link check finds it in the graph.
+func recorderArgs(t target, stream string) []string {
+	props := "{ node.name = " + strconv.Quote(stream)
+	if t.monitor {
+		props += " stream.capture.sink = true"
+	}
+	return []string{"-P", props + " }", "--target", t.node.Name, "--raw", "--format", "s16",
+		"--rate", strconv.Itoa(t.rate), "--channels", strconv.Itoa(t.channels), "-"}
+}
+
+// encoderArgs are the encoder's program and arguments for f, reading raw
+// s16le at t's rate and channels on stdin and writing the stream on
+// stdout; WAV has none.
+func (c Config) encoderArgs(f captureapi.Format, t target, bitrate int) (string, []string) {
+	rate, ch := strconv.Itoa(t.rate), strconv.Itoa(t.channels)
+	switch f.Name {
+	case captureapi.FLAC.Name:
+		return c.Flac, []string{"--silent", "--force-raw-format", "--endian=little", "--sign=signed", "--bps=16",
+			"--channels=" + ch, "--sample-rate=" + rate, "--stdout", "-"}
+	case captureapi.Opus.Name:
+		args := []string{"--quiet", "--raw", "--raw-bits", "16", "--raw-rate", rate, "--raw-chan", ch}
+		if bitrate > 0 {
+			args = append(args, "--bitrate", strconv.Itoa(bitrate))
+		}
+		return c.Opusenc, append(args, "-", "-")
+	}
+	return "", nil
+}
+
+// encoderEnv is the environment of an encoder: unbuffered stdout through
+// stdbuf's preload library when the image has it.
+func (c Config) encoderEnv(base []string) []string {
+	if c.Stdbuf == "" {
+		return base
+	}
+	if _, err := os.Stat(c.Stdbuf); err != nil {
+		return base
+	}
+	return append(append([]string{}, base...), "LD_PRELOAD="+c.Stdbuf, "_STDBUF_O=0")
+}
+
+// startSession starts the encoder and pw-record and waits until the
+// recorder's stream is linked. It fails with 503 recorder-failed when
+// pw-record exits first, 500 wrong-target when the link lands on another
+// node or none comes within the link deadline, and 500 encoder-failed
+// when the encoder does not start; nothing is left running then. The
+// pipes are this process's own (os.Pipe), not exec's, so that reaping a
+// child never closes a pipe that still holds its last bytes.
+func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format, q captureapi.TapQuery, accepted time.Time) (*session, *captureapi.Problem, string) {
+	s := &session{cfg: cfg, t: t, format: f, span: q.Span, accepted: accepted,
+		recErr: &tailBuffer{}, encErr: &tailBuffer{}, recDone: make(chan struct{}), encDone: make(chan struct{}), pumpDone: make(chan struct{})}
+	env := cfg.Remote.Env()
+	var sink io.WriteCloser
+	if prog, args := cfg.encoderArgs(f, t, q.Bitrate); prog != "" {
+		s.enc = child(prog, args, cfg.encoderEnv(env))
+		s.enc.Stderr = s.encErr
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			return nil, captureapi.NewProblem(captureapi.ProblemInternal, "the encoder's pipe: %v", err), "encoder"
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			inR.Close()
+			inW.Close()
+			return nil, captureapi.NewProblem(captureapi.ProblemInternal, "the encoder's pipe: %v", err), "encoder"
+		}
+		s.enc.Stdin, s.enc.Stdout = inR, outW
+		err = s.enc.Start()
+		inR.Close()
+		outW.Close()
+		if err != nil {
+			inW.Close()
+			outR.Close()
+			return nil, captureapi.NewProblem(captureapi.ProblemEncoderFailed, "%s did not start: %v", prog, err), "encoder"
+		}
+		sink, s.body, s.bodyFile = inW, outR, outR
+		go func() { _ = s.enc.Wait(); close(s.encDone) }()
+	} else {
+		pr, pw := io.Pipe()
+		s.body, sink = pr, pw
+		close(s.encDone)
+	}
+	fail := func(p *captureapi.Problem, reason string) (*session, *captureapi.Problem, string) {
+		sink.Close()
+		s.stop()
+		return nil, p, reason
+	}
+	recR, recW, err := os.Pipe()
+	if err != nil {
+		return fail(captureapi.NewProblem(captureapi.ProblemInternal, "pw-record's pipe: %v", err), "connect")
+	}
+	s.stream = streamName()
+	s.rec = child(cfg.PwRecord, recorderArgs(t, s.stream), env)
+	s.rec.Stdout, s.rec.Stderr = recW, s.recErr
+	err = s.rec.Start()
+	recW.Close()
+	s.recOut = recR
+	if err != nil {
+		return fail(captureapi.NewProblem(captureapi.ProblemRecorderFailed, "pw-record did not start: %v", err), "connect")
+	}
+	go func() { _ = s.rec.Wait(); close(s.recDone) }()
+	if p, reason := s.awaitLink(ctx); p != nil {
+		return fail(p, reason)
+	}
+	go s.pump(recR, sink)
+	return s, nil, ""
+}
+
+// streamName returns a node.name for a recorder's stream that no other
+// node has.
+func streamName() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return "audio-capture." + hex.EncodeToString(b[:])
+}
+
+// awaitLink reads the graph until the recorder's stream node (named
+// s.stream) has a link, and checks that every link into it comes from the
+// target node.
+func (s *session) awaitLink(ctx context.Context) (*captureapi.Problem, string) {
+	deadline := time.Now().Add(s.cfg.LinkDeadline)
+	for {
+		select {
+		case <-s.recDone:
+			return captureapi.NewProblem(captureapi.ProblemRecorderFailed, "pw-record exited before recording %s: %s", s.t.node.Name, orNothing(s.recErr.String())), "connect"
+		case <-ctx.Done():
+			return captureapi.NewProblem(captureapi.ProblemUnavailable, "The request ended before the recording started."), "connect"
+		default:
+		}
+		dctx, cancel := context.WithTimeout(ctx, s.cfg.LinkDeadline)
+		g, err := s.cfg.Remote.Dump(dctx)
+		cancel()
+		if err == nil {
+			if p, done := s.checkLinks(g); done {
+				return p, "wrong-target"
+			}
+		}
+		if time.Now().After(deadline) {
+			return captureapi.NewProblem(captureapi.ProblemWrongTarget, "pw-record's stream was not linked to %s within %s.", s.t.node.Name, s.cfg.LinkDeadline), "wrong-target"
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkLinks looks for the recorder's links in g: done with no problem
+// when they all come from the target, done with a problem when one comes
+// from another node, not done while there is none.
+func (s *session) checkLinks(g *pipewire.Graph) (*captureapi.Problem, bool) {
+	for _, n := range g.Nodes {
+		if n.Name != s.stream {
+			continue
+		}
+		var linked bool
+		for _, l := range g.LinksOf(n.ID) {
+			if l.InputNode != n.ID {
+				continue
+			}
+			linked = true
+			if l.OutputNode != s.t.node.ID {
+				from, _ := g.Node(l.OutputNode)
+				return captureapi.NewProblem(captureapi.ProblemWrongTarget, "pw-record's stream was linked to %q (node %d), not to %s (node %d).",
+					from.Name, l.OutputNode, s.t.node.Name, s.t.node.ID), true
+			}
+		}
+		if linked {
+			return nil, true
+		}
+	}
+	return nil, false
+}
+
+func orNothing(s string) string {
+	if s == "" {
+		return "it printed nothing"
+	}
+	return s
+}
+
+// pump copies the recorder's samples into sink (the encoder's stdin, or
+// the WAV body after its header), dropping whole frames until the span's
+// begin and stopping after its length. It closes sink when it ends, which
+// lets the encoder finish its stream.
+func (s *session) pump(src *os.File, sink io.WriteCloser) {
+	defer close(s.pumpDone)
+	defer sink.Close()
+	frame := s.t.channels * 2
+	var remaining int64 = -1 // bytes still to deliver; -1 for no end
+	if s.span.Bounded() {
+		frames := int64(s.span.Length()) * int64(s.t.rate) / int64(time.Second)
+		remaining = frames * int64(frame)
+	}
+	if s.format.Name == captureapi.WAV.Name {
+		size := remaining
+		if size < 0 {
+			size = 0
+		}
+		if _, err := sink.Write(wavHeader(s.t.rate, s.t.channels, size)); err != nil {
+			s.pumpErr = err
+			return
+		}
+	}
+	buf := make([]byte, 32<<10)
+	var carry int // bytes of a partial frame at the start of buf
+	started := false
+	for remaining != 0 {
+		_ = src.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout + s.untilBegin()))
+		n, err := src.Read(buf[carry:])
+		n += carry
+		whole := n - n%frame
+		chunk := buf[:whole]
+		if !started {
+			if time.Since(s.accepted) < s.span.Begin {
+				chunk = nil // before begin: dropped
+			} else {
+				started = true
+			}
+		}
+		if remaining > 0 && int64(len(chunk)) > remaining {
+			chunk = chunk[:remaining]
+		}
+		if len(chunk) > 0 {
+			if _, werr := sink.Write(chunk); werr != nil {
+				s.pumpErr = fmt.Errorf("the encoder stopped reading: %w", werr)
+				return
+			}
+			if remaining > 0 {
+				remaining -= int64(len(chunk))
+			}
+		}
+		carry = copy(buf, buf[whole:n])
+		if err != nil {
+			switch {
+			case errors.Is(err, os.ErrDeadlineExceeded):
+				s.pumpErr = fmt.Errorf("no sound from pw-record for %s", s.cfg.IdleTimeout)
+			case errors.Is(err, io.EOF), errors.Is(err, os.ErrClosed):
+				s.pumpErr = fmt.Errorf("pw-record ended: %s", orNothing(s.recErr.String()))
+			default:
+				s.pumpErr = err
+			}
+			return
+		}
+	}
+	s.delivered = true
+	s.signalRecorder()
+}
+
+// untilBegin is the time left before the span's begin.
+func (s *session) untilBegin() time.Duration {
+	return max(0, s.span.Begin-time.Since(s.accepted))
+}
+
+// signalRecorder ends pw-record: the span is delivered, and what it
+// records after is not wanted.
+func (s *session) signalRecorder() {
+	if s.rec.Process != nil {
+		_ = s.rec.Process.Signal(syscall.SIGKILL)
+	}
+}
+
+// stop ends the tap at once: both children are signalled (SIGKILL),
+// reaped, and then the pipes close. Stopping twice is harmless.
+func (s *session) stop() {
+	s.stopOnce.Do(func() {
+		for _, c := range []*exec.Cmd{s.rec, s.enc} {
+			if c != nil && c.Process != nil {
+				_ = c.Process.Signal(syscall.SIGKILL)
+			}
+		}
+		if s.rec != nil && s.rec.Process != nil {
+			<-s.recDone
+		}
+		if s.enc != nil && s.enc.Process != nil {
+			<-s.encDone
+		}
+		if pr, ok := s.body.(*io.PipeReader); ok {
+			_ = pr.CloseWithError(errors.New("tap stopped"))
+		}
+		for _, f := range []*os.File{s.recOut, s.bodyFile} {
+			if f != nil {
+				_ = f.Close()
+			}
+		}
+	})
+}
+
+// encoderGrace bounds the wait for an encoder to finish its stream after
+// its input ended.
+const encoderGrace = 5 * time.Second
+
+// finish waits for the pump and the encoder once the body has reached its
+// end, stops what is left, and reports whether the span was delivered
+// whole and the encoder exited 0, with the encoder's exit code (-1 for
+// WAV or a signal).
+func (s *session) finish() (bool, int, error) {
+	<-s.pumpDone
+	if s.delivered && s.enc != nil {
+		select {
+		case <-s.encDone:
+		case <-time.After(encoderGrace):
+		}
+	}
+	s.stop()
+	code := -1
+	if s.enc != nil && s.enc.ProcessState != nil {
+		code = s.enc.ProcessState.ExitCode()
+	}
+	switch {
+	case !s.delivered:
+		if s.pumpErr == nil {
+			s.pumpErr = errors.New("the span was not delivered")
+		}
+		return false, code, s.pumpErr
+	case s.enc != nil && code != 0:
+		return false, code, fmt.Errorf("the encoder exited %d: %s", code, orNothing(s.encErr.String()))
+	}
+	return true, code, nil
+}
