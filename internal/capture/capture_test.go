@@ -25,7 +25,7 @@ const (
 	sinkChans  = 4
 	toneHz     = 997
 	toneLevel  = 0.5
-	playChans  = 2 // the tone plays on FL and FR; RL and RR stay silent
+	playChans  = 2    // the tone plays on FL and FR; RL and RR stay silent
 	quantumMax = 1024 // frames: one packet at PipeWire's default quantum
 )
 
@@ -308,4 +308,3 @@ func TestInfo(t *testing.T) {
 		t.Errorf("info %+v", info)
 	}
 }
-
