@@ -44,9 +44,15 @@ type world struct {
 	client *http.Client
 }
 
+// startPipeWire starts PipeWire and WirePlumber with the declared sink.
+func startPipeWire(t *testing.T) *pwtest.Daemons {
+	t.Helper()
+	return pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{sinkOutput()}})
+}
+
 func newWorld(t *testing.T, cfg Config) *world {
 	t.Helper()
-	pw := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{sinkOutput()}})
+	pw := startPipeWire(t)
 	cfg.Remote = pw.Remote()
 	ts := startServer(t, cfg, staticReviewer(testToken))
 	ca := newCA(t, "audio-api CA")
