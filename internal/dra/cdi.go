@@ -1,6 +1,7 @@
 package dra
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -74,9 +75,14 @@ func (w *cdiWriter) qualified(name string) string {
 	return parser.QualifiedName(w.vendor, w.class, name)
 }
 
-// write validates and atomically replaces the claim's spec, then syncs it:
-// the library writes a temporary file and renames it but does not fsync, and
-// a prepared claim must survive a crash of this process.
+// write validates and atomically replaces the claim's spec. It writes the
+// file itself rather than through the library's Cache.WriteSpec, which
+// renames its temporary file before anything is synced (a crash can leave
+// an empty spec) and leaves the temporary file behind when a write fails
+// (a full /var/run would fill with them): here the temporary file is
+// written, synced and validated by the library's own reader (cdi.ReadSpec)
+// under a hidden name of this driver's, then renamed, then the directory is
+// synced; on any failure it is removed and the previous spec is untouched.
 func (w *cdiWriter) write(claimUID types.UID, devices []preparedDevice) error {
 	spec := &cdispec.Spec{Kind: w.vendor + "/" + w.class}
 	for _, d := range devices {
@@ -87,13 +93,47 @@ func (w *cdiWriter) write(claimUID types.UID, devices []preparedDevice) error {
 		return fmt.Errorf("CDI spec for claim %s: %w", claimUID, err)
 	}
 	spec.Version = version
-	if err := w.cache.WriteSpec(spec, w.specName(claimUID)); err != nil {
+	data, err := json.Marshal(spec)
+	if err != nil {
+		return fmt.Errorf("CDI spec for claim %s: %w", claimUID, err)
+	}
+	if err := os.MkdirAll(w.dir, 0o755); err != nil {
 		return fmt.Errorf("write CDI spec %s: %w", w.path(claimUID), err)
 	}
-	if err := syncPath(w.path(claimUID)); err != nil {
-		return fmt.Errorf("sync CDI spec: %w", err)
+	tmp, err := os.CreateTemp(w.dir, "."+w.specName(claimUID)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("write CDI spec %s: %w", w.path(claimUID), err)
 	}
-	return syncPath(w.dir)
+	done := false
+	defer func() {
+		if !done {
+			_ = os.Remove(tmp.Name())
+		}
+	}()
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Chmod(0o644) // CreateTemp makes 0600; runtimes read specs as any user
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("write CDI spec %s: %w", w.path(claimUID), err)
+	}
+	if _, err := cdi.ReadSpec(tmp.Name(), 0); err != nil {
+		return fmt.Errorf("CDI spec for claim %s is not valid: %w", claimUID, err)
+	}
+	if err := os.Rename(tmp.Name(), w.path(claimUID)); err != nil {
+		return fmt.Errorf("write CDI spec %s: %w", w.path(claimUID), err)
+	}
+	done = true
+	if err := syncPath(w.dir); err != nil {
+		return fmt.Errorf("sync CDI directory %s: %w", w.dir, err)
+	}
+	return nil
 }
 
 // exists reports whether the claim's spec file is on disk.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 )
 
 // CheckpointFile is the name of the checkpoint in the plugin data directory.
@@ -183,7 +184,7 @@ func (c *checkpoint) save() error {
 		return fmt.Errorf("encode checkpoint: %w", err)
 	}
 	dir := filepath.Dir(c.path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(c.path)+".*")
+	tmp, err := os.CreateTemp(dir, filepath.Base(c.tempPattern()))
 	if err != nil {
 		return fmt.Errorf("write checkpoint: %w", err)
 	}
@@ -199,11 +200,33 @@ func (c *checkpoint) save() error {
 	if err := tmp.Close(); err != nil {
 		return fmt.Errorf("write checkpoint %s: %w", tmp.Name(), err)
 	}
+	reached(stepCheckpointTempSynced)
 	if err := os.Rename(tmp.Name(), c.path); err != nil {
 		return fmt.Errorf("replace checkpoint %s: %w", c.path, err)
 	}
+	reached(stepCheckpointRenamed)
 	c.seen = stampOf(c.path)
 	return syncPath(dir)
+}
+
+// tempPattern matches the temporary files save writes before its rename.
+func (c *checkpoint) tempPattern() string {
+	return filepath.Join(filepath.Dir(c.path), "."+filepath.Base(c.path)+".*")
+}
+
+// removeStaleTemps deletes temporary files a save left when its process
+// died between writing and renaming (they would pile up, one per crash).
+// The caller holds the state lock, so no save of another process is under
+// way. Failures are only logged.
+func (c *checkpoint) removeStaleTemps(logger klog.Logger) {
+	stale, _ := filepath.Glob(c.tempPattern())
+	for _, p := range stale {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			logger.Error(err, "Removing a checkpoint's stale temporary file", "path", p)
+			continue
+		}
+		logger.Info("Removed a checkpoint's temporary file left by a process that died while saving", "path", p)
+	}
 }
 
 // update applies change to a copy of the state and saves it; the in-memory

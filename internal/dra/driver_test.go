@@ -28,7 +28,11 @@ type fixture struct {
 	calls  int
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *fixture { return newFixtureWith(t, nil) }
+
+// newFixtureWith is newFixture with setUp run on the options before the
+// driver starts (to put a filesystem of the test's own under a directory).
+func newFixtureWith(t *testing.T, setUp func(Options)) *fixture {
 	_, ctx := ktesting.NewTestContext(t)
 	dir := t.TempDir()
 	f := &fixture{t: t, ctx: ctx, opts: Options{
@@ -38,6 +42,9 @@ func newFixture(t *testing.T) *fixture {
 	}}
 	if err := os.WriteFile(f.opts.BootIDPath, []byte("boot-1\n"), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	if setUp != nil {
+		setUp(f.opts)
 	}
 	f.start()
 	t.Cleanup(func() { f.driver.Stop() })

@@ -100,6 +100,7 @@ func (d *Driver) prepareClaim(ctx context.Context, claim *resourceapi.ResourceCl
 	if err := d.cp.update(func(c map[types.UID]*claimRecord) { c[claim.UID] = rec }); err != nil {
 		return nil, err
 	}
+	reached(stepPrepareRecordedStarted)
 	devices := make([]preparedDevice, 0, len(results))
 	for i, r := range results {
 		edits, err := runStep(ctx, steps[i])
@@ -112,11 +113,13 @@ func (d *Driver) prepareClaim(ctx context.Context, claim *resourceapi.ResourceCl
 			AdminAccess: r.AdminAccess != nil && *r.AdminAccess,
 			CDIName:     deviceName(claim.UID, r.Device, r.ShareID), Edits: edits,
 		})
+		reached(stepPrepareDevicePrepared)
 	}
 	if err := d.cdi.write(claim.UID, devices); err != nil {
 		d.abandon(ctx, claim.UID)
 		return nil, err
 	}
+	reached(stepPrepareSpecWritten)
 	done := &claimRecord{Namespace: claim.Namespace, Name: claim.Name, Phase: phaseCompleted, Updated: time.Now().UTC(), Devices: devices}
 	if err := d.cp.update(func(c map[types.UID]*claimRecord) { c[claim.UID] = done }); err != nil {
 		// Without the record a restarted driver would not know the claim;
@@ -124,6 +127,7 @@ func (d *Driver) prepareClaim(ctx context.Context, claim *resourceapi.ResourceCl
 		d.abandon(ctx, claim.UID)
 		return nil, err
 	}
+	reached(stepPrepareRecordedCompleted)
 	d.metrics.preparedClaims.Set(float64(len(d.cp.body.Claims)))
 	d.claimsChanged()
 	logger.V(2).Info("Prepared claim", "devices", len(devices))
@@ -207,12 +211,14 @@ func (d *Driver) unprepareClaim(ctx context.Context, uid types.UID) error {
 	if err := d.cdi.remove(uid); err != nil {
 		return err
 	}
+	reached(stepUnprepareSpecRemoved)
 	if _, ok := d.cp.body.Claims[uid]; !ok {
 		return nil
 	}
 	if err := d.cp.update(func(c map[types.UID]*claimRecord) { delete(c, uid) }); err != nil {
 		return err
 	}
+	reached(stepUnprepareRecordRemoved)
 	d.metrics.preparedClaims.Set(float64(len(d.cp.body.Claims)))
 	d.claimsChanged()
 	klog.FromContext(ctx).V(2).Info("Unprepared claim", "uid", uid)

@@ -98,6 +98,7 @@ func (d *Driver) repairCDI(ctx context.Context) {
 	}
 	logger.Info("Reconciled CDI specs with the checkpoint", "preparedClaims", len(d.cp.body.Claims),
 		"rebuilt", rebuilt, "removedOrphans", removed, "failed", failed)
+	d.cp.removeStaleTemps(logger)
 }
 
 // forgetAbandoned drops claims whose prepare started but never completed
