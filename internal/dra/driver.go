@@ -97,7 +97,7 @@ func Start[P any](ctx context.Context, opts Options, prepare PrepareFunc[P]) (*D
 		kubeletplugin.KubeClient(opts.KubeClient),
 		kubeletplugin.RegistrarDirectoryPath(opts.RegistrarDir),
 		kubeletplugin.PluginDataDirectoryPath(opts.PluginDir),
-		kubeletplugin.GRPCInterceptor(isolateClaims),
+		kubeletplugin.GRPCInterceptor(d.interceptor),
 	}
 	if opts.PodUID != "" {
 		pluginOpts = append(pluginOpts, kubeletplugin.RollingUpdate(opts.PodUID))

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 	"k8s.io/klog/v2"
+	drapbv1 "k8s.io/kubelet/pkg/apis/dra/v1"
 )
 
 // planner binds the operator's typed PrepareFunc into a planFunc.
@@ -61,16 +62,7 @@ func (d *Driver) prepareClaim(ctx context.Context, claim *resourceapi.ResourceCl
 	defer unlock()
 
 	if rec := d.cp.body.Claims[claim.UID]; rec != nil && rec.Phase == phaseCompleted {
-		// The kubelet asks again after its own restart, and after a reboot
-		// wiped the CDI directory (often a tmpfs) while it still holds the
-		// claim as prepared: answer the same, rebuilding the spec if needed.
-		if !d.cdi.exists(claim.UID) {
-			if err := d.cdi.write(claim.UID, rec.Devices); err != nil {
-				return nil, err
-			}
-			logger.Info("Rebuilt missing CDI spec of a prepared claim")
-		}
-		return d.kubeletDevices(claim.UID, rec.Devices), nil
+		return d.answerAgain(logger, claim.UID, rec)
 	}
 
 	if claim.Status.Allocation == nil {
@@ -166,6 +158,61 @@ func (d *Driver) checkExclusive(claim *resourceapi.ResourceClaim, results []reso
 		}
 	}
 	return nil
+}
+
+// preparedAnswer is the kubelet's answer for a claim the checkpoint holds
+// as completed under the same namespace and name, its spec rebuilt if a
+// reboot wiped it; ok is false for any other claim (and when the spec
+// cannot be rebuilt, so that the full path reports why).
+func (d *Driver) preparedAnswer(ctx context.Context, c *drapbv1.Claim) (*drapbv1.NodePrepareResourceResponse, bool) {
+	uid := types.UID(c.Uid)
+	if validUID(uid) != nil {
+		return nil, false
+	}
+	unlock, err := d.lockState()
+	if err != nil {
+		return nil, false
+	}
+	defer unlock()
+	rec := d.cp.body.Claims[uid]
+	if rec == nil || rec.Phase != phaseCompleted || rec.Namespace != c.Namespace || rec.Name != c.Name {
+		return nil, false
+	}
+	devices, err := d.answerAgain(klog.FromContext(ctx).WithValues("claim", klog.KRef(rec.Namespace, rec.Name), "uid", uid), uid, rec)
+	if err != nil {
+		return nil, false
+	}
+	d.metrics.prepareTotal.WithLabelValues(result(nil)).Inc()
+	res := &drapbv1.NodePrepareResourceResponse{}
+	for _, dev := range devices {
+		requests := make([]string, 0, len(dev.Requests))
+		for _, r := range dev.Requests {
+			// The kubelet knows requests by their top-level name: a
+			// subrequest "gpu/large" is answered as "gpu", as the
+			// helper does.
+			requests = append(requests, strings.SplitN(r, "/", 2)[0])
+		}
+		res.Devices = append(res.Devices, &drapbv1.Device{
+			RequestNames: requests, PoolName: dev.PoolName, DeviceName: dev.DeviceName,
+			CdiDeviceIds: dev.CDIDeviceIDs, ShareId: (*string)(dev.ShareID),
+		})
+	}
+	return res, true
+}
+
+// answerAgain is the answer for a claim already prepared: the kubelet
+// asks again after its own restart, and after a reboot wiped the CDI
+// directory (often a tmpfs) while it still holds the claim as prepared.
+// The answer is the same, with the spec rebuilt if it is missing. The
+// caller holds the state lock.
+func (d *Driver) answerAgain(logger klog.Logger, uid types.UID, rec *claimRecord) ([]kubeletplugin.Device, error) {
+	if !d.cdi.exists(uid) {
+		if err := d.cdi.write(uid, rec.Devices); err != nil {
+			return nil, err
+		}
+		logger.Info("Rebuilt missing CDI spec of a prepared claim")
+	}
+	return d.kubeletDevices(uid, rec.Devices), nil
 }
 
 func (d *Driver) kubeletDevices(uid types.UID, devices []preparedDevice) []kubeletplugin.Device {
