@@ -1,0 +1,217 @@
+// Package gate gives each prepared audio claim a PipeWire socket of its
+// own, through which a client sees and uses only the claim's nodes, and
+// records which nodes PipeWire made from the declaration, by something no
+// client can forge.
+//
+// Two processes share it through files in PipeWire's runtime directory
+// (the pod's hostPath volume, so the files outlive both containers):
+//
+//   - The operator writes one claim file per prepared claim,
+//     claims/<claim UID>.json, naming the node.names the claim holds, and
+//     removes it at unprepare (WriteClaim, RemoveClaim). It hands the
+//     consumer the directory claims/<claim UID>/, where the socket is.
+//   - The pipewire container's first process, which starts PipeWire,
+//     runs Run beside it. After every PipeWire start it records the
+//     declared nodes' object.serial values (TrustedFile), then serves each
+//     claim file as a security context (a listening socket whose clients
+//     carry properties they cannot change) at claims/<claim UID>/pipewire-0,
+//     and acts as the permission manager for the clients that connect
+//     there: they see the core, the client-node factory (to make their
+//     own stream) and the claim's nodes read-only, and nothing else.
+//
+// What a claim's client cannot do follows from PipeWire's own checks
+// (src/pipewire/impl-core.c, impl-link.c, global.c): an object without
+// R is not listed and cannot be bound, destroyed or given metadata; a
+// node without W cannot take a parameter (volume); a link needs each
+// node's owner to see the other end unless whoever makes the link holds
+// L on it, and no client holds L (PW_PERM_ALL is RWXM), so WirePlumber
+// cannot link a claim's stream to a node the claim does not hold. The
+// one object a claim's client can make, its stream, is destroyed when
+// its media.class is not a stream's, so it cannot pose as a sink.
+package gate
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// Names in the runtime directory.
+const (
+	// ClaimsDir holds the claim files and each claim's socket directory.
+	ClaimsDir = "claims"
+	// TrustedFile records the declared nodes of the running PipeWire.
+	TrustedFile = "trusted-nodes.json"
+	// SocketName is the socket in a claim's directory; it has the name of
+	// PipeWire's default socket, so the consumer's PIPEWIRE_REMOTE keeps
+	// the path it always had.
+	SocketName = "pipewire-0"
+)
+
+// Claim is what a claim file holds.
+type Claim struct {
+	// UID is the ResourceClaim's UID.
+	UID string `json:"uid"`
+	// Nodes are the node.names of the nodes the claim holds.
+	Nodes []string `json:"nodes"`
+}
+
+var uidPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,127}$`)
+
+// SocketDir is the directory a consumer of claim uid gets: its socket
+// and nothing else.
+func SocketDir(runtimeDir, uid string) string {
+	return filepath.Join(runtimeDir, ClaimsDir, uid)
+}
+
+// SocketPath is the claim's socket.
+func SocketPath(runtimeDir, uid string) string {
+	return filepath.Join(SocketDir(runtimeDir, uid), SocketName)
+}
+
+func claimPath(runtimeDir, uid string) string {
+	return filepath.Join(runtimeDir, ClaimsDir, uid+".json")
+}
+
+// WriteClaim writes c's claim file atomically (mode 0644, the directory
+// 0755). A UID that could name a path outside the directory, or no
+// nodes, is refused.
+func WriteClaim(runtimeDir string, c Claim) error {
+	if !uidPattern.MatchString(c.UID) {
+		return fmt.Errorf("claim UID %q is not a UID", c.UID)
+	}
+	if len(c.Nodes) == 0 {
+		return fmt.Errorf("claim %s names no node", c.UID)
+	}
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(claimPath(runtimeDir, c.UID), data)
+}
+
+// RemoveClaim removes claim uid's file; a missing file is no error.
+// Run then closes the socket and removes its directory.
+func RemoveClaim(runtimeDir, uid string) error {
+	if !uidPattern.MatchString(uid) {
+		return fmt.Errorf("claim UID %q is not a UID", uid)
+	}
+	if err := os.Remove(claimPath(runtimeDir, uid)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// Claims reads every claim file. A file that cannot be read is named in
+// the errors and left out.
+func Claims(runtimeDir string) (map[string]Claim, []error) {
+	dir := filepath.Join(runtimeDir, ClaimsDir)
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return map[string]Claim{}, nil
+	}
+	if err != nil {
+		return nil, []error{err}
+	}
+	out := map[string]Claim{}
+	var errs []error
+	for _, e := range entries {
+		uid, ok := strings.CutSuffix(e.Name(), ".json")
+		if !ok || e.IsDir() || !uidPattern.MatchString(uid) {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		var c Claim
+		if err := json.Unmarshal(data, &c); err != nil || c.UID != uid || len(c.Nodes) == 0 {
+			errs = append(errs, fmt.Errorf("claim file %s: not a claim (%v)", e.Name(), err))
+			continue
+		}
+		out[uid] = c
+	}
+	return out, errs
+}
+
+// Trusted is what TrustedFile holds: the PipeWire instance it is about
+// (the daemon's cookie, as pw-dump prints it in the Core object) and the
+// object.serial of each declared node, by node.name.
+type Trusted struct {
+	Cookie uint32            `json:"cookie"`
+	Nodes  map[string]uint64 `json:"nodes"`
+}
+
+// Trusts reports whether the node with name and serial is the declared
+// node of that name in the PipeWire whose cookie is cookie.
+func (t Trusted) Trusts(cookie uint32, name string, serial uint64) bool {
+	s, ok := t.Nodes[name]
+	return ok && t.Cookie == cookie && cookie != 0 && s == serial
+}
+
+// ReadTrusted reads TrustedFile; a missing file is an empty record.
+func ReadTrusted(runtimeDir string) (Trusted, error) {
+	data, err := os.ReadFile(filepath.Join(runtimeDir, TrustedFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return Trusted{}, nil
+	}
+	if err != nil {
+		return Trusted{}, err
+	}
+	var t Trusted
+	if err := json.Unmarshal(data, &t); err != nil {
+		return Trusted{}, fmt.Errorf("%s: %w", TrustedFile, err)
+	}
+	return t, nil
+}
+
+func writeTrusted(runtimeDir string, t Trusted) error {
+	data, err := json.Marshal(t)
+	if err != nil {
+		return err
+	}
+	return writeAtomic(filepath.Join(runtimeDir, TrustedFile), data)
+}
+
+func writeAtomic(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,435 @@
+package gate
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/liken-sh/operators/internal/pipewire/native"
+)
+
+// Engine is the pipewire.sec.engine of every claim socket's clients;
+// pipewire.sec.app_id carries the claim's UID. The daemon copies a
+// security context's properties onto each client that connects through
+// it and refuses a client's own change to any pipewire.sec.* key or to
+// pipewire.access.
+const Engine = "audio.liken.sh"
+
+// AccessPrefix starts the pipewire.access of a claim socket's clients,
+// followed by the claim's UID. pipewire.access is one of the three client
+// properties the registry announces (src/pipewire/impl-client.c,
+// finish_register), so the claim is known from the announcement alone.
+// PipeWire's access module leaves a client that arrives with
+// pipewire.access set alone, with no permission at all until a manager
+// grants some, and WirePlumber's access-default.lua grants nothing for a
+// value it does not know ("restricted" would get "rx" on every object),
+// so Run is the only manager of these clients.
+const AccessPrefix = "audio.liken.sh-claim:"
+
+// Backstop is how often Run reads the claim files even with no file
+// event.
+const Backstop = 10 * time.Second
+
+// Config is what Run serves.
+type Config struct {
+	// RuntimeDir is PipeWire's runtime directory.
+	RuntimeDir string
+	// Socket is the daemon's own socket (RuntimeDir/pipewire-0 when empty).
+	Socket string
+	// Declared returns the node.names of the nodes PipeWire was started
+	// with (the declaration); it is read once per PipeWire start.
+	Declared func() []string
+	// Logf receives one line per notable step; nil discards.
+	Logf func(format string, args ...any)
+}
+
+// Run serves every claim file in cfg.RuntimeDir on every PipeWire that
+// answers at cfg.Socket, one after another, until ctx ends. After each
+// connection it records the declared nodes (TrustedFile) before any claim
+// socket exists, so no client of a claim socket can have made a node
+// before the record is taken.
+func Run(ctx context.Context, cfg Config) {
+	if cfg.Socket == "" {
+		cfg.Socket = filepath.Join(cfg.RuntimeDir, "pipewire-0")
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	wait := 100 * time.Millisecond
+	for ctx.Err() == nil {
+		conn, err := native.Dial(ctx, cfg.Socket, map[string]string{
+			"application.name": "audio-operator claim gate",
+		})
+		if err != nil {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait):
+			}
+			wait = min(2*wait, 2*time.Second)
+			continue
+		}
+		wait = 100 * time.Millisecond
+		s := &session{cfg: cfg, conn: conn, globals: map[uint32]native.Global{},
+			clients: map[uint32]string{}, served: map[string]*served{}}
+		if err := s.run(ctx); err != nil && ctx.Err() == nil {
+			cfg.Logf("claim gate: %v; connecting again", err)
+		}
+		s.close()
+		conn.Close()
+	}
+}
+
+// served is one claim socket the daemon listens on.
+type served struct {
+	claim  Claim
+	hangUp *os.File // the write end of the pipe whose read end the daemon watches
+}
+
+type session struct {
+	cfg     Config
+	conn    *native.Conn
+	globals map[uint32]native.Global
+	trusted Trusted
+	secCtx  uint32
+	factory uint32            // the client-node factory's id
+	clients map[uint32]string // claim clients' ids: their claim UID
+	served  map[string]*served
+}
+
+func (s *session) run(ctx context.Context) error {
+	if err := s.settle(ctx); err != nil {
+		return err
+	}
+	s.trusted = s.recordTrusted()
+	if err := writeTrusted(s.cfg.RuntimeDir, s.trusted); err != nil {
+		return fmt.Errorf("writing %s: %w", TrustedFile, err)
+	}
+	s.cfg.Logf("claim gate: PipeWire %d: declared nodes %v", s.trusted.Cookie, s.trusted.Nodes)
+	var secGlobal *native.Global
+	for _, g := range s.globals {
+		switch {
+		case g.Type == native.TypeSecurityContext:
+			secGlobal = &g
+		case g.Type == native.TypeFactory && g.Props["factory.name"] == "client-node":
+			s.factory = g.ID
+		}
+	}
+	if secGlobal == nil {
+		return fmt.Errorf("PipeWire offers no %s", native.TypeSecurityContext)
+	}
+	id, err := s.conn.Bind(*secGlobal)
+	if err != nil {
+		return err
+	}
+	s.secCtx = id
+
+	dir := filepath.Join(s.cfg.RuntimeDir, ClaimsDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var fsEvents <-chan fsnotify.Event
+	if w, err := fsnotify.NewWatcher(); err == nil {
+		defer w.Close()
+		if err := w.Add(dir); err == nil {
+			fsEvents = w.Events
+		}
+	}
+	s.syncClaims()
+	// Clients that were there before this connection (none after a
+	// PipeWire start, but the gate may have restarted alone) are managed
+	// too.
+	for _, g := range s.globals {
+		s.global(g)
+	}
+	backstop := time.NewTicker(Backstop)
+	defer backstop.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case ev, ok := <-s.conn.Events():
+			if !ok {
+				return s.conn.Err()
+			}
+			s.event(ev)
+		case _, ok := <-fsEvents:
+			if !ok {
+				fsEvents = nil
+				continue
+			}
+			s.syncClaims()
+		case <-backstop.C:
+			s.syncClaims()
+		}
+	}
+}
+
+// settle reads the registry until the daemon has answered a Sync, so
+// every object that existed at connect is known.
+func (s *session) settle(ctx context.Context) error {
+	seq, err := s.conn.Sync()
+	if err != nil {
+		return err
+	}
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout:
+			return fmt.Errorf("PipeWire did not answer a sync within 30 s")
+		case ev, ok := <-s.conn.Events():
+			if !ok {
+				return s.conn.Err()
+			}
+			if ev.Done != nil && *ev.Done == seq {
+				return nil
+			}
+			s.record(ev)
+		}
+	}
+}
+
+func (s *session) record(ev native.Event) {
+	switch {
+	case ev.Global != nil:
+		s.globals[ev.Global.ID] = *ev.Global
+	case ev.Removed != nil:
+		delete(s.globals, *ev.Removed)
+		delete(s.clients, *ev.Removed)
+	case ev.Error != nil:
+		s.cfg.Logf("claim gate: %v", ev.Error)
+	}
+}
+
+// recordTrusted picks, for each declared node.name, the node PipeWire made
+// from the declaration. PipeWire creates context.objects while it loads
+// its configuration, before its main loop accepts a client, so those
+// nodes have lower serials than any object a client made; a node a client
+// made with an adapter carries no client.id, so the serial, which the
+// daemon assigns, is what tells them apart. Of the nodes with a declared
+// name, the one with the lowest serial is the declared one, and only when
+// that serial is lower than every client's.
+func (s *session) recordTrusted() Trusted {
+	t := Trusted{Cookie: s.conn.Cookie(), Nodes: map[string]uint64{}}
+	declared := map[string]bool{}
+	if s.cfg.Declared != nil {
+		for _, n := range s.cfg.Declared() {
+			declared[n] = true
+		}
+	}
+	firstClient := uint64(1<<63 - 1)
+	for _, g := range s.globals {
+		if g.Type == native.TypeClient {
+			if v, ok := serial(g); ok && v < firstClient {
+				firstClient = v
+			}
+		}
+	}
+	for _, g := range s.globals {
+		name := g.Props["node.name"]
+		if g.Type != native.TypeNode || !declared[name] {
+			continue
+		}
+		v, ok := serial(g)
+		if !ok || v >= firstClient {
+			continue
+		}
+		if prev, seen := t.Nodes[name]; !seen || v < prev {
+			t.Nodes[name] = v
+		}
+	}
+	return t
+}
+
+func serial(g native.Global) (uint64, bool) {
+	v, err := strconv.ParseUint(g.Props["object.serial"], 10, 64)
+	return v, err == nil
+}
+
+// trustedID returns the global id of the declared node named name.
+func (s *session) trustedID(name string) (uint32, bool) {
+	want, ok := s.trusted.Nodes[name]
+	if !ok {
+		return 0, false
+	}
+	for _, g := range s.globals {
+		if v, ok := serial(g); ok && v == want && g.Type == native.TypeNode && g.Props["node.name"] == name {
+			return g.ID, true
+		}
+	}
+	return 0, false
+}
+
+func (s *session) event(ev native.Event) {
+	s.record(ev)
+	if ev.Global != nil {
+		s.global(*ev.Global)
+	}
+}
+
+// global manages one object: a claim client gets its permissions, and a
+// node a claim client made is destroyed unless it is a stream.
+func (s *session) global(g native.Global) {
+	switch g.Type {
+	case native.TypeClient:
+		uid, ok := strings.CutPrefix(g.Props["pipewire.access"], AccessPrefix)
+		if !ok {
+			return
+		}
+		sv := s.served[uid]
+		if sv == nil {
+			s.cfg.Logf("claim gate: client %d of claim %s, which is not prepared: disconnected", g.ID, uid)
+			_ = s.conn.Destroy(g.ID)
+			return
+		}
+		s.clients[g.ID] = uid
+		s.grant(g, sv.claim)
+	case native.TypeNode:
+		owner, err := strconv.ParseUint(g.Props["client.id"], 10, 32)
+		if err != nil {
+			return
+		}
+		uid, ok := s.clients[uint32(owner)]
+		if !ok {
+			return
+		}
+		if class := g.Props["media.class"]; !strings.HasPrefix(class, "Stream/") {
+			s.cfg.Logf("claim gate: node %d (%q, media.class %q) of a client of claim %s is not a stream: destroyed", g.ID, g.Props["node.name"], class, uid)
+			_ = s.conn.Destroy(g.ID)
+		}
+	}
+}
+
+// grant sets a claim client's permissions: nothing by default, the core
+// to speak to, the client-node factory to make its stream with, and the
+// claim's declared nodes to be seen (and so linked to) but not changed
+// or destroyed.
+func (s *session) grant(client native.Global, c Claim) {
+	perms := []native.Permission{
+		{ID: native.AnyID, Bits: 0},
+		{ID: 0, Bits: native.PermR | native.PermX},
+	}
+	if s.factory != 0 {
+		perms = append(perms, native.Permission{ID: s.factory, Bits: native.PermR})
+	}
+	var granted []string
+	for _, name := range c.Nodes {
+		if id, ok := s.trustedID(name); ok {
+			perms = append(perms, native.Permission{ID: id, Bits: native.PermR})
+			granted = append(granted, fmt.Sprintf("%s (%d)", name, id))
+		}
+	}
+	proxy, err := s.conn.Bind(client)
+	if err == nil {
+		err = s.conn.UpdatePermissions(proxy, perms)
+	}
+	if err != nil {
+		s.cfg.Logf("claim gate: permissions of client %d (claim %s): %v", client.ID, c.UID, err)
+		return
+	}
+	s.cfg.Logf("claim gate: client %d of claim %s sees %v", client.ID, c.UID, granted)
+}
+
+// syncClaims serves every claim file that is not served and closes every
+// socket whose file is gone.
+func (s *session) syncClaims() {
+	claims, errs := Claims(s.cfg.RuntimeDir)
+	for _, err := range errs {
+		s.cfg.Logf("claim gate: %v", err)
+	}
+	if claims == nil {
+		return
+	}
+	for _, uid := range sortedKeys(s.served) {
+		if _, ok := claims[uid]; ok {
+			continue
+		}
+		s.stop(uid)
+		for id, owner := range s.clients {
+			if owner == uid {
+				_ = s.conn.Destroy(id)
+			}
+		}
+		if err := os.RemoveAll(SocketDir(s.cfg.RuntimeDir, uid)); err != nil {
+			s.cfg.Logf("claim gate: %v", err)
+		}
+		s.cfg.Logf("claim gate: claim %s unprepared: its socket is closed", uid)
+	}
+	for _, uid := range sortedKeys(claims) {
+		if _, ok := s.served[uid]; ok {
+			continue
+		}
+		if err := s.serve(claims[uid]); err != nil {
+			s.cfg.Logf("claim gate: serving claim %s: %v", uid, err)
+		}
+	}
+}
+
+// serve creates claim c's socket and hands it to the daemon as a
+// security context. The socket file is bound anew at every PipeWire
+// start: the old one's listener died with the old daemon.
+func (s *session) serve(c Claim) error {
+	dir := SocketDir(s.cfg.RuntimeDir, c.UID)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	path := filepath.Join(dir, SocketName)
+	if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: path, Net: "unix"})
+	if err != nil {
+		return err
+	}
+	// The daemon gets its own copy of the listening socket; closing ours
+	// must leave the file in place.
+	l.SetUnlinkOnClose(false)
+	defer l.Close()
+	if err := os.Chmod(path, 0o666); err != nil {
+		return err
+	}
+	lf, err := l.File()
+	if err != nil {
+		return err
+	}
+	defer lf.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	err = s.conn.CreateSecurityContext(s.secCtx, lf, r, map[string]string{
+		"pipewire.sec.engine": Engine,
+		"pipewire.sec.app_id": c.UID,
+		"pipewire.access":     AccessPrefix + c.UID,
+	})
+	if err != nil {
+		w.Close()
+		return err
+	}
+	s.served[c.UID] = &served{claim: c, hangUp: w}
+	s.cfg.Logf("claim gate: claim %s served at %s for %v", c.UID, path, c.Nodes)
+	return nil
+}
+
+func (s *session) stop(uid string) {
+	if sv := s.served[uid]; sv != nil {
+		sv.hangUp.Close()
+		delete(s.served, uid)
+	}
+}
+
+func (s *session) close() {
+	for uid := range s.served {
+		s.stop(uid)
+	}
+}

@@ -1,0 +1,441 @@
+package native
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"slices"
+	"sort"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// Object ids and opcodes (src/pipewire/core.h, client.h,
+// extensions/security-context.h of PipeWire 1.4).
+const (
+	idCore     = 0
+	idClient   = 1
+	idRegistry = 2
+
+	coreHello       = 1
+	coreSync        = 2
+	corePong        = 3
+	coreGetRegistry = 5
+
+	coreEventInfo     = 0
+	coreEventDone     = 1
+	coreEventPing     = 2
+	coreEventError    = 3
+	coreEventRemoveID = 4
+
+	clientUpdateProperties  = 2
+	clientUpdatePermissions = 4
+
+	registryEventGlobal       = 0
+	registryEventGlobalRemove = 1
+	registryBind              = 1
+	registryDestroy           = 2
+
+	securityContextCreate = 1
+
+	versionCore     = 4
+	versionRegistry = 3
+
+	headerSize = 16
+	// maxMessage bounds one message from the daemon; the size field has
+	// 24 bits.
+	maxMessage = 1 << 24
+)
+
+// Interface types as the registry names them.
+const (
+	TypeClient          = "PipeWire:Interface:Client"
+	TypeNode            = "PipeWire:Interface:Node"
+	TypeFactory         = "PipeWire:Interface:Factory"
+	TypeSecurityContext = "PipeWire:Interface:SecurityContext"
+)
+
+// Permission bits (src/pipewire/permission.h).
+const (
+	PermR = 0o400 // the object is seen and its events arrive
+	PermW = 0o200 // methods that change it may be called
+	PermX = 0o100 // methods may be called
+	PermM = 0o010 // metadata may be set on it
+	PermL = 0o020 // it may be linked to a node its owner cannot see
+)
+
+// AnyID is the object id that stands for every object without a
+// permission of its own (PW_ID_ANY).
+const AnyID = 0xffffffff
+
+// Permission is one entry of a client's permission table.
+type Permission struct {
+	ID, Bits uint32
+}
+
+// Global is one object the registry announced.
+type Global struct {
+	ID          uint32
+	Permissions uint32
+	Type        string
+	Version     uint32
+	Props       map[string]string
+}
+
+// Event is one thing the daemon said that the caller acts on: exactly
+// one of its fields is set.
+type Event struct {
+	// Global is an object that appeared (or was already there).
+	Global *Global
+	// Removed is the id of an object that went away.
+	Removed *uint32
+	// Done is the sequence number of a Sync that completed.
+	Done *uint32
+	// Error is an error the daemon reported.
+	Error *Error
+}
+
+// Error is an error event: the object it is about, the sequence number
+// of the call it answers, a negative errno and the daemon's message.
+type Error struct {
+	ID, Seq uint32
+	Res     int32
+	Message string
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("PipeWire error on object %d (seq %d): %s (%v)", e.ID, e.Seq, e.Message, unix.Errno(-e.Res))
+}
+
+// Conn is one connection to a PipeWire daemon. Events are read on a
+// goroutine of its own, which answers the daemon's pings; the caller
+// reads them from Events.
+type Conn struct {
+	c      *net.UnixConn
+	events chan Event
+	done   chan struct{}
+
+	mu     sync.Mutex
+	seq    uint32
+	next   uint32   // the next new proxy id past every one used
+	free   []uint32 // proxy ids the daemon released, sorted
+	err    error
+	cookie uint32
+}
+
+// Dial connects to the socket at path and introduces itself with props
+// (application.name and the like). It fails when the socket does not
+// accept the connection.
+func Dial(ctx context.Context, path string, props map[string]string) (*Conn, error) {
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, err
+	}
+	c := &Conn{c: nc.(*net.UnixConn), events: make(chan Event, 256), done: make(chan struct{}), next: idRegistry + 1}
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	steps := []func() error{
+		func() error { return c.send(idCore, coreHello, nil, func(w *builder) { w.int32(versionCore) }) },
+		func() error {
+			return c.send(idClient, clientUpdateProperties, nil, func(w *builder) { w.dict(keys, props) })
+		},
+		func() error {
+			return c.send(idCore, coreGetRegistry, nil, func(w *builder) { w.int32(versionRegistry); w.int32(idRegistry) })
+		},
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	go c.read()
+	return c, nil
+}
+
+// Events delivers what the daemon says, in order; it is closed when the
+// connection ends (Err then says why).
+func (c *Conn) Events() <-chan Event { return c.events }
+
+// Done is closed when the connection has ended.
+func (c *Conn) Done() <-chan struct{} { return c.done }
+
+// Err is why the connection ended, or nil while it is open.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Cookie is the daemon's cookie from its Core info event (a random
+// number drawn at its start), 0 until that event has arrived.
+func (c *Conn) Cookie() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.cookie
+}
+
+// Close ends the connection.
+func (c *Conn) Close() error { return c.c.Close() }
+
+// Sync asks the daemon to answer with Done once it has handled every
+// earlier message, and returns the sequence number Done will carry.
+func (c *Conn) Sync() (uint32, error) {
+	c.mu.Lock()
+	seq := c.seq + 1
+	c.mu.Unlock()
+	err := c.send(idCore, coreSync, nil, func(w *builder) { w.int32(idCore); w.uint32(seq) })
+	return seq, err
+}
+
+// Bind binds global g and returns the new proxy's id.
+func (c *Conn) Bind(g Global) (uint32, error) {
+	id := c.newID()
+	err := c.send(idRegistry, registryBind, nil, func(w *builder) {
+		w.uint32(g.ID)
+		w.string(g.Type)
+		w.uint32(g.Version)
+		w.uint32(id)
+	})
+	return id, err
+}
+
+// Destroy asks the registry to destroy the object with global id id.
+func (c *Conn) Destroy(id uint32) error {
+	return c.send(idRegistry, registryDestroy, nil, func(w *builder) { w.uint32(id) })
+}
+
+// UpdatePermissions sets entries of the permission table of the client
+// bound as proxy.
+func (c *Conn) UpdatePermissions(proxy uint32, perms []Permission) error {
+	return c.send(proxy, clientUpdatePermissions, nil, func(w *builder) {
+		w.int32(int32(len(perms)))
+		for _, p := range perms {
+			w.uint32(p.ID)
+			w.uint32(p.Bits)
+		}
+	})
+}
+
+// CreateSecurityContext has the daemon accept clients on listen (a
+// listening Unix socket) until close (the read end of a pipe) is hung
+// up, giving every client that connects there props, which the daemon
+// never lets a client change when their keys start with
+// "pipewire.sec." or "pipewire.access" (src/pipewire/impl-client.c,
+// check_client_property_update). proxy is the bound SecurityContext.
+// The daemon takes its own copies of both descriptors.
+func (c *Conn) CreateSecurityContext(proxy uint32, listen, close *os.File, props map[string]string) error {
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return c.send(proxy, securityContextCreate, []int{int(listen.Fd()), int(close.Fd())}, func(w *builder) {
+		w.fd(0)
+		w.fd(1)
+		w.dict(keys, props)
+	})
+}
+
+func (c *Conn) newID() uint32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.free) > 0 {
+		id := c.free[0]
+		c.free = c.free[1:]
+		return id
+	}
+	id := c.next
+	c.next++
+	return id
+}
+
+// send writes one message; the connection's lock keeps messages whole
+// and their sequence numbers in order.
+func (c *Conn) send(id uint32, opcode uint8, fds []int, fill func(*builder)) error {
+	w := &builder{}
+	w.structure(func() { fill(w) })
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seq++
+	msg := make([]byte, 0, headerSize+len(w.b))
+	msg = le.AppendUint32(msg, id)
+	msg = le.AppendUint32(msg, uint32(opcode)<<24|uint32(len(w.b)))
+	msg = le.AppendUint32(msg, c.seq)
+	msg = le.AppendUint32(msg, uint32(len(fds)))
+	msg = append(msg, w.b...)
+	var oob []byte
+	if len(fds) > 0 {
+		oob = unix.UnixRights(fds...)
+	}
+	if _, _, err := c.c.WriteMsgUnix(msg, oob, nil); err != nil {
+		return fmt.Errorf("writing to PipeWire: %w", err)
+	}
+	return nil
+}
+
+// read parses messages until the connection ends.
+func (c *Conn) read() {
+	defer close(c.done)
+	defer close(c.events)
+	var buf []byte
+	chunk := make([]byte, 64<<10)
+	oob := make([]byte, unix.CmsgSpace(28*4))
+	for {
+		n, oobn, _, _, err := c.c.ReadMsgUnix(chunk, oob)
+		if oobn > 0 {
+			closeRights(oob[:oobn])
+		}
+		if err != nil {
+			c.fail(fmt.Errorf("reading from PipeWire: %w", err))
+			return
+		}
+		if n == 0 {
+			c.fail(errors.New("PipeWire closed the connection"))
+			return
+		}
+		buf = append(buf, chunk[:n]...)
+		for len(buf) >= headerSize {
+			size := int(le.Uint32(buf[4:]) & 0xffffff)
+			if headerSize+size > len(buf) {
+				break
+			}
+			id, opcode := le.Uint32(buf), uint8(le.Uint32(buf[4:])>>24)
+			if err := c.handle(id, opcode, buf[headerSize:headerSize+size]); err != nil {
+				c.fail(err)
+				c.c.Close()
+				return
+			}
+			buf = buf[headerSize+size:]
+		}
+		if len(buf) > maxMessage+headerSize {
+			c.fail(errors.New("a message from PipeWire is past the protocol's size"))
+			c.c.Close()
+			return
+		}
+		buf = slices.Clip(buf)
+	}
+}
+
+func (c *Conn) fail(err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.err = err
+	}
+}
+
+// closeRights closes every descriptor an SCM_RIGHTS message passed: the
+// daemon shares memory with its clients that way, and this client maps
+// none.
+func closeRights(oob []byte) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return
+	}
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			unix.Close(fd)
+		}
+	}
+}
+
+// handle decodes one message; events nobody needs are dropped.
+func (c *Conn) handle(id uint32, opcode uint8, body []byte) error {
+	p, err := openStruct(body)
+	if err != nil {
+		return fmt.Errorf("message %d/%d: %w", id, opcode, err)
+	}
+	bad := func(err error) error { return fmt.Errorf("message %d/%d: %w", id, opcode, err) }
+	switch {
+	case id == idCore && opcode == coreEventInfo:
+		if _, err := p.uint32(); err != nil {
+			return bad(err)
+		}
+		cookie, err := p.uint32()
+		if err != nil {
+			return bad(err)
+		}
+		c.mu.Lock()
+		c.cookie = cookie
+		c.mu.Unlock()
+	case id == idCore && opcode == coreEventPing:
+		pid, err := p.uint32()
+		if err != nil {
+			return bad(err)
+		}
+		seq, err := p.uint32()
+		if err != nil {
+			return bad(err)
+		}
+		return c.send(idCore, corePong, nil, func(w *builder) { w.uint32(pid); w.uint32(seq) })
+	case id == idCore && opcode == coreEventDone:
+		if _, err := p.uint32(); err != nil {
+			return bad(err)
+		}
+		seq, err := p.uint32()
+		if err != nil {
+			return bad(err)
+		}
+		c.events <- Event{Done: &seq}
+	case id == idCore && opcode == coreEventError:
+		var e Error
+		var err error
+		if e.ID, err = p.uint32(); err == nil {
+			if e.Seq, err = p.uint32(); err == nil {
+				if e.Res, err = p.int32(); err == nil {
+					e.Message, err = p.string()
+				}
+			}
+		}
+		if err != nil {
+			return bad(err)
+		}
+		c.events <- Event{Error: &e}
+	case id == idCore && opcode == coreEventRemoveID:
+		rid, err := p.uint32()
+		if err != nil {
+			return bad(err)
+		}
+		c.mu.Lock()
+		if rid > idRegistry && !slices.Contains(c.free, rid) {
+			c.free = append(c.free, rid)
+			slices.Sort(c.free)
+		}
+		c.mu.Unlock()
+	case id == idRegistry && opcode == registryEventGlobal:
+		var g Global
+		var err error
+		if g.ID, err = p.uint32(); err == nil {
+			if g.Permissions, err = p.uint32(); err == nil {
+				if g.Type, err = p.string(); err == nil {
+					if g.Version, err = p.uint32(); err == nil {
+						g.Props, err = p.dict()
+					}
+				}
+			}
+		}
+		if err != nil {
+			return bad(err)
+		}
+		c.events <- Event{Global: &g}
+	case id == idRegistry && opcode == registryEventGlobalRemove:
+		gid, err := p.uint32()
+		if err != nil {
+			return bad(err)
+		}
+		c.events <- Event{Removed: &gid}
+	}
+	return nil
+}
