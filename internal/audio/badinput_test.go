@@ -24,6 +24,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/alsa"
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/pwtest"
 )
@@ -363,13 +364,22 @@ func TestMissingDeclarationIsReportedAndEveryOutputPublished(t *testing.T) {
 func fakeGraph(t *testing.T, outputs []pipewire.Output) (pipewire.Remote, func() int) {
 	t.Helper()
 	dir := t.TempDir()
-	var nodes []map[string]any
+	// The core's cookie and each node's serial, as the claim gate
+	// records them beside a real PipeWire.
+	nodes := []map[string]any{{"id": 0, "type": pipewire.TypeCore, "info": map[string]any{"cookie": 4242}}}
+	trusted := gate.Trusted{Cookie: 4242, Nodes: map[string]uint64{}}
 	for i, o := range outputs {
 		nodes = append(nodes, map[string]any{"id": 40 + i, "type": pipewire.TypeNode, "info": map[string]any{
 			"state": "suspended",
 			"props": map[string]any{"node.name": o.Name, "media.class": "Audio/Sink", "liken.audio.card": o.Card,
-				"liken.audio.pcm": o.Device, "liken.audio.output": o.Output},
+				"liken.audio.pcm": o.Device, "liken.audio.output": o.Output, "object.serial": 50 + i},
 		}})
+		trusted.Nodes[o.Name] = uint64(50 + i)
+	}
+	if data, err := json.Marshal(trusted); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(filepath.Join(dir, gate.TrustedFile), data, 0o644); err != nil {
+		t.Fatal(err)
 	}
 	graph, err := json.Marshal(nodes)
 	if err != nil {

@@ -18,6 +18,7 @@ type metrics struct {
 	observationValid          *prometheus.GaugeVec     // by source
 	observationLast           *prometheus.GaugeVec     // by source
 	controlFailures           *prometheus.CounterVec   // by operation
+	untrusted                 *prometheus.CounterVec   // by endpoint
 }
 
 // Observation sources and control operations, the label values.
@@ -48,10 +49,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Unix time of the source's last successful read."}, []string{"source"}),
 		controlFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_control_failures_total",
 			Help: "Hardware writes (volume, mixer control) that failed."}, []string{"operation"}),
+		untrusted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_untrusted_nodes_total",
+			Help: "PipeWire nodes seen posing as a declared node (its node.name or liken.audio.* properties, another serial) and ignored; endpoint is empty for a name no endpoint has."}, endpoint),
 	}
 	if reg != nil {
 		reg.MustRegister(m.connected, m.ready, m.claimed, m.reconcile, m.reconcileErrors, m.watchRestarts,
-			m.observationValid, m.observationLast, m.controlFailures)
+			m.observationValid, m.observationLast, m.controlFailures, m.untrusted)
 	}
 	return m
 }

@@ -108,7 +108,7 @@ func Run(ctx context.Context, cfg Config) error {
 		reported: map[string]bool{}, drifted: map[string]bool{},
 		metrics: newMetrics(cfg.Registerer), volumes: map[string]volumeWrite{}, warned: map[string]bool{},
 		controlsWritten: map[string]string{}, mixDirty: map[int]bool{},
-		objProblems: map[string]string{}}
+		objProblems: map[string]string{}, untrusted: map[string]bool{}, trustWaitLogged: map[uint32]bool{}}
 	for _, o := range declared {
 		op.declared[o.Name] = true
 	}
@@ -128,6 +128,9 @@ func Run(ctx context.Context, cfg Config) error {
 		defer stop()
 	}
 	op.watchCards(ctx)
+	if cfg.Remote.RuntimeDir != "" {
+		op.watchTrusted(ctx)
+	}
 
 	failures, answered := 0, false
 	backstop := time.NewTicker(cfg.Backstop)
@@ -208,6 +211,12 @@ type operator struct {
 	controlsWritten map[string]string
 	warned          map[string]bool   // spec problems reported
 	objProblems     map[string]string // object write failures logged
+	// untrusted are the nodes reported as posing as declared ones
+	// ("<cookie>/<serial>"); trustWaitLogged the PipeWires whose record
+	// was awaited; trustErr the last failure to read the record.
+	untrusted       map[string]bool
+	trustWaitLogged map[uint32]bool
+	trustErr        string
 
 	// mixers are the cards' mixers as last read (passes only); mixMu
 	// guards the marks the card watchers set when a card's controls change.
@@ -297,6 +306,7 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 func (o *operator) pass(ctx context.Context, g *pipewire.Graph) {
 	logger := klog.FromContext(ctx)
 	o.metrics.observed(sourcePipeWire, g != nil)
+	g = o.trustedGraph(ctx, g)
 	p, err := Reconcile(o.cfg.Node, o.cfg.Hardware, g)
 	if err != nil {
 		logger.Error(err, "Reading the claimed cards")

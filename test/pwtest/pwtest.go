@@ -33,6 +33,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/child"
 )
@@ -55,6 +56,12 @@ type Options struct {
 	MediaBus string
 	// NoWirePlumber starts PipeWire alone. Nothing links streams then.
 	NoWirePlumber bool
+	// NoGate leaves out the claim gate (gate.Run), which otherwise runs
+	// beside PipeWire as the pipewire container's first process runs it:
+	// it records the declared nodes after every PipeWire start and serves
+	// the claim files in RuntimeDir. Leave it out for a test that runs
+	// its own.
+	NoGate bool
 	// PIDNamespace runs PipeWire in a PID namespace of its own (and a
 	// mount namespace for its /proc), so that every client is in another
 	// one, as in the pod: each container has its own PID namespace, and
@@ -96,10 +103,11 @@ type Daemons struct {
 	// /etc/wireplumber/wireplumber.conf.d.
 	PipeWireConfD, WirePlumberConfD string
 
-	mu sync.Mutex
-	pw *Process
-	wp *Process
-	n  int // daemon starts, for log names
+	mu       sync.Mutex
+	pw       *Process
+	wp       *Process
+	n        int // daemon starts, for log names
+	stopGate func()
 }
 
 // Start writes the configuration (Prepare) and starts PipeWire, waits
@@ -115,6 +123,9 @@ func Start(ctx context.Context, opts Options) (*Daemons, error) {
 		logs := d.Logs()
 		d.Stop()
 		return nil, fmt.Errorf("pwtest: %w\n%s", err, logs)
+	}
+	if !opts.NoGate {
+		d.startGate()
 	}
 	if err := d.StartPipeWire(ctx); err != nil {
 		return fail(err)
@@ -309,19 +320,71 @@ func (d *Daemons) StartPipeWire(ctx context.Context) error {
 		return fmt.Errorf("start pipewire: %w", err)
 	}
 	d.pw = p
+	gated := d.stopGate != nil
 	d.mu.Unlock()
+	started := time.Now()
 	// Ready is a socket that accepts, not a pw-dump that answers: a test
 	// may start a PipeWire on purpose that does not answer this client.
 	// PipeWire serves a connection only after it has loaded its
-	// configuration and created the declared nodes (one main loop).
+	// configuration and created the declared nodes (one main loop). With
+	// the gate, ready also means it has recorded this PipeWire's
+	// declared nodes.
 	return d.waitReady(ctx, p, "PipeWire", func(ctx context.Context) error {
 		var dialer net.Dialer
 		c, err := dialer.DialContext(ctx, "unix", d.SocketPath())
 		if err != nil {
 			return err
 		}
-		return c.Close()
+		c.Close()
+		if !gated {
+			return nil
+		}
+		st, err := os.Stat(filepath.Join(d.RuntimeDir, gate.TrustedFile))
+		if err != nil || st.ModTime().Before(started) {
+			return errors.New("the claim gate has not recorded this PipeWire's declared nodes")
+		}
+		return nil
 	})
+}
+
+// startGate runs gate.Run until Stop, logging to gate.log.
+func (d *Daemons) startGate() {
+	log, err := os.OpenFile(filepath.Join(d.Root, "gate.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		log = nil
+	}
+	var logMu sync.Mutex
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		gate.Run(ctx, gate.Config{
+			RuntimeDir: d.RuntimeDir,
+			Declared: func() []string {
+				outs, _ := pipewire.ReadDeclaration(d.DeclarationPath())
+				names := make([]string, 0, len(outs))
+				for _, o := range outs {
+					names = append(names, o.Name)
+				}
+				return names
+			},
+			Logf: func(format string, args ...any) {
+				if log == nil {
+					return
+				}
+				logMu.Lock()
+				defer logMu.Unlock()
+				fmt.Fprintf(log, format+"\n", args...)
+			},
+		})
+	}()
+	d.stopGate = func() {
+		cancel()
+		<-done
+		if log != nil {
+			log.Close()
+		}
+	}
 }
 
 // StartWirePlumber starts `wireplumber --profile=main-embedded` and waits
@@ -419,6 +482,13 @@ func (d *Daemons) Logs() string {
 // directory. It returns an error only if the directory could not be
 // removed; stopping twice is harmless.
 func (d *Daemons) Stop() error {
+	d.mu.Lock()
+	stopGate := d.stopGate
+	d.stopGate = nil
+	d.mu.Unlock()
+	if stopGate != nil {
+		stopGate()
+	}
 	d.StopWirePlumber()
 	d.StopPipeWire()
 	if d.Root == "" {

@@ -34,7 +34,7 @@ type fixture struct {
 
 func start(t *testing.T) *fixture {
 	t.Helper()
-	d := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{
+	d := pwtest.New(t, pwtest.Options{NoGate: true, Outputs: []pipewire.Output{
 		pwtest.NullOutput(0, 3, nodeA), pwtest.NullOutput(0, 7, nodeB),
 	}})
 	ctx, cancel := context.WithCancel(context.Background())

@@ -37,10 +37,29 @@ package modes
 
 import (
 	"context"
+	"path/filepath"
 	"time"
 
+	"github.com/liken-sh/operators/internal/audio/gate"
+	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/internal/supervise"
 )
+
+// declaredNames returns the node.names the declaration at path holds; an
+// unreadable declaration is logged and declares none, so no node is
+// trusted and no claim sees one.
+func declaredNames(path string, logf func(string, ...any)) []string {
+	outs, err := pipewire.ReadDeclaration(path)
+	if err != nil {
+		logf("claim gate: %v", err)
+		return nil
+	}
+	names := make([]string, 0, len(outs))
+	for _, o := range outs {
+		names = append(names, o.Name)
+	}
+	return names
+}
 
 // PipeWire is the mode `audio-operator pipewire`, the first process of the
 // pipewire sidecar. It runs Env.PipeWire with args as its child, with
@@ -56,6 +75,10 @@ import (
 //   - A PipeWire exit the mode did not cause returns PipeWire's status:
 //     its exit code, or 128 plus the signal that killed it.
 //   - A PipeWire that cannot be started returns 1.
+//   - Beside PipeWire it runs the claim gate (gate.Run) on the socket in
+//     PIPEWIRE_RUNTIME_DIR (else XDG_RUNTIME_DIR): after every PipeWire
+//     start, the declared nodes are recorded and every prepared claim's
+//     socket is served again.
 func PipeWire(ctx context.Context, args []string, env Env) int {
 	e := env.resolved()
 	logf := e.logger("pipewire")
@@ -73,6 +96,28 @@ func PipeWire(ctx context.Context, args []string, env Env) int {
 		close(done)
 		<-watching
 	}()
+
+	// The claim gate lives beside PipeWire, in this long-lived process,
+	// because what it holds must outlast the operator container (a
+	// consumer keeps playing while the operator is replaced) and must be
+	// made again after every PipeWire start (the claim sockets are the
+	// daemon's; they end with it). It follows each new PipeWire by
+	// connecting again when the old connection ends.
+	if socket, err := e.socketPath(); err != nil {
+		logf("%v; no claim sockets are served", err)
+	} else {
+		gateCtx, stopGate := context.WithCancel(ctx)
+		gateDone := make(chan struct{})
+		go func() {
+			defer close(gateDone)
+			gate.Run(gateCtx, gate.Config{
+				RuntimeDir: filepath.Dir(socket), Socket: socket,
+				Declared: func() []string { return declaredNames(e.Declaration, logf) },
+				Logf:     logf,
+			})
+		}()
+		defer func() { stopGate(); <-gateDone }()
+	}
 
 	s := &supervise.Supervisor{
 		Command: supervise.Command{Path: e.PipeWire, Args: args, Env: e.Environ, Stdout: e.Stdout, Stderr: e.Stderr},

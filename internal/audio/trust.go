@@ -1,0 +1,146 @@
+package audio
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/fsnotify/fsnotify"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/klog/v2"
+
+	"github.com/liken-sh/operators/internal/audio/gate"
+	"github.com/liken-sh/operators/internal/audio/objects"
+	"github.com/liken-sh/operators/internal/pipewire"
+)
+
+// Which nodes the operator believes.
+//
+// Every property of a node is the creating client's to choose: measured
+// with PipeWire 1.4.2, a client's `pw-cli create-node adapter` with the
+// node.name, media.class and liken.audio.* properties of a declared sink
+// makes a node with exactly those, and even client.id and factory.id are
+// kept as the client gave them. Only object.id and object.serial are set
+// by the daemon. So a declared node is recognised by the serial it had
+// when it appeared from the declaration, which the claim gate beside
+// PipeWire records at every PipeWire start (gate.TrustedFile, keyed by the
+// daemon's cookie so a record of an earlier PipeWire is never applied to
+// a later one). Any other node that claims a declared name or the
+// liken.audio.* properties is left out of the graph the operator works
+// from: it is never published, never resolved for a consumer, never
+// steered, and never shown in a Sink's status.
+
+// trustedGraph returns g without the nodes that pose as declared ones,
+// and reports each such node once (a log line, a Warning Event on the
+// endpoint's object, audio_untrusted_nodes_total). A nil g is nil.
+func (o *operator) trustedGraph(ctx context.Context, g *pipewire.Graph) *pipewire.Graph {
+	if g == nil {
+		return nil
+	}
+	trust, err := gate.ReadTrusted(o.cfg.Remote.RuntimeDir)
+	if err != nil && o.trustErr != err.Error() {
+		o.trustErr = err.Error()
+		klog.FromContext(ctx).Error(err, "The record of declared nodes cannot be read; no node is taken as declared")
+	}
+	if trust.Cookie != g.Cookie && !o.trustWaitLogged[g.Cookie] {
+		o.trustWaitLogged[g.Cookie] = true
+		klog.FromContext(ctx).Info("No record of this PipeWire's declared nodes yet; its outputs have no sink until the claim gate writes it",
+			"cookie", g.Cookie, "recorded", trust.Cookie)
+	}
+	out := *g
+	out.Nodes = make([]pipewire.Node, 0, len(g.Nodes))
+	for _, n := range g.Nodes {
+		if !o.posesAsDeclared(n) || trust.Trusts(g.Cookie, n.Name, n.Serial) {
+			out.Nodes = append(out.Nodes, n)
+			continue
+		}
+		o.reportUntrusted(ctx, g.Cookie, n, trust)
+	}
+	return &out
+}
+
+// watchTrusted wakes a pass whenever the claim gate writes its record of
+// the declared nodes: after a PipeWire start the graph may arrive before
+// the record, and the outputs have no sink until a pass reads both. With
+// no watch the backstop covers it.
+func (o *operator) watchTrusted(ctx context.Context) {
+	dir := o.cfg.Remote.RuntimeDir
+	w, err := fsnotify.NewWatcher()
+	if err == nil {
+		err = w.Add(dir)
+	}
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Cannot watch for the record of declared nodes; the backstop reads it", "dir", dir)
+		if w != nil {
+			w.Close()
+		}
+		return
+	}
+	go func() {
+		defer w.Close()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case ev, ok := <-w.Events:
+				if !ok {
+					return
+				}
+				if filepath.Base(ev.Name) == gate.TrustedFile {
+					o.poke()
+				}
+			case _, ok := <-w.Errors:
+				if !ok {
+					return
+				}
+			}
+		}
+	}()
+}
+
+// posesAsDeclared reports whether n carries a declared node's name or
+// the liken.audio.* properties.
+func (o *operator) posesAsDeclared(n pipewire.Node) bool {
+	return n.Declared != nil || o.declared[n.Name] || strings.HasPrefix(n.Name, NodeNamePrefix)
+}
+
+func (o *operator) reportUntrusted(ctx context.Context, cookie uint32, n pipewire.Node, trust gate.Trusted) {
+	key := fmt.Sprintf("%d/%d", cookie, n.Serial)
+	if o.untrusted[key] {
+		return
+	}
+	o.untrusted[key] = true
+	if trust.Cookie != cookie || len(trust.Nodes) == 0 {
+		// Nothing is recorded for this PipeWire yet: every node waits,
+		// and none of them is an impostor for that.
+		delete(o.untrusted, key)
+		return
+	}
+	endpoint := ""
+	o.mu.Lock()
+	for _, e := range o.known {
+		if e.NodeName == n.Name {
+			endpoint = e.Name
+		}
+	}
+	o.mu.Unlock()
+	msg := fmt.Sprintf("PipeWire node %d (serial %d, node.name %q, media.class %q) poses as a declared node and is ignored; the declared node of that name has serial %d",
+		n.ID, n.Serial, n.Name, n.MediaClass, trust.Nodes[n.Name])
+	klog.FromContext(ctx).Info("Ignoring a node that poses as a declared one", "node", n.ID, "serial", n.Serial, "name", n.Name,
+		"mediaClass", n.MediaClass, "endpoint", endpoint, "client", n.Props["client.id"], "process", n.Props["application.process.id"])
+	o.metrics.untrusted.WithLabelValues(endpoint).Inc()
+	if endpoint == "" || o.store == nil || o.recorder == nil {
+		return
+	}
+	if s, ok, err := o.store.Sink(ctx, endpoint); ok && err == nil {
+		o.recorder.Event(objects.Ref(objects.SinkKind, s), corev1.EventTypeWarning, ReasonUntrustedNode, msg)
+	} else if s, ok, err := o.store.Source(ctx, endpoint); ok && err == nil {
+		o.recorder.Event(objects.Ref(objects.SourceKind, s), corev1.EventTypeWarning, ReasonUntrustedNode, msg)
+	}
+}
+
+// ReasonUntrustedNode is the reason of the Warning Event on an endpoint's
+// Sink or Source when a PipeWire node that is not its declared node
+// carries its node.name or liken.audio.* properties.
+const ReasonUntrustedNode = "UntrustedNode"
