@@ -23,8 +23,8 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/liken-sh/operators/internal/alsa"
-	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/audio/gate"
+	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/pwtest"
 )

@@ -1,18 +1,22 @@
 package audio
 
 import (
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/liken-sh/operators/internal/alsa"
 	"github.com/liken-sh/operators/internal/alsa/eld"
+	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/fakesys"
@@ -185,15 +189,38 @@ func TestPrepareEdits(t *testing.T) {
 		}
 		return "", false, false
 	}
-	prep := Prepare(lookup)
-	edits, err := prep(t.Context(), dra.DeviceRequest[Params]{Result: resourceapi.DeviceRequestAllocationResult{Device: "live"}})
+	run := t.TempDir()
+	const uid = "5a1b7c2e-0000-4000-8000-000000000001"
+	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{UID: uid}}
+	req := func(dev string) dra.DeviceRequest[Params] {
+		return dra.DeviceRequest[Params]{Claim: claim, Result: resourceapi.DeviceRequestAllocationResult{Device: dev}}
+	}
+	prep := Prepare(lookup, run, 200*time.Millisecond)
+	// No gate serves the claim: prepare fails, naming the socket.
+	if _, err := prep(t.Context(), req("live")); err == nil || !strings.Contains(err.Error(), "was not served") {
+		t.Errorf("prepare with no claim socket: %v", err)
+	}
+	claims, _ := gate.Claims(run)
+	if c := claims[uid]; !slices.Equal(c.Nodes, []string{"liken.audio.pci-0000-00-1f-3-hdmi-0"}) {
+		t.Errorf("claim file %+v", claims)
+	}
+	// The gate's socket stands in here; the gate's own tests serve it.
+	if err := os.MkdirAll(gate.SocketDir(run, uid), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", gate.SocketPath(run, uid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	edits, err := prep(t.Context(), req("live"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !slices.Equal(edits.Env, []string{"PIPEWIRE_REMOTE=/var/run/audio.liken.sh/pipewire-0", "PIPEWIRE_NODE=liken.audio.pci-0000-00-1f-3-hdmi-0"}) {
 		t.Errorf("env %v", edits.Env)
 	}
-	if m := edits.Mounts[0]; m.HostPath != RuntimeDir || m.ContainerPath != RuntimeDir || !slices.Contains(m.Options, "ro") {
+	if m := edits.Mounts[0]; m.HostPath != gate.SocketDir(run, uid) || m.ContainerPath != RuntimeDir || !slices.Contains(m.Options, "ro") {
 		t.Errorf("mount %+v", m)
 	}
 	// The CDI library accepts what prepare makes.
@@ -204,7 +231,7 @@ func TestPrepareEdits(t *testing.T) {
 		t.Fatalf("CDI refuses the edits: %v", err)
 	}
 	for _, dev := range []string{"silent", "unknown"} {
-		if _, err := prep(t.Context(), dra.DeviceRequest[Params]{Result: resourceapi.DeviceRequestAllocationResult{Device: dev}}); err == nil {
+		if _, err := prep(t.Context(), req(dev)); err == nil {
 			t.Errorf("%s prepared", dev)
 		}
 	}

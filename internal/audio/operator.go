@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg Config) error {
 	}
 	// A claim prepared or unprepared changes who holds a Sink.
 	cfg.DRA.OnClaimsChanged = op.poke
-	driver, err := dra.Start(ctx, cfg.DRA, Prepare(op.lookup))
+	driver, err := dra.Start(ctx, cfg.DRA, Prepare(op.lookup, cfg.runtimeDir(), DefaultSocketWait))
 	if err != nil {
 		return err
 	}
@@ -217,6 +217,7 @@ type operator struct {
 	untrusted       map[string]bool
 	trustWaitLogged map[uint32]bool
 	trustErr        string
+	claimErr        string // the last failure keeping claim files
 
 	// mixers are the cards' mixers as last read (passes only); mixMu
 	// guards the marks the card watchers set when a card's controls change.
@@ -331,6 +332,7 @@ func (o *operator) pass(ctx context.Context, g *pipewire.Graph) {
 	o.known, o.live = known, p.Live
 	o.mu.Unlock()
 	o.publish(ctx, p.Devices)
+	o.syncClaimFiles(ctx)
 	if o.store != nil {
 		o.syncObjects(ctx, p, g)
 	}

@@ -3,16 +3,22 @@ package audio
 import (
 	"context"
 	"fmt"
+	"os"
 	"path"
+	"slices"
+	"time"
 
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
+	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/dra"
 )
 
 // RuntimeDir is the PipeWire runtime directory: a hostPath in the seed,
-// mounted at the same path in the operator's pod and, through CDI, in every
-// consumer's container, so the socket path is the same on both sides.
+// mounted at the same path in the operator's pod. A consumer's container
+// gets its claim's socket directory mounted at this path, so its
+// PIPEWIRE_REMOTE is the path of the node's socket, while the node's own
+// sockets (pipewire-0, pipewire-0-manager) are not in it.
 const RuntimeDir = "/var/run/audio.liken.sh"
 
 // SocketName is PipeWire's default socket in RuntimeDir.
@@ -27,13 +33,22 @@ type Params struct{}
 // for a name this operator does not publish.
 type Lookup func(device string) (nodeName string, live bool, ok bool)
 
-// Prepare returns the core's prepare function: a consumer gets the runtime
-// directory mounted read-only and PIPEWIRE_REMOTE and PIPEWIRE_NODE, so a
-// PipeWire client in the container connects to this node's PipeWire and
-// plays to exactly that sink. A device with no sink right now fails with
-// that reason; the kubelet retries.
-func Prepare(lookup Lookup) dra.PrepareFunc[Params] {
-	return func(_ context.Context, req dra.DeviceRequest[Params]) (dra.ContainerEdits, error) {
+// DefaultSocketWait bounds prepare's wait for the claim gate to serve a
+// new claim's socket; the gate sees the claim file through inotify and
+// serves it within milliseconds (measured: under 50 ms).
+const DefaultSocketWait = 5 * time.Second
+
+// Prepare returns the core's prepare function. A consumer gets a PipeWire
+// socket of its claim's own, PIPEWIRE_REMOTE and PIPEWIRE_NODE: the
+// claim file names the claim's nodes (every device of this driver in the
+// claim), the claim gate beside PipeWire serves the socket
+// (gate.SocketDir under runtimeDir), and the consumer's mount holds that
+// directory alone, at RuntimeDir, so the path a consumer connects to is
+// the one it always was and the node's own sockets are not in its
+// container. A device with no sink right now fails with that reason, as
+// does a socket the gate has not served within wait; the kubelet retries.
+func Prepare(lookup Lookup, runtimeDir string, wait time.Duration) dra.PrepareFunc[Params] {
+	return func(ctx context.Context, req dra.DeviceRequest[Params]) (dra.ContainerEdits, error) {
 		name := req.Result.Device
 		node, live, ok := lookup(name)
 		if !ok {
@@ -42,21 +57,69 @@ func Prepare(lookup Lookup) dra.PrepareFunc[Params] {
 		if !live {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s has no PipeWire sink right now", name)
 		}
-		return Edits(node), nil
+		uid := string(req.Claim.UID)
+		c := gate.Claim{UID: uid, Nodes: claimNodes(req, lookup)}
+		if err := gate.WriteClaim(runtimeDir, c); err != nil {
+			return dra.ContainerEdits{}, fmt.Errorf("output %s: %w", name, err)
+		}
+		if err := waitForSocket(ctx, gate.SocketPath(runtimeDir, uid), wait); err != nil {
+			return dra.ContainerEdits{}, fmt.Errorf("output %s: %w", name, err)
+		}
+		return Edits(gate.SocketDir(runtimeDir, uid), node), nil
 	}
 }
 
-// Edits are the container edits of one output whose node is nodeName.
-// The mount is read-only: a client needs to connect to the socket, which
-// a read-only bind still allows, and must not replace it.
-func Edits(nodeName string) dra.ContainerEdits {
+// claimNodes returns the node.names of every device of this driver that
+// claim req belongs to holds, the one being prepared first.
+func claimNodes(req dra.DeviceRequest[Params], lookup Lookup) []string {
+	node, _, _ := lookup(req.Result.Device)
+	out := []string{node}
+	if req.Claim.Status.Allocation == nil {
+		return out
+	}
+	for _, r := range req.Claim.Status.Allocation.Devices.Results {
+		if r.Driver != DriverName || r.Device == req.Result.Device {
+			continue
+		}
+		if n, _, ok := lookup(r.Device); ok && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func waitForSocket(ctx context.Context, path string, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		st, err := os.Stat(path)
+		if err == nil && st.Mode()&os.ModeSocket != 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the claim's PipeWire socket %s was not served within %s (is the pipewire container's claim gate running?)", path, wait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Edits are the container edits of one output whose node is nodeName,
+// reached through the claim socket in socketDir. The mount is read-only:
+// a client needs to connect to the socket, which a read-only bind still
+// allows, and must not replace it. It is the directory, not the socket,
+// that is bound, so the socket the gate binds anew after a PipeWire
+// restart is the one the consumer sees.
+func Edits(socketDir, nodeName string) dra.ContainerEdits {
 	return dra.ContainerEdits{
 		Env: []string{
 			"PIPEWIRE_REMOTE=" + path.Join(RuntimeDir, SocketName),
 			"PIPEWIRE_NODE=" + nodeName,
 		},
 		Mounts: []*cdispec.Mount{{
-			HostPath: RuntimeDir, ContainerPath: RuntimeDir, Type: "bind",
+			HostPath: socketDir, ContainerPath: RuntimeDir, Type: "bind",
 			Options: []string{"ro", "rbind", "rprivate", "nosuid", "nodev"},
 		}},
 	}

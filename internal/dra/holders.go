@@ -40,3 +40,32 @@ func (d *Driver) claimsChanged() {
 		d.opts.OnClaimsChanged()
 	}
 }
+
+// PreparedClaim is one claim in the driver's checkpoint.
+type PreparedClaim struct {
+	ClaimRef
+	// Devices are the names of its devices of this driver; empty while
+	// its prepare has not completed.
+	Devices []string
+	// Completed is false while its prepare runs (or after one that was
+	// cut short and is not yet cleaned up).
+	Completed bool
+}
+
+// Claims returns every claim in the checkpoint by UID, prepared or being
+// prepared, so an operator that keeps state per claim (a file, a socket)
+// can keep exactly these and drop the rest. Like Holders it reads memory
+// only.
+func (d *Driver) Claims() map[types.UID]PreparedClaim {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[types.UID]PreparedClaim, len(d.cp.body.Claims))
+	for uid, rec := range d.cp.body.Claims {
+		c := PreparedClaim{ClaimRef: ClaimRef{Namespace: rec.Namespace, Name: rec.Name}, Completed: rec.Phase == phaseCompleted}
+		for _, dev := range rec.Devices {
+			c.Devices = append(c.Devices, dev.Device)
+		}
+		out[uid] = c
+	}
+	return out
+}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/alsa"
 	"github.com/liken-sh/operators/internal/audio"
+	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/e2e/harness"
@@ -112,8 +114,23 @@ func TestAudioOperator(t *testing.T) {
 		}
 	}
 	if !slices.Contains(edits.Env, "PIPEWIRE_NODE="+nodeName) || !slices.Contains(edits.Env, "PIPEWIRE_REMOTE=/var/run/audio.liken.sh/pipewire-0") ||
-		len(edits.Mounts) != 1 || edits.Mounts[0].HostPath != audio.RuntimeDir {
+		len(edits.Mounts) != 1 || edits.Mounts[0].HostPath != gate.SocketDir(pw.RuntimeDir, string(allocated.UID)) ||
+		edits.Mounts[0].ContainerPath != audio.RuntimeDir {
 		t.Fatalf("CDI edits %+v", edits)
+	}
+	// The consumer's mount holds the claim's socket alone, and through it
+	// the claimed sink is the only node there is.
+	entries, err := os.ReadDir(edits.Mounts[0].HostPath)
+	must(t, err)
+	if len(entries) != 1 || entries[0].Name() != "pipewire-0" {
+		t.Fatalf("the consumer's mount holds %v", entries)
+	}
+	dumpCmd := pw.Command(ctx, "pw-dump", "-N")
+	dumpCmd.Env = append(dumpCmd.Env, "PIPEWIRE_REMOTE="+filepath.Join(edits.Mounts[0].HostPath, "pipewire-0"))
+	seen, err := dumpCmd.Output()
+	must(t, err)
+	if g, err := pipewire.ParseDump(seen); err != nil || len(g.Nodes) != 1 || g.Nodes[0].Name != nodeName {
+		t.Fatalf("through the claim socket: %+v, %v", g, err)
 	}
 
 	// The monitor is unplugged: the ELD goes, the output gains its taints,

@@ -1,0 +1,79 @@
+package audio
+
+import (
+	"context"
+	"slices"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+
+	"github.com/liken-sh/operators/internal/audio/gate"
+)
+
+// runtimeDir is where PipeWire's socket and the claim files are.
+func (c Config) runtimeDir() string {
+	if c.Remote.RuntimeDir != "" {
+		return c.Remote.RuntimeDir
+	}
+	return RuntimeDir
+}
+
+// syncClaimFiles keeps one claim file for each claim in the driver's
+// checkpoint and none for any other, so the claim gate serves exactly the
+// prepared claims: an unprepared claim's socket is closed by the pass its
+// unprepare wakes, a claim whose file a reboot wiped (the runtime
+// directory is a tmpfs) while the kubelet still holds it prepared gets it
+// back, and a restarted operator drops the files of claims unprepared
+// while it was away. A claim whose nodes are not known this pass keeps
+// its file as it is.
+func (o *operator) syncClaimFiles(ctx context.Context) {
+	logger := klog.FromContext(ctx)
+	dir := o.cfg.runtimeDir()
+	held := o.driver.Claims()
+	files, errs := gate.Claims(dir)
+	for _, err := range errs {
+		o.claimProblem(logger, err)
+	}
+	for uid := range files {
+		if _, ok := held[types.UID(uid)]; !ok {
+			if err := gate.RemoveClaim(dir, uid); err != nil {
+				o.claimProblem(logger, err)
+				continue
+			}
+			logger.V(2).Info("Claim socket withdrawn", "uid", uid)
+		}
+	}
+	o.mu.Lock()
+	known := o.known
+	o.mu.Unlock()
+	for uid, c := range held {
+		if !c.Completed {
+			continue // its prepare writes the file
+		}
+		var nodes []string
+		for _, dev := range c.Devices {
+			if e, ok := known[dev]; ok && !slices.Contains(nodes, e.NodeName) {
+				nodes = append(nodes, e.NodeName)
+			}
+		}
+		if len(nodes) == 0 {
+			continue
+		}
+		if f, ok := files[string(uid)]; ok && slices.Equal(f.Nodes, nodes) {
+			continue
+		}
+		if err := gate.WriteClaim(dir, gate.Claim{UID: string(uid), Nodes: nodes}); err != nil {
+			o.claimProblem(logger, err)
+			continue
+		}
+		logger.Info("Claim socket requested again", "claim", c.Namespace+"/"+c.Name, "uid", uid, "nodes", nodes)
+	}
+}
+
+func (o *operator) claimProblem(logger klog.Logger, err error) {
+	if o.claimErr == err.Error() {
+		return
+	}
+	o.claimErr = err.Error()
+	logger.Error(err, "Keeping the claim files in step")
+}
