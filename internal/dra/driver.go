@@ -44,6 +44,7 @@ type Driver struct {
 	metrics *metrics
 	plan    planFunc
 	health  *healthFeed
+	reg     *registration
 
 	mu sync.Mutex // guards cp and serializes prepare/unprepare
 	cp *checkpoint
@@ -83,7 +84,7 @@ func Start[P any](ctx context.Context, opts Options, prepare PrepareFunc[P]) (*D
 	if err != nil {
 		return nil, fmt.Errorf("dra: %w", err)
 	}
-	d := &Driver{opts: opts, cdi: cdiw, metrics: newMetrics(opts.Registerer, opts.DriverName), health: newHealthFeed(opts.NodeName)}
+	d := &Driver{opts: opts, cdi: cdiw, metrics: newMetrics(opts.Registerer, opts.DriverName), health: newHealthFeed(opts.NodeName), reg: newRegistration()}
 	d.plan = planner(opts.DriverName, prepare)
 	if err := d.loadCheckpoint(ctx); err != nil {
 		return nil, err
@@ -110,9 +111,10 @@ func Start[P any](ctx context.Context, opts Options, prepare PrepareFunc[P]) (*D
 	d.helper = helper
 	d.pub = newPublisher(opts.NodeName, opts.SettleQuiet, opts.SettleCap, helper.PublishResources, d.metrics)
 	d.pub.onWrite = d.health.publish
-	d.wg.Add(2)
+	d.wg.Add(3)
 	go func() { defer d.wg.Done(); d.pub.run(d.ctx) }()
 	go func() { defer d.wg.Done(); d.forgetAbandoned(d.ctx) }()
+	go func() { defer d.wg.Done(); d.watchRegistration(d.ctx) }()
 	logger.Info("DRA driver started", "node", opts.NodeName, "pluginDir", opts.PluginDir,
 		"registrarDir", opts.RegistrarDir, "cdiDir", opts.CDIDir, "preparedClaims", len(d.cp.body.Claims))
 	return d, nil

@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/grpc"
 	drapbv1 "k8s.io/kubelet/pkg/apis/dra/v1"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
 
 // interceptor answers, before the helper sees a NodePrepareResources call,
@@ -14,7 +15,14 @@ import (
 // repeats the call for a prepared claim (after its own restart, or a
 // plugin re-registration) would fail while the API server is unreachable,
 // although the answer is on this node's disk.
+//
+// It also sees the registration handshake, whose statuses it hands to
+// watchRegistration.
 func (d *Driver) interceptor(ctx context.Context, req any, _ *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if s, ok := req.(*registerapi.RegistrationStatus); ok {
+		d.reg.observe(s)
+		return handler(ctx, req)
+	}
 	r, ok := req.(*drapbv1.NodePrepareResourcesRequest)
 	if !ok {
 		return isolate(ctx, req, handler)

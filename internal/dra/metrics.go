@@ -6,17 +6,19 @@ import (
 
 // metrics are the core's Prometheus series, all labelled with the driver.
 type metrics struct {
-	prepareTotal     *prometheus.CounterVec // result: success|error, per claim
-	prepareSeconds   prometheus.Observer
-	unprepareTotal   *prometheus.CounterVec
-	unprepareSeconds prometheus.Observer
-	sliceWrites      prometheus.Counter
-	sliceUnchanged   prometheus.Counter
-	sliceErrors      prometheus.Counter
-	publishedDevices prometheus.Gauge
-	taintedDevices   prometheus.Gauge
-	preparedClaims   prometheus.Gauge
-	backgroundErrors *prometheus.CounterVec // fatal: true|false
+	prepareTotal        *prometheus.CounterVec // result: success|error, per claim
+	prepareSeconds      prometheus.Observer
+	unprepareTotal      *prometheus.CounterVec
+	unprepareSeconds    prometheus.Observer
+	sliceWrites         prometheus.Counter
+	sliceUnchanged      prometheus.Counter
+	sliceErrors         prometheus.Counter
+	publishedDevices    prometheus.Gauge
+	taintedDevices      prometheus.Gauge
+	preparedClaims      prometheus.Gauge
+	backgroundErrors    *prometheus.CounterVec // fatal: true|false
+	registered          prometheus.Gauge
+	registrationRetries prometheus.Counter
 }
 
 // newMetrics registers the series on reg. A nil reg gets a private registry,
@@ -57,6 +59,12 @@ func newMetrics(reg prometheus.Registerer, driver string) *metrics {
 		backgroundErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "liken_dra_background_errors_total", Help: "Errors from background work such as slice publishing, by whether they were fatal.", ConstLabels: constLabels,
 		}, []string{"fatal"}),
+		registered: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "liken_dra_registered", Help: "1 while the kubelet has acknowledged this plugin's registration, else 0.", ConstLabels: constLabels,
+		}),
+		registrationRetries: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "liken_dra_registration_retries_total", Help: "Times the plugin asked the kubelet to register it again after a refusal or no answer.", ConstLabels: constLabels,
+		}),
 	}
 	prepareSeconds := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "liken_dra_prepare_duration_seconds", Help: "Time to prepare one claim, checkpoint and CDI writes included.", ConstLabels: constLabels, Buckets: buckets,
@@ -67,7 +75,7 @@ func newMetrics(reg prometheus.Registerer, driver string) *metrics {
 	m.prepareSeconds, m.unprepareSeconds = prepareSeconds, unprepareSeconds
 	reg.MustRegister(m.prepareTotal, prepareSeconds, m.unprepareTotal, unprepareSeconds,
 		m.sliceWrites, m.sliceUnchanged, m.sliceErrors, m.publishedDevices, m.taintedDevices,
-		m.preparedClaims, m.backgroundErrors)
+		m.preparedClaims, m.backgroundErrors, m.registered, m.registrationRetries)
 	return m
 }
 

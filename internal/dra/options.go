@@ -52,6 +52,11 @@ type Options struct {
 	SettleQuiet time.Duration
 	SettleCap   time.Duration
 
+	// RegistrationTimeout is how long to wait for the kubelet to
+	// acknowledge the plugin's registration before reporting it and asking
+	// again; zero means DefaultRegistrationTimeout.
+	RegistrationTimeout time.Duration
+
 	// Registerer receives the core's metrics; nil keeps them private.
 	Registerer prometheus.Registerer
 
@@ -84,6 +89,9 @@ func (o *Options) complete() error {
 	}
 	if o.BootIDPath == "" {
 		o.BootIDPath = DefaultBootIDPath
+	}
+	if o.RegistrationTimeout <= 0 {
+		o.RegistrationTimeout = DefaultRegistrationTimeout
 	}
 	return nil
 }
