@@ -1,0 +1,103 @@
+package inventory
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/test/fakesys"
+)
+
+// tree lays out the manifests (fakesys format) under one new root.
+func tree(t testing.TB, manifests ...string) string {
+	t.Helper()
+	root := t.TempDir()
+	for _, m := range manifests {
+		data, err := os.ReadFile(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fakesys.BuildTree(data, root); err != nil {
+			t.Fatalf("%s: %v", m, err)
+		}
+	}
+	return root
+}
+
+var grepDumpLine = regexp.MustCompile(`^/sys/(\S*?):(?: (.*))?$`)
+
+// grepDump writes the files of a "PATH: VALUE" dump (the uevent fixture's
+// shape: a line without the /sys/ prefix continues the file above) under
+// root.
+func grepDump(t testing.TB, root, dump string) {
+	t.Helper()
+	data, err := os.ReadFile(dump)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]string{}
+	var order []string
+	last := ""
+	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
+		if m := grepDumpLine.FindStringSubmatch(line); m != nil {
+			last = m[1]
+			order = append(order, last)
+			files[last] = nil
+			if m[2] != "" {
+				files[last] = []string{m[2]}
+			}
+			continue
+		}
+		files[last] = append(files[last], line)
+	}
+	for _, p := range order {
+		path := filepath.Join(root, p)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		content := strings.Join(files[p], "\n")
+		if content != "" {
+			content += "\n"
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// attrs renders a device's attributes as name=value strings, for diffs.
+func attrs(d dra.Device) map[string]string {
+	out := map[string]string{}
+	for k, v := range d.Attributes {
+		switch {
+		case v.StringValue != nil:
+			out[string(k)] = *v.StringValue
+		case v.BoolValue != nil:
+			if *v.BoolValue {
+				out[string(k)] = "true"
+			} else {
+				out[string(k)] = "false"
+			}
+		}
+	}
+	return out
+}
+
+func names(s Scan) []string {
+	var out []string
+	for _, f := range s.Devices {
+		out = append(out, f.Device.Name)
+	}
+	return out
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+func sortNodes(n []Node) {
+	slices.SortFunc(n, func(a, b Node) int { return strings.Compare(a.Name, b.Name) })
+}
