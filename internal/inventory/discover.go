@@ -262,4 +262,3 @@ func hexID(dir, name string) string {
 	}
 	return v
 }
-

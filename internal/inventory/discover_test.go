@@ -147,7 +147,7 @@ func TestDiscoverDesktop(t *testing.T) {
 		harness.SoundControllerDevice: {
 			"bus": "pci", "address": "0000:00:1f.3", "resource.kubernetes.io/pciBusID": "0000:00:1f.3",
 			"driver": "snd_hda_intel", "vendor": "8086", "product": "a348", "class": "multimedia", "classCode": "040300",
-			"modalias": "pci:v00008086d0000A348sv00001028sd0000085Cbc04sc03i00",
+			"modalias":  "pci:v00008086d0000A348sv00001028sd0000085Cbc04sc03i00",
 			"subsystem": "sound", "sound.liken.sh/supportsSound": "true",
 		},
 		harness.BluetoothAdapterDevice: {
