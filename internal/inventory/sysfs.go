@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 
 	"github.com/liken-sh/operators/internal/regularfile"
 )
@@ -49,8 +50,9 @@ func (s sysfs) inside(dir string) bool {
 func (s sysfs) resolve(entry string) (string, error) {
 	dir, err := filepath.EvalSymlinks(entry)
 	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) && strings.Contains(pe.Err.Error(), "too many") {
+		// filepath.EvalSymlinks gives up after 255 links with a bare
+		// "too many links", the kernel's open with ELOOP.
+		if errors.Is(err, syscall.ELOOP) || strings.Contains(err.Error(), "too many links") {
 			return "", fmt.Errorf("%s: the links loop (%w)", entry, err)
 		}
 		return "", err
