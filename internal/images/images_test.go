@@ -43,7 +43,7 @@ func TestEverySpecAssembles(t *testing.T) {
 			t.Errorf("%s: no messagebus account", spec.Ref)
 		}
 	}
-	if len(names) != 4 {
+	if len(names) != len(Commands) {
 		t.Fatalf("images %v", names)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// TestStaticImages runs the two static images' entrypoints as their
+// TestStaticImages runs the static images' entrypoints as their
 // containers run (read-only root, no capability): --help prints each
 // binary's flags and exits 0, and with the environment the seed gives
 // them missing, each refuses to start with the reason, which shows the
@@ -17,6 +17,7 @@ func TestStaticImages(t *testing.T) {
 	}{
 		{"bluetooth-operator", "/usr/local/bin/bluetooth-operator", "-kubelet-plugins-dir", "NODE_NAME and POD_NAMESPACE must be set"},
 		{"bluetooth-bondfetch", "/usr/local/bin/bluetooth-bondfetch", "-root", "POD_NAMESPACE is not set"},
+		{"liken-inventory", "/usr/local/bin/liken-inventory", "-sys-root", "NODE_NAME must be set"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			img := unpack(t, tc.name)
