@@ -8,7 +8,9 @@
 #
 #   hack/build-images.sh [OUT] [-- build-images flags and image names]
 #
-# OUT defaults to _output/images; the binaries go to OUT/bin.
+# OUT defaults to _output/images; the binaries go to OUT/bin. VERSION
+# (default: hack/version.sh) is the release the binaries are stamped with
+# and the images' second tag beside :latest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/env.sh
@@ -18,10 +20,13 @@ shift || true
 [ "${1:-}" != -- ] || shift
 mkdir -p "$out/bin"
 # -trimpath and no VCS stamp: the binaries, and so the digests, depend on
-# the source alone, not on where the checkout is or its git state.
+# the source and its release name (hack/version.sh, in main.version,
+# which liken_build_info and the CLI's drift check read) alone, not on
+# where the checkout is.
 export CGO_ENABLED=0
-for cmd in audio-operator bluetooth-operator bluetooth-bondfetch bluetoothd; do
-	go build -trimpath -buildvcs=false -ldflags='-s -w' -o "$out/bin/$cmd" "./cmd/$cmd"
+version="${VERSION:-$(hack/version.sh)}"
+for cmd in audio-operator bluetooth-operator bluetooth-bondfetch bluetoothd liken-inventory; do
+	go build -trimpath -buildvcs=false -ldflags="-s -w -X main.version=$version" -o "$out/bin/$cmd" "./cmd/$cmd"
 done
 go build -trimpath -o "$out/bin/.build-images" ./cmd/build-images
-exec "$out/bin/.build-images" -bin "$out/bin" -out "$out" "$@"
+exec "$out/bin/.build-images" -bin "$out/bin" -out "$out" -also-tag "$version" "$@"

@@ -33,6 +33,10 @@ import (
 	"github.com/liken-sh/operators/internal/metricsserver"
 )
 
+// version is the release, set at build time with -ldflags "-X main.version=..."
+// (hack/build-images.sh).
+var version = "dev"
+
 func main() {
 	klog.InitFlags(nil)
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else the pod's service account)")
@@ -41,12 +45,18 @@ func main() {
 	registrar := flag.String("kubelet-registry-dir", dra.DefaultRegistrarDir, "kubelet plugin registration directory")
 	plugins := flag.String("kubelet-plugins-dir", dra.DefaultPluginsDir, "kubelet plugins directory; the driver uses <dir>/"+bluetooth.DriverName)
 	cdiDir := flag.String("cdi-dir", dra.DefaultCDIDir, "CDI spec directory")
+	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *showVersion {
+		os.Stdout.WriteString(version + "\n")
+		return
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	logger := klog.Background()
 	ctx = klog.NewContext(ctx, logger)
+	logger.Info("bluetooth-operator starting", "version", version)
 	if err := run(ctx, *kubeconfig, *sysRoot, *devRoot, *registrar, *plugins, *cdiDir); err != nil {
 		logger.Error(err, "bluetooth-operator failed")
 		klog.Flush()
@@ -73,6 +83,7 @@ func run(ctx context.Context, kubeconfig, sysRoot, devRoot, registrar, plugins, 
 	if err != nil {
 		return err
 	}
+	metricsserver.BuildInfo(reg, "bluetooth-operator", version)
 	bondsRoot := os.Getenv("BLUETOOTH_BONDS_ROOT")
 	return bluetooth.Run(ctx, bluetooth.Config{
 		NodeName: node, Namespace: ns, KubeClient: client,

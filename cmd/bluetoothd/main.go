@@ -62,7 +62,15 @@ const (
 	busDirMode = 0o755
 )
 
+// version is the release, set at build time with -ldflags "-X main.version=..."
+// (hack/build-images.sh); "-version" as the only argument prints it.
+var version = "dev"
+
 func main() {
+	if len(os.Args) == 2 && (os.Args[1] == "-version" || os.Args[1] == "--version") {
+		fmt.Println(version)
+		return
+	}
 	err := run(os.Args[1:], os.Getenv, os.Stderr)
 	// run returns only on failure: on success the process is bluetoothd.
 	fmt.Fprintf(os.Stderr, "bluetoothd entrypoint: %v\n", err)

@@ -13,7 +13,7 @@
 //
 // Usage:
 //
-//	build-images -bin DIR [-out DIR] [-tag TAG] [-root DIR] [-epoch SECONDS] [NAME...]
+//	build-images -bin DIR [-out DIR] [-tag TAG] [-also-tag TAG] [-root DIR] [-epoch SECONDS] [NAME...]
 //
 // NAMEs limit the build to those images (e.g. audio-operator). The epoch
 // (default $SOURCE_DATE_EPOCH, else 0) is every file's time and the
@@ -36,6 +36,7 @@ func main() {
 	bin := flag.String("bin", "", "directory holding the static binaries of "+fmt.Sprint(images.Commands)+" (required)")
 	out := flag.String("out", "_output/images", "directory to write the layouts and tarballs into")
 	tag := flag.String("tag", images.DefaultTag, "tag of every image")
+	alsoTag := flag.String("also-tag", "", "a second tag of every image, such as the release name (hack/version.sh); empty: none")
 	root := flag.String("root", "/", "root filesystem to take PipeWire, BlueZ and the libraries from")
 	epoch := flag.Int64("epoch", defaultEpoch(), "file and creation time, seconds since 1970 (default $SOURCE_DATE_EPOCH, else 0)")
 	flag.Parse()
@@ -44,17 +45,21 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*bin, *out, *tag, *root, time.Unix(*epoch, 0), flag.Args()); err != nil {
+	var also []string
+	if *alsoTag != "" {
+		also = []string{*alsoTag}
+	}
+	if err := run(*bin, *out, *tag, also, *root, time.Unix(*epoch, 0), flag.Args()); err != nil {
 		fmt.Fprintf(os.Stderr, "build-images: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, out, tag, root string, epoch time.Time, only []string) error {
+func run(bin, out, tag string, also []string, root string, epoch time.Time, only []string) error {
 	specs := images.Specs(bin, tag)
 	built := 0
 	for _, spec := range specs {
-		res, err := buildIfWanted(spec, only, image.Options{Root: root, Out: out, Epoch: epoch})
+		res, err := buildIfWanted(spec, only, image.Options{Root: root, Out: out, Epoch: epoch, AlsoTags: also})
 		if err != nil {
 			return err
 		}
