@@ -26,6 +26,7 @@ import (
 	"syscall"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
 	"github.com/liken-sh/operators/internal/dra"
@@ -78,7 +79,11 @@ func run(ctx context.Context, kubeconfig string, cfg inventory.Config) error {
 	if cfg.NodeName == "" {
 		return errors.New("NODE_NAME must be set (deploy/inventory/driver.yaml sets it from the downward API)")
 	}
-	client, err := kubeclient.New(kubeconfig, "liken-inventory")
+	rc, err := kubeclient.Config(kubeconfig, "liken-inventory")
+	if err != nil {
+		return err
+	}
+	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
 	}
