@@ -235,3 +235,201 @@ func linkedFrom(g *pipewire.Graph, id uint32) bool {
 	}
 	return false
 }
+
+// startClaimPlayer plays a long tone through claim uid's socket to
+// target, as that claim's consumer.
+func (f *fixture) startClaimPlayer(t *testing.T, ctx context.Context, uid, target string) *exec.Cmd {
+	t.Helper()
+	cmd := f.d.Command(ctx, "pw-play", "--raw", "--format", "s16", "--rate", "48000", "--channels", "2", "-")
+	cmd.Env = append(cmd.Env, "PIPEWIRE_REMOTE="+gate.SocketPath(f.d.RuntimeDir, uid), "PIPEWIRE_NODE="+target)
+	cmd.Stdin = bytes.NewReader(pwtest.Tone(440, 0.2, 48000, 2, 30*time.Second))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	return cmd
+}
+
+// linkedStream returns the node of the stream pw-play (pid) made, and
+// its links, once it is linked.
+func (f *fixture) linkedStream(t *testing.T, ctx context.Context, pid int) (pipewire.Node, []pipewire.Link) {
+	t.Helper()
+	for ctx.Err() == nil {
+		objs, err := f.d.RawDump(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		client := ""
+		for _, o := range objs {
+			if o.Type == "PipeWire:Interface:Client" && fmt.Sprint(o.InfoProps()["application.process.id"]) == fmt.Sprint(pid) {
+				client = fmt.Sprint(o.ID)
+			}
+		}
+		g := f.mainGraph(t, ctx)
+		for _, n := range g.Nodes {
+			if client != "" && n.Props["client.id"] == client {
+				if ls := g.LinksOf(n.ID); len(ls) > 0 {
+					return n, ls
+				}
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("the stream of pid %d was never linked", pid)
+	return pipewire.Node{}, nil
+}
+
+func (f *fixture) waitSocket(t *testing.T, uid string) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		if st, err := os.Stat(gate.SocketPath(f.d.RuntimeDir, uid)); err == nil && st.Mode()&os.ModeSocket != 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("claim %s was never served", uid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// The attack measured before claim sockets existed, replayed by a
+// claimant of A against the tenant of B: making a lingering node with
+// B's node.name and liken.audio.* properties, destroying B, pointing the
+// default sink at the impostor. Each step fails, and the victim's stream
+// stays on the real B.
+func TestAttackReplayed(t *testing.T) {
+	f := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	const uidB = "9d0e6a7b-2c1f-4e8d-b5a4-3f2e1d0c9b8a"
+	if err := gate.WriteClaim(f.d.RuntimeDir, gate.Claim{UID: uidB, Nodes: []string{nodeB}}); err != nil {
+		t.Fatal(err)
+	}
+	f.waitSocket(t, uidB)
+	b := node(t, f.mainGraph(t, ctx), nodeB)
+	victim := f.startClaimPlayer(t, ctx, uidB, nodeB)
+	stream, links := f.linkedStream(t, ctx, victim.Process.Pid)
+	for _, l := range links {
+		if l.InputNode != b.ID {
+			t.Fatalf("the victim's stream is linked to %d, not B (%d)", l.InputNode, b.ID)
+		}
+	}
+	// The attacker cannot even see the victim's stream or B.
+	out, err := f.claimCmd(ctx, "pw-dump", "-N").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, err := pipewire.ParseDump(out); err != nil || len(g.Nodes) != 1 || g.Nodes[0].Name != nodeA {
+		t.Fatalf("the attacker sees %+v (%v)", g, err)
+	}
+	for _, step := range [][]string{
+		{"pw-cli", "create-node", "adapter", "{ factory.name=support.null-audio-sink node.name=" + nodeB +
+			" media.class=Audio/Sink liken.audio.card=0 liken.audio.pcm=7 object.linger=true client.id=999 factory.id=18 }"},
+		{"pw-cli", "destroy", fmt.Sprint(b.ID)},
+		{"pw-cli", "destroy", fmt.Sprint(stream.ID)},
+		{"pw-metadata", "0", "default.audio.sink", `{ "name": "` + nodeB + `" }`},
+	} {
+		sctx, scancel := context.WithTimeout(ctx, 5*time.Second)
+		out, err := f.claimCmd(sctx, step[0], step[1:]...).CombinedOutput()
+		scancel()
+		t.Logf("%q: %v: %s", step, err, bytes.TrimSpace(out))
+	}
+	time.Sleep(300 * time.Millisecond)
+	g := f.mainGraph(t, ctx)
+	var named []pipewire.Node
+	for _, n := range g.Nodes {
+		if n.Name == nodeB {
+			named = append(named, n)
+		}
+	}
+	if len(named) != 1 || named[0].Serial != b.Serial {
+		t.Errorf("nodes named %s after the attack: %+v, want only the declared one (serial %d)", nodeB, named, b.Serial)
+	}
+	still, ok := g.Node(stream.ID)
+	if !ok || still.Serial != stream.Serial {
+		t.Fatal("the victim's stream is gone")
+	}
+	for _, l := range g.LinksOf(stream.ID) {
+		if l.InputNode != b.ID {
+			t.Errorf("the victim's stream now goes to node %d, not B", l.InputNode)
+		}
+	}
+	if len(g.LinksOf(stream.ID)) == 0 {
+		t.Error("the victim's stream is no longer linked")
+	}
+}
+
+// Unpreparing a claim closes its socket, removes its directory and
+// disconnects its clients.
+func TestUnpreparedClaimIsClosed(t *testing.T) {
+	f := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	player := f.startClaimPlayer(t, ctx, uidA, nodeA)
+	f.linkedStream(t, ctx, player.Process.Pid)
+	exited := make(chan error, 1)
+	go func() { exited <- player.Wait() }()
+	if err := gate.RemoveClaim(f.d.RuntimeDir, uidA); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-exited:
+	case <-time.After(10 * time.Second):
+		t.Error("the claim's client is still connected after unprepare")
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		if _, err := os.Stat(gate.SocketDir(f.d.RuntimeDir, uidA)); os.IsNotExist(err) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the claim's socket directory is still there")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// After PipeWire restarts, the declared nodes are recorded for the new
+// daemon and the claim is served again at the same path, seeing the new
+// instance of its node.
+func TestClaimServedAgainAfterPipeWireRestart(t *testing.T) {
+	f := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	before, err := gate.ReadTrusted(f.d.RuntimeDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.d.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	g := f.mainGraph(t, ctx)
+	for {
+		after, err := gate.ReadTrusted(f.d.RuntimeDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if after.Cookie == g.Cookie {
+			if after.Cookie == before.Cookie || !after.Trusts(g.Cookie, nodeA, node(t, g, nodeA).Serial) {
+				t.Fatalf("record after the restart %+v (before %+v)", after, before)
+			}
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("no record for the new PipeWire (cookie %d): %+v", g.Cookie, after)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for {
+		out, err := f.claimCmd(ctx, "pw-dump", "-N").Output()
+		if err == nil {
+			if cg, err := pipewire.ParseDump(out); err == nil && len(cg.Nodes) == 1 && cg.Nodes[0].Serial == node(t, g, nodeA).Serial {
+				return
+			}
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the claim socket does not serve the new PipeWire: %v %s", err, out)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}

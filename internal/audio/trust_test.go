@@ -1,0 +1,98 @@
+package audio
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/pwtest"
+)
+
+// On real PipeWire, as a client of the node's own socket (what every
+// claimant held before claim sockets): a lingering adapter node with a
+// declared sink's node.name, media.class and liken.audio.* properties
+// (and a forged client.id and factory.id), then the real sink destroyed.
+// The operator never takes the impostor for the sink: while the real one
+// is there only it is seen, once it is gone the output has no sink, so
+// no consumer's PIPEWIRE_NODE resolves to the impostor; and the impostor
+// is reported once.
+func TestImpostorIsIgnored(t *testing.T) {
+	const a, b = "liken.audio.card0-pcm3", "liken.audio.card0-pcm7"
+	d := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{pwtest.NullOutput(0, 3, a), pwtest.NullOutput(0, 7, b)}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	o := &operator{cfg: Config{Remote: d.Remote()}, declared: map[string]bool{a: true, b: true},
+		metrics: newMetrics(reg), untrusted: map[string]bool{}, trustWaitLogged: map[uint32]bool{},
+		known: map[string]Endpoint{"ep-b": {Name: "ep-b", NodeName: b}}}
+	real, err := d.Remote().Dump(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	realB, _ := real.NodeByName(b)
+	out, err := d.Command(ctx, "pw-cli", "create-node", "adapter", "{ factory.name=support.null-audio-sink node.name="+b+
+		" media.class=Audio/Sink liken.audio.card=0 liken.audio.pcm=7 liken.audio.output=ep-b object.linger=true client.id=999 factory.id=18 }").CombinedOutput()
+	if err != nil {
+		t.Fatalf("pw-cli create-node: %v: %s", err, out)
+	}
+	var g *pipewire.Graph
+	for {
+		if g, err = d.Remote().Dump(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(g.NodesOfClass(pipewire.MediaClassSink)) == 3 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the impostor never appeared")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var impostor pipewire.Node
+	for _, n := range g.Nodes {
+		if n.Name == b && n.Serial != realB.Serial {
+			impostor = n
+		}
+	}
+	if impostor.Props["client.id"] != "999" || impostor.Declared == nil {
+		t.Fatalf("the impostor is not the forgery measured: %+v", impostor)
+	}
+	seen := o.trustedGraph(ctx, g)
+	if n, ok := seen.NodeByName(b); !ok || n.Serial != realB.Serial || len(seen.Nodes) != len(g.Nodes)-1 {
+		t.Errorf("with the impostor beside it, %s reads as %+v", b, n)
+	}
+	if dn, ok := seen.DeclaredNode(pipewire.PCM{Card: 0, Device: 7, Direction: pipewire.Playback}); !ok || dn.Serial != realB.Serial {
+		t.Errorf("the declared node of card 0 PCM 7 reads as %+v", dn)
+	}
+
+	if out, err := d.Command(ctx, "pw-cli", "destroy", fmt.Sprint(realB.ID)).CombinedOutput(); err != nil {
+		t.Fatalf("pw-cli destroy: %v: %s", err, out)
+	}
+	for {
+		if g, err = d.Remote().Dump(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if len(g.NodesOfClass(pipewire.MediaClassSink)) == 2 {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the real sink was never destroyed")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	seen = o.trustedGraph(ctx, g)
+	if n, ok := seen.NodeByName(b); ok {
+		t.Errorf("with the real sink gone, %s reads as the impostor %+v", b, n)
+	}
+	if _, ok := seen.NodeByName(a); !ok {
+		t.Error("the other declared sink is gone from the operator's graph")
+	}
+	if got := testutil.ToFloat64(o.metrics.untrusted.WithLabelValues("ep-b")); got != 1 {
+		t.Errorf("audio_untrusted_nodes_total{endpoint=ep-b} %v, want 1 (one impostor, reported once)", got)
+	}
+}
