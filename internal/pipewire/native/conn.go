@@ -351,91 +351,118 @@ func closeRights(oob []byte) {
 	}
 }
 
-// handle decodes one message; events nobody needs are dropped.
+// message is one decoded message from the daemon: an event for the
+// caller, a ping to answer, a cookie, or a proxy id released.
+type message struct {
+	event    *Event
+	ping     *[2]uint32 // id, seq
+	cookie   *uint32
+	released *uint32
+}
+
+// handle decodes one message and acts on it.
 func (c *Conn) handle(id uint32, opcode uint8, body []byte) error {
-	p, err := openStruct(body)
+	m, err := decode(id, opcode, body)
 	if err != nil {
-		return fmt.Errorf("message %d/%d: %w", id, opcode, err)
+		return err
 	}
-	bad := func(err error) error { return fmt.Errorf("message %d/%d: %w", id, opcode, err) }
 	switch {
-	case id == idCore && opcode == coreEventInfo:
-		if _, err := p.uint32(); err != nil {
-			return bad(err)
-		}
-		cookie, err := p.uint32()
-		if err != nil {
-			return bad(err)
-		}
+	case m.event != nil:
+		c.events <- *m.event
+	case m.ping != nil:
+		return c.send(idCore, corePong, nil, func(w *builder) { w.uint32(m.ping[0]); w.uint32(m.ping[1]) })
+	case m.cookie != nil:
 		c.mu.Lock()
-		c.cookie = cookie
+		c.cookie = *m.cookie
 		c.mu.Unlock()
-	case id == idCore && opcode == coreEventPing:
-		pid, err := p.uint32()
-		if err != nil {
-			return bad(err)
-		}
-		seq, err := p.uint32()
-		if err != nil {
-			return bad(err)
-		}
-		return c.send(idCore, corePong, nil, func(w *builder) { w.uint32(pid); w.uint32(seq) })
-	case id == idCore && opcode == coreEventDone:
-		if _, err := p.uint32(); err != nil {
-			return bad(err)
-		}
-		seq, err := p.uint32()
-		if err != nil {
-			return bad(err)
-		}
-		c.events <- Event{Done: &seq}
-	case id == idCore && opcode == coreEventError:
-		var e Error
-		var err error
-		if e.ID, err = p.uint32(); err == nil {
-			if e.Seq, err = p.uint32(); err == nil {
-				if e.Res, err = p.int32(); err == nil {
-					e.Message, err = p.string()
-				}
-			}
-		}
-		if err != nil {
-			return bad(err)
-		}
-		c.events <- Event{Error: &e}
-	case id == idCore && opcode == coreEventRemoveID:
-		rid, err := p.uint32()
-		if err != nil {
-			return bad(err)
-		}
+	case m.released != nil:
 		c.mu.Lock()
-		if rid > idRegistry && !slices.Contains(c.free, rid) {
+		if rid := *m.released; rid > idRegistry && rid < c.next && !slices.Contains(c.free, rid) {
 			c.free = append(c.free, rid)
 			slices.Sort(c.free)
 		}
 		c.mu.Unlock()
-	case id == idRegistry && opcode == registryEventGlobal:
-		var g Global
-		var err error
-		if g.ID, err = p.uint32(); err == nil {
-			if g.Permissions, err = p.uint32(); err == nil {
-				if g.Type, err = p.string(); err == nil {
-					if g.Version, err = p.uint32(); err == nil {
-						g.Props, err = p.dict()
-					}
-				}
-			}
-		}
-		if err != nil {
-			return bad(err)
-		}
-		c.events <- Event{Global: &g}
-	case id == idRegistry && opcode == registryEventGlobalRemove:
-		gid, err := p.uint32()
-		if err != nil {
-			return bad(err)
-		}
-		c.events <- Event{Removed: &gid}
 	}
 	return nil
+}
+
+// decode reads one message's payload; messages nobody needs decode to
+// nothing. A payload that is not the message's shape is an error naming
+// the message.
+func decode(id uint32, opcode uint8, body []byte) (message, error) {
+	bad := func(err error) (message, error) { return message{}, fmt.Errorf("message %d/%d: %w", id, opcode, err) }
+	p, err := openStruct(body)
+	if err != nil {
+		return bad(err)
+	}
+	ints := func(n int) ([]uint32, error) {
+		out := make([]uint32, n)
+		for i := range out {
+			v, err := p.uint32()
+			if err != nil {
+				return nil, err
+			}
+			out[i] = v
+		}
+		return out, nil
+	}
+	switch {
+	case id == idCore && opcode == coreEventInfo:
+		v, err := ints(2)
+		if err != nil {
+			return bad(err)
+		}
+		return message{cookie: &v[1]}, nil
+	case id == idCore && opcode == coreEventPing:
+		v, err := ints(2)
+		if err != nil {
+			return bad(err)
+		}
+		return message{ping: &[2]uint32{v[0], v[1]}}, nil
+	case id == idCore && opcode == coreEventDone:
+		v, err := ints(2)
+		if err != nil {
+			return bad(err)
+		}
+		return message{event: &Event{Done: &v[1]}}, nil
+	case id == idCore && opcode == coreEventError:
+		v, err := ints(3)
+		if err != nil {
+			return bad(err)
+		}
+		msg, err := p.string()
+		if err != nil {
+			return bad(err)
+		}
+		return message{event: &Event{Error: &Error{ID: v[0], Seq: v[1], Res: int32(v[2]), Message: msg}}}, nil
+	case id == idCore && opcode == coreEventRemoveID:
+		v, err := ints(1)
+		if err != nil {
+			return bad(err)
+		}
+		return message{released: &v[0]}, nil
+	case id == idRegistry && opcode == registryEventGlobal:
+		v, err := ints(2)
+		if err != nil {
+			return bad(err)
+		}
+		g := Global{ID: v[0], Permissions: v[1]}
+		if g.Type, err = p.string(); err != nil {
+			return bad(err)
+		}
+		if g.Version, err = p.uint32(); err != nil {
+			return bad(err)
+		}
+		if g.Props, err = p.dict(); err != nil {
+			return bad(err)
+		}
+		return message{event: &Event{Global: &g}}, nil
+	case id == idRegistry && opcode == registryEventGlobalRemove:
+		v, err := ints(1)
+		if err != nil {
+			return bad(err)
+		}
+		return message{event: &Event{Removed: &v[0]}}, nil
+	}
+	return message{}, nil
 }
