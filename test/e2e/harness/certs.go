@@ -21,6 +21,9 @@ import (
 // the paths they were written to inside the work directory.
 type pki struct {
 	caCert, adminCert, adminKey []byte
+	ca                          *x509.Certificate
+	caKey                       crypto.Signer
+	dir                         string
 
 	caCertFile, servingCertFile, servingKeyFile string
 	saKeyFile, saPubFile                        string
@@ -91,6 +94,9 @@ func newPKI(dir string) (*pki, error) {
 	}
 
 	p := &pki{
+		ca:              ca,
+		caKey:           caKey,
+		dir:             dir,
 		caCert:          pemBlock("CERTIFICATE", caDER),
 		adminCert:       pemBlock("CERTIFICATE", adminDER),
 		caCertFile:      filepath.Join(dir, "ca.crt"),
@@ -164,4 +170,25 @@ func keyPEM(key crypto.Signer) ([]byte, error) {
 
 func pemBlock(typ string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der})
+}
+
+// clientCert issues a client certificate for user in groups, signed by the
+// cluster's CA, and returns its certificate and key in PEM.
+func (p *pki) clientCert(user string, groups []string) (certPEM, keyOut []byte, err error) {
+	now := time.Now().Add(-time.Hour)
+	key, der, err := leaf(p.ca, p.caKey, &x509.Certificate{
+		Subject:     pkix.Name{CommonName: user, Organization: groups},
+		NotBefore:   now,
+		NotAfter:    now.Add(certValidity),
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	k, err := keyPEM(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pemBlock("CERTIFICATE", der), k, nil
 }

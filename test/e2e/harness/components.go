@@ -52,7 +52,15 @@ func (c *Cluster) apiserverArgs() []string {
 		"--service-account-signing-key-file=" + c.pki.saKeyFile,
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-cluster-ip-range=10.0.0.0/24",
-		"--authorization-mode=RBAC",
+		// Node authorizes a kubelet (system:node:<name>) for its own
+		// node's objects, RBAC everyone else.
+		"--authorization-mode=Node,RBAC",
+		// For logs, exec and port-forward through a real kubelet: the
+		// admin certificate is its client identity, and the kubelet is
+		// reached at its InternalIP (a test kubelet states 127.0.0.1).
+		"--kubelet-client-certificate=" + filepath.Join(c.pki.dir, "admin.crt"),
+		"--kubelet-client-key=" + filepath.Join(c.pki.dir, "admin.key"),
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--allow-privileged=true",
 		"--disable-admission-plugins=" + strings.Join(disabled, ","),
 	}

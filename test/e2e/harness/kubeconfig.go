@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"k8s.io/client-go/rest"
 )
@@ -61,3 +62,28 @@ func (c *Cluster) writeKubeconfig() (string, error) {
 	}
 	return path, nil
 }
+
+// UserKubeconfig writes <Dir>/<user with ':' as '-'>.kubeconfig for a client
+// certificate of user in groups, signed by the cluster's CA, and returns its
+// path. A kubelet joins with user "system:node:<name>" in "system:nodes",
+// which the API server's Node authorizer recognises.
+func (c *Cluster) UserKubeconfig(user string, groups ...string) (string, error) {
+	cert, key, err := c.pki.clientCert(user, groups)
+	if err != nil {
+		return "", fmt.Errorf("harness: certificate for %s: %w", user, err)
+	}
+	b64 := base64.StdEncoding.EncodeToString
+	data := fmt.Sprintf(kubeconfigTemplate, contextName, c.restConfig.Host, b64(c.pki.caCert), b64(cert), b64(key))
+	path := filepath.Join(c.dir, strings.ReplaceAll(user, ":", "-")+".kubeconfig")
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		return "", fmt.Errorf("harness: kubeconfig: %w", err)
+	}
+	return path, nil
+}
+
+// CAFile returns the path of the cluster CA's certificate (PEM), which
+// signs every client certificate of the cluster.
+func (c *Cluster) CAFile() string { return c.pki.caCertFile }
+
+// APIServerPort returns the API server's port on 127.0.0.1.
+func (c *Cluster) APIServerPort() int { return c.ports.apiserver }
