@@ -55,14 +55,14 @@ var HostPaths = []string{
 // that a run killed before its cleanup is cleaned up by the next one
 // ([Recover]).
 type Host struct {
-	Sysctls   map[string]string `json:"sysctls"`
-	IPTables  map[string]string `json:"iptables"` // iptables-save output by command
-	Mounts    []string          `json:"mounts"`   // mount points
-	Cgroups   []string          `json:"cgroups"`  // directories at the top of each cgroup hierarchy
-	Links     []string          `json:"links"`    // network interface names
-	Paths     map[string]bool   `json:"paths"`    // HostPaths: existed before
-	BinDir    string            `json:"binDir"`   // processes running from here are the run's
-	RecordedAt time.Time        `json:"recordedAt"`
+	Sysctls    map[string]string `json:"sysctls"`
+	IPTables   map[string]string `json:"iptables"` // iptables-save output by command
+	Mounts     []string          `json:"mounts"`   // mount points
+	Cgroups    []string          `json:"cgroups"`  // directories at the top of each cgroup hierarchy
+	Links      []string          `json:"links"`    // network interface names
+	Paths      map[string]bool   `json:"paths"`    // HostPaths: existed before
+	BinDir     string            `json:"binDir"`   // processes running from here are the run's
+	RecordedAt time.Time         `json:"recordedAt"`
 }
 
 // iptablesCommands are the rule sets recorded: a kubelet adds its canary
@@ -81,7 +81,7 @@ func Snapshot(binDir string) (*Host, error) {
 		h.Sysctls[k] = v
 	}
 	for _, cmd := range iptablesCommands {
-		out, err := exec.Command(cmd+"-save").Output()
+		out, err := exec.Command(cmd + "-save").Output()
 		if err != nil {
 			return nil, fmt.Errorf("node: %s-save: %w", cmd, err)
 		}
