@@ -35,13 +35,7 @@ type world struct {
 
 func realWorld() world {
 	return world{
-		openKernel: func() (hci.Kernel, func() error, error) {
-			s, err := hci.OpenSocket()
-			if err != nil {
-				return nil, nil, err
-			}
-			return s, s.Close, nil
-		},
+		openKernel: openKernel,
 		newClient: func(kubeconfig string) (kubernetes.Interface, error) {
 			cfg, err := kubeclient.Config(kubeconfig, "bluetooth-bondfetch")
 			if err != nil {
@@ -52,6 +46,16 @@ func realWorld() world {
 		clock:    clock.RealClock{},
 		interval: hci.DefaultInterval,
 	}
+}
+
+// openKernel opens the AF_BLUETOOTH socket. A build with the hcisim tag
+// replaces it (kernel_hcisim.go).
+var openKernel = func() (hci.Kernel, func() error, error) {
+	s, err := hci.OpenSocket()
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, s.Close, nil
 }
 
 // options are the command line.

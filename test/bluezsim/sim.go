@@ -299,3 +299,22 @@ func (s *Sim) Stop() error {
 	}
 	return errors.Join(errs...)
 }
+
+// Attach controls a simulator that runs elsewhere, on the bus at address
+// (unix:path=...): one started by the bluezsim-daemon command in a
+// bluetoothd container, say. The returned Sim has no bus and no BlueZ
+// process of its own: StartBlueZ fails, StopBlueZ does nothing, and Stop
+// only closes the connection. storage is the simulator's storage root as
+// the caller sees it ("" when the caller does not read it).
+func Attach(address, storage string) (*Sim, error) {
+	conn, err := dbus.Connect(address)
+	if err != nil {
+		return nil, fmt.Errorf("bluezsim: connect to %s: %w", address, err)
+	}
+	return &Sim{storage: storage, conn: conn}, nil
+}
+
+// Template returns the dbusmock template that is the simulated bluetoothd,
+// for a command that runs it itself (python3 -m dbusmock --system
+// --template FILE -p '{"storage": DIR}').
+func Template() []byte { return template }

@@ -47,6 +47,7 @@ var HostPaths = []string{
 	"/dev/input",
 	"/dev/bus",
 	"/etc/cdi",
+	"/run/liken-tier",
 }
 
 // Host is what the host looked like before a node run, recorded so that

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The kubelet tier: both bases run as pods on a real kubelet and containerd
+# on this machine (test/kubelettier). Builds or reuses the control plane
+# (hack/build-control-plane.sh), kubelet and containerd
+# (hack/build-kubelet.sh) and the images (hack/build-images.sh), runs the
+# tier's tests, and then checks that the host is as it was: a run that did
+# not restore it (killed, or its restore failed) is cleaned up here and
+# fails. Arguments go to go test, e.g. -run 'TestTier/Bluetooth'.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/env.sh
+[ "${LIKEN_SKIP_DEPS:-0}" = 1 ] || hack/install-deps.sh
+export LIKEN_CONTROL_PLANE_BIN="${LIKEN_CONTROL_PLANE_BIN:-$(hack/build-control-plane.sh | tail -n 1)}"
+export LIKEN_NODE_BIN="${LIKEN_NODE_BIN:-$(hack/build-kubelet.sh | tail -n 1)}"
+export LIKEN_IMAGES="${LIKEN_IMAGES:-$PWD/_output/images}"
+LIKEN_SKIP_DEPS=1 hack/build-images.sh "$LIKEN_IMAGES" >/dev/null
+began=$(date +%s)
+status=0
+go test -trimpath -tags kubelettier -count=1 -timeout 20m -v ./test/kubelettier/ "$@" || status=$?
+go run -trimpath ./test/node/cmd/node-restore "$LIKEN_NODE_BIN" || status=1
+echo "kubelet tier: $(( $(date +%s) - began )) s (status $status)"
+exit $status

@@ -1,0 +1,105 @@
+package kubelettier
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/liken-sh/operators/internal/image"
+	"github.com/liken-sh/operators/internal/images"
+	"github.com/liken-sh/operators/test/node"
+)
+
+// The tier's own images: the pod sandbox, the consumers, and the two
+// stand-ins for what this kernel lacks (a Bluetooth stack for bluetoothd,
+// AF_BLUETOOTH for bondfetch). They live in a repository no registry
+// serves, so nothing could ever pull them by mistake.
+const (
+	Repository   = "liken.test"
+	Tag          = "tier"
+	ConsumerRef  = Repository + "/consumer:" + Tag
+	BluezSimRef  = Repository + "/bluetoothd-bluezsim:" + Tag
+	BondfetchRef = Repository + "/bluetooth-bondfetch-hcisim:" + Tag
+)
+
+// python3 and the modules the BlueZ simulator imports (dbus-python,
+// PyGObject, python-dbusmock) with the GObject typelibs PyGObject loads.
+var pythonTrees = []image.Tree{
+	{Path: "/usr/lib/python3.11"},
+	{Path: "/usr/lib/python3/dist-packages", Only: []string{
+		"dbus", "gi", "dbusmock", "_dbus_bindings.*.so", "_dbus_glib_bindings.*.so",
+	}},
+	{Path: "/usr/lib/x86_64-linux-gnu/girepository-1.0"},
+}
+
+// builds are the Go commands the tier's images carry: image binary name,
+// package, build tags.
+var builds = []struct{ name, pkg, tags string }{
+	{"pause", "./test/kubelettier/cmd/pause", ""},
+	{"bluetoothd", "./cmd/bluetoothd", ""},
+	{"consumer", "./test/kubelettier/cmd/consumer", ""},
+	{"bluezsim-daemon", "./test/bluezsim/cmd/bluezsim-daemon", ""},
+	{"bluetooth-bondfetch", "./cmd/bluetooth-bondfetch", "hcisim"},
+}
+
+// TierSpecs are the tier's images; bin holds the binaries of builds.
+func TierSpecs(bin string) []image.Spec {
+	pause := image.Spec{
+		Ref:        node.PauseImage,
+		Add:        []image.Add{{Src: filepath.Join(bin, "pause"), Path: "/pause", Mode: 0o755}},
+		Entrypoint: []string{"/pause"},
+	}
+	// The consumer has the audio image's PipeWire client side (pw-cat and
+	// the modules a client loads) and the consumer binary.
+	consumer := images.AudioOperator(bin, Tag)
+	consumer.Ref = ConsumerRef
+	consumer.Add = []image.Add{{Src: filepath.Join(bin, "consumer"), Path: "/usr/local/bin/consumer", Mode: 0o755}}
+	consumer.Entrypoint = []string{"/usr/local/bin/consumer"}
+	consumer.Checks = nil
+
+	// bluetoothd's image, its entrypoint and bus unchanged, with the
+	// simulator beside bluetoothd.
+	sim := images.Bluetoothd(bin, Tag)
+	sim.Ref = BluezSimRef
+	sim.Paths = append(sim.Paths, "/usr/bin/python3")
+	sim.Trees = append(sim.Trees, pythonTrees...)
+	sim.Add = append(sim.Add, image.Add{Src: filepath.Join(bin, "bluezsim-daemon"), Path: "/usr/local/bin/bluezsim-daemon", Mode: 0o755})
+
+	bondfetch := images.BluetoothBondfetch(bin, Tag)
+	bondfetch.Ref = BondfetchRef
+	return []image.Spec{pause, consumer, sim, bondfetch}
+}
+
+// BuildTierImages compiles the tier's commands (static, -trimpath) into
+// out/bin and builds TierSpecs into out, returning the docker-save
+// tarballs. root is the module root.
+func BuildTierImages(ctx context.Context, root, out string) ([]string, error) {
+	bin := filepath.Join(out, "bin")
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return nil, err
+	}
+	for _, b := range builds {
+		args := []string{"build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(bin, b.name)}
+		if b.tags != "" {
+			args = append(args, "-tags", b.tags)
+		}
+		cmd := exec.CommandContext(ctx, "go", append(args, b.pkg)...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	var tars []string
+	for _, spec := range TierSpecs(bin) {
+		res, err := image.Build(spec, image.Options{Out: out})
+		if err != nil {
+			return nil, err
+		}
+		tars = append(tars, res.Tarball)
+	}
+	return tars, nil
+}

@@ -1,0 +1,163 @@
+//go:build kubelettier
+
+package kubelettier
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/e2e/likenstandin"
+	"github.com/liken-sh/operators/test/node"
+)
+
+// The tier's one cluster and node, set up by TestMain.
+var (
+	cluster   *harness.Cluster
+	theNode   *node.Node
+	root      string
+	workDir   string
+	overlayBT string
+	overlayAU string
+)
+
+// adapterUSBNode is the stand-in usbfs node of the recorded adapter
+// (bus 1, device 5), created on the host as a character device with
+// usbfs's major (189) so the runtime can inject it.
+const adapterUSBNode = "/dev/bus/usb/001/005"
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, time.Now().Format("15:04:05.000 ")+format+"\n", args...)
+}
+
+func run(m *testing.M) (code int) {
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	var err error
+	if root, err = harness.ModuleRoot(); err != nil {
+		logf("%v", err)
+		return 1
+	}
+	if workDir, err = os.MkdirTemp("", "liken-tier-"); err != nil {
+		logf("%v", err)
+		return 1
+	}
+	keep := false
+	defer func() {
+		if code != 0 || keep {
+			logf("kubelet tier: work directory kept: %s (kubelet.log, containerd.log, pod-logs/, cluster/)", workDir)
+		} else {
+			os.RemoveAll(workDir)
+		}
+	}()
+
+	if cluster, err = harness.Start(ctx, harness.Options{Dir: filepath.Join(workDir, "cluster"), Logf: logf}); err != nil {
+		logf("kubelet tier: control plane: %v", err)
+		return 1
+	}
+	defer cluster.Stop()
+
+	// Images first, before anything on the host changes.
+	imageDir := os.Getenv("LIKEN_IMAGES")
+	if imageDir == "" {
+		imageDir = filepath.Join(root, "_output", "images")
+	}
+	var tars []string
+	for _, name := range []string{"audio-operator", "bluetoothd", "bluetooth-operator", "bluetooth-bondfetch"} {
+		tars = append(tars, filepath.Join(imageDir, name+".tar"))
+	}
+	t0 := time.Now()
+	tier, err := BuildTierImages(ctx, root, filepath.Join(workDir, "images"))
+	if err != nil {
+		logf("kubelet tier: images: %v", err)
+		return 1
+	}
+	logf("kubelet tier: tier images built in %s", time.Since(t0).Round(time.Millisecond))
+	tars = append(tars, tier...)
+
+	if theNode, err = node.Start(ctx, cluster, node.Options{Dir: filepath.Join(workDir, "node"), Logf: logf}); err != nil {
+		logf("kubelet tier: %v", err)
+		return 1
+	}
+	defer func() {
+		if err := theNode.Stop(); err != nil {
+			logf("kubelet tier: CLEANLINESS FAILED: %v", err)
+			code = 1
+			return
+		}
+		logf("kubelet tier: host restored: sysctls, iptables, mounts, cgroups, links and directories as before, no process left")
+	}()
+	t0 = time.Now()
+	if err := theNode.Import(ctx, tars...); err != nil {
+		logf("kubelet tier: import: %v", err)
+		return 1
+	}
+	logf("kubelet tier: %d images imported in %s", len(tars), time.Since(t0).Round(time.Millisecond))
+
+	if err := hostDevices(); err != nil {
+		logf("kubelet tier: %v", err)
+		return 1
+	}
+	standin, err := likenstandin.Start(ctx, dra.Options{NodeName: theNode.Name(), KubeClient: cluster.Client()},
+		likenstandin.Options{AdapterUSBNode: adapterUSBNode})
+	if err != nil {
+		logf("kubelet tier: liken.sh stand-in: %v", err)
+		return 1
+	}
+	defer standin.Stop()
+
+	if overlayBT, overlayAU, err = WriteOverlays(root, filepath.Join(workDir, "overlay"), cluster.APIServerPort()); err != nil {
+		logf("kubelet tier: %v", err)
+		return 1
+	}
+	logf("kubelet tier: ready to test in %s", time.Since(began).Round(time.Millisecond))
+	code = m.Run()
+	// A failed run leaves the pods' logs for reading.
+	keep = code != 0
+	return code
+}
+
+// hostDevices creates the stand-in device nodes of the recorded hardware
+// on the host (the node's restore removes them with /dev/bus and
+// /dev/input): the adapter's usbfs node and the gamepad's evdev node.
+func hostDevices() error {
+	nodes := []struct {
+		path         string
+		major, minor uint32
+	}{
+		{adapterUSBNode, 189, 4},
+		{padEventNode, 13, 64 + padEvent},
+	}
+	for _, n := range nodes {
+		if err := os.MkdirAll(filepath.Dir(n.path), 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mknod(n.path, unix.S_IFCHR|0o660, int(unix.Mkdev(n.major, n.minor))); err != nil && !os.IsExist(err) {
+			return fmt.Errorf("mknod %s: %w", n.path, err)
+		}
+	}
+	return nil
+}
+
+// kubectl runs the control plane's kubectl against the tier's cluster.
+func kubectl(t testing.TB, ctx context.Context, args ...string) string {
+	t.Helper()
+	out, err := cluster.Kubectl(ctx, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(out)
+}

@@ -1,0 +1,291 @@
+//go:build kubelettier
+
+package kubelettier
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/internal/bluetooth"
+	"github.com/liken-sh/operators/internal/bonds"
+	"github.com/liken-sh/operators/test/bluezsim"
+	"github.com/liken-sh/operators/test/fakesys"
+)
+
+// The recorded gamepad (internal/bonds/testdata/8bitdo-nes30-pro.*): its
+// address, its HID device in sysfs and its evdev node.
+const (
+	padAddress   = "E4:17:D8:9A:F0:01"
+	padHID       = "0005:2DC8:3820.0001"
+	padEvent     = 5
+	padEventNode = "/dev/input/event5"
+)
+
+// busSocket is the Bluetooth pod's D-Bus socket on the host (the bus
+// hostPath volume).
+const busSocket = "/run/bluetooth.liken.sh/dbus/system_bus_socket"
+
+// TestTier runs the steps in order; each needs the ones before it.
+func TestTier(t *testing.T) {
+	ctx := context.Background()
+	steps := []struct {
+		name string
+		f    func(*testing.T, context.Context)
+	}{
+		{"BluetoothBase", bluetoothBase},
+		{"BluetoothConsumer", bluetoothConsumer},
+		{"AudioBase", audioBase},
+		{"AudioConsumer", audioConsumer},
+	}
+	for _, s := range steps {
+		if !t.Run(s.name, func(t *testing.T) { s.f(t, ctx) }) {
+			t.Fatalf("step %s failed; the later steps need it", s.name)
+		}
+	}
+}
+
+// bluetoothBase applies deploy/bluetooth through the tier's overlay, with
+// the recorded gamepad's bond stored in a Secret, and checks the pod the
+// seed describes: bondfetch first, restoring the bond into the emptyDir;
+// the bluetoothd sidecar's dbus-daemon under the seed's capabilities,
+// dropped to messagebus; the operator last, with no capability,
+// registered with the kubelet and publishing the gamepad.
+func bluetoothBase(t *testing.T, ctx context.Context) {
+	client := cluster.Client()
+	adapter, err := bdaddr.Parse(AdapterAddress)
+	must(t, err)
+	pad, err := bdaddr.Parse(padAddress)
+	must(t, err)
+	info, err := os.ReadFile(filepath.Join(root, "internal/bonds/testdata/8bitdo-nes30-pro.info"))
+	must(t, err)
+	cache, err := os.ReadFile(filepath.Join(root, "internal/bonds/testdata/8bitdo-nes30-pro.cache"))
+	must(t, err)
+	if _, err := fakesys.BluetoothHID(BluetoothSys, padHID, "8Bitdo NES30 Pro", padAddress, AdapterAddress, padEvent); err != nil {
+		t.Fatal(err)
+	}
+	_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	must(t, err)
+	_, err = client.CoreV1().Secrets(ns).Create(ctx, bonds.EncodeSecret(ns, bonds.Bond{Adapter: adapter, Device: pad, Info: info, Cache: cache}), metav1.CreateOptions{})
+	must(t, err)
+
+	began := time.Now()
+	kubectl(t, ctx, "apply", "-k", overlayBT)
+	p := waitDaemonPod(t, ctx, "bluetooth-operator", 3*time.Minute, "")
+	t.Logf("FIGURE bluetooth base: apply → pod Ready in %s", time.Since(began).Round(time.Millisecond))
+
+	// Order: bondfetch ran to completion before bluetoothd started, and
+	// the operator started after bluetoothd.
+	bf := containerStatus(t, p, "bondfetch")
+	if bf.State.Terminated == nil || bf.State.Terminated.ExitCode != 0 {
+		t.Fatalf("bondfetch did not complete: %+v", bf.State)
+	}
+	if bt := startedAt(t, p, "bluetoothd"); bt.Before(bf.State.Terminated.FinishedAt.Time) {
+		t.Errorf("bluetoothd started at %s, before bondfetch finished at %s", bt, bf.State.Terminated.FinishedAt)
+	}
+	if op, bt := startedAt(t, p, "operator"), startedAt(t, p, "bluetoothd"); op.Before(bt) {
+		t.Errorf("the operator started at %s, before bluetoothd at %s", op, bt)
+	}
+	logs, err := client.CoreV1().Pods(ns).GetLogs(p.Name, &corev1.PodLogOptions{Container: "bondfetch"}).DoRaw(ctx)
+	must(t, err)
+	if !strings.Contains(string(logs), "restored 1 bonds of "+AdapterAddress) {
+		t.Errorf("bondfetch did not restore the bond:\n%s", logs)
+	}
+
+	// The bluetoothd container: dbus-daemon dropped to messagebus with no
+	// capability left; the simulator in bluetoothd's place holds exactly
+	// the seed's five.
+	seedCaps := caps(capNetAdmin, capNetRaw, capNetBindService, capSetuid, capSetgid)
+	var sawBus, sawSim bool
+	for _, hp := range containerProcs(t, p, "bluetoothd") {
+		if hp.capBnd != seedCaps {
+			t.Errorf("bluetoothd container: %s (pid %d) has bounding set %#x, want the seed's %#x", hp.comm, hp.pid, hp.capBnd, seedCaps)
+		}
+		if !hp.noNewPrivs {
+			t.Errorf("bluetoothd container: %s (pid %d) may gain privileges (allowPrivilegeEscalation is false)", hp.comm, hp.pid)
+		}
+		switch {
+		case hp.comm == "dbus-daemon":
+			sawBus = true
+			if hp.uid != 100 || hp.capEff != 0 {
+				t.Errorf("dbus-daemon runs as uid %d with capabilities %#x, want messagebus (100) with none", hp.uid, hp.capEff)
+			}
+		case strings.HasPrefix(hp.comm, "python"):
+			sawSim = true
+			if hp.uid != 0 || hp.capEff != seedCaps {
+				t.Errorf("the simulated bluetoothd runs as uid %d with capabilities %#x, want root with %#x", hp.uid, hp.capEff, seedCaps)
+			}
+		}
+	}
+	if !sawBus || !sawSim {
+		t.Errorf("bluetoothd container: dbus-daemon seen %v, simulator seen %v", sawBus, sawSim)
+	}
+	for _, hp := range containerProcs(t, p, "operator") {
+		if hp.capEff != 0 || hp.capBnd != 0 {
+			t.Errorf("operator: %s has capabilities %#x (bounding %#x), want none", hp.comm, hp.capEff, hp.capBnd)
+		}
+	}
+
+	// Registered with the real kubelet through plugins_registry.
+	if _, err := os.Stat("/var/lib/kubelet/plugins_registry/" + bluetooth.DriverName + "-reg.sock"); err != nil {
+		entries, _ := os.ReadDir("/var/lib/kubelet/plugins_registry")
+		t.Errorf("no registration socket of %s: %v (registry holds %v)", bluetooth.DriverName, err, entries)
+	}
+
+	// The restored bond is the paired gamepad; it connects, and the
+	// operator publishes it untainted with its input node.
+	sim, err := bluezsim.Attach("unix:path="+busSocket, "")
+	must(t, err)
+	defer sim.Stop()
+	must(t, sim.Connect(AdapterName, padAddress))
+	padDevice := bluetooth.ControllerName(pad)
+	poll(t, "gamepad published untainted", 60*time.Second, func() (bool, string) {
+		list, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + bluetooth.DriverName})
+		if err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, s := range list.Items {
+			for _, d := range s.Spec.Devices {
+				names = append(names, d.Name)
+				if d.Name == padDevice && len(d.Taints) == 0 && s.Spec.NodeName != nil && *s.Spec.NodeName == theNode.Name() {
+					return true, ""
+				}
+			}
+		}
+		return false, strings.Join(names, ",")
+	})
+}
+
+// bluetoothConsumer claims the gamepad and checks that containerd gave the
+// consumer exactly its input node and nothing else from /dev/input.
+func bluetoothConsumer(t *testing.T, ctx context.Context) {
+	r, claim, _, took := startConsumer(t, ctx, claimFor("gamepad", "bluetooth-input", ""), consumerPod("gamepad", "report", "gamepad", false))
+	t.Logf("FIGURE bluetooth consumer: pod with a claim created → running in %s", took.Round(time.Millisecond))
+	if n := len(claim.Status.ReservedFor); n != 1 {
+		t.Errorf("claim reserved for %d consumers", n)
+	}
+	var inputs []string
+	for path, kind := range r.Dev {
+		if strings.HasPrefix(path, "/dev/input/") {
+			inputs = append(inputs, path+" "+kind)
+		}
+	}
+	slices.Sort(inputs)
+	want := []string{padEventNode + " c 13:" + itoa(64+padEvent)}
+	if !slices.Equal(inputs, want) {
+		t.Errorf("the consumer's /dev/input holds %q, want exactly %q", inputs, want)
+	}
+	deletePod(t, ctx, "default", "gamepad")
+	poll(t, "the gamepad claim's CDI spec removed", 30*time.Second, func() (bool, string) {
+		specs := cdiSpecs(t, bluetooth.DriverName)
+		return len(specs) == 0, strings.Join(specs, ",")
+	})
+	must(t, cluster.Client().ResourceV1().ResourceClaims("default").Delete(ctx, "gamepad", metav1.DeleteOptions{}))
+}
+
+// audioBase applies deploy/audio through the tier's overlay on the
+// recorded laptop's cards and checks the seed's order and security
+// contexts from the real image, the startup probes, and registration.
+func audioBase(t *testing.T, ctx context.Context) {
+	if _, err := fakesys.XPS17(root, SoundDir); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	kubectl(t, ctx, "apply", "--server-side", "-k", overlayAU)
+	p := waitDaemonPod(t, ctx, "audio-operator", 4*time.Minute, "")
+	t.Logf("FIGURE audio base: apply → pod Ready in %s", time.Since(began).Round(time.Millisecond))
+
+	d := containerStatus(t, p, "declare")
+	if d.State.Terminated == nil || d.State.Terminated.ExitCode != 0 {
+		t.Fatalf("declare did not complete: %+v", d.State)
+	}
+	order := []string{"pipewire", "wireplumber", "operator"}
+	prev := d.State.Terminated.FinishedAt.Time
+	prevName := "declare"
+	for _, name := range order {
+		at := startedAt(t, p, name)
+		if at.Before(prev) {
+			t.Errorf("%s started at %s, before %s (%s)", name, at, prevName, prev)
+		}
+		prev, prevName = at, name
+	}
+	for _, name := range []string{"pipewire", "wireplumber"} {
+		if c := containerStatus(t, p, name); c.Started == nil || !*c.Started {
+			t.Errorf("%s: startup probe has not passed", name)
+		}
+	}
+	// The seed drops every capability in every container.
+	for _, name := range append(order, "capture") {
+		if c := containerStatus(t, p, name); c.State.Running == nil {
+			t.Errorf("%s is not running: %+v", name, c.State)
+			continue
+		}
+		for _, hp := range containerProcs(t, p, name) {
+			if hp.capEff != 0 || hp.capBnd != 0 || !hp.noNewPrivs {
+				t.Errorf("%s: %s has capabilities %#x (bounding %#x), no_new_privs %v; want none and set", name, hp.comm, hp.capEff, hp.capBnd, hp.noNewPrivs)
+			}
+		}
+	}
+	if _, err := os.Stat("/var/lib/kubelet/plugins_registry/audio.liken.sh-reg.sock"); err != nil {
+		t.Errorf("no registration socket of audio.liken.sh: %v", err)
+	}
+	poll(t, "audio sinks published", 60*time.Second, func() (bool, string) {
+		n := len(sinks(t, ctx))
+		return n > 0, itoa(n) + " sinks"
+	})
+}
+
+// sinks lists the published audio.liken.sh devices that are sinks.
+func sinks(t testing.TB, ctx context.Context) []resourceapi.Device {
+	list, err := cluster.Client().ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=audio.liken.sh"})
+	must(t, err)
+	var out []resourceapi.Device
+	for _, s := range list.Items {
+		for _, d := range s.Spec.Devices {
+			if _, ok := d.Attributes["audio.liken.sh/sink"]; ok {
+				out = append(out, d)
+			} else if _, ok := d.Attributes["sink"]; ok {
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// monitorSink selects the output with the Samsung monitor attached.
+const monitorSink = `has(device.attributes["audio.liken.sh"].monitorName) && device.attributes["audio.liken.sh"].monitorName == "U28E590"`
+
+// audioConsumer claims the monitor's sink and plays a tone: containerd
+// gives the consumer the socket mount and PIPEWIRE_REMOTE/PIPEWIRE_NODE,
+// and PipeWire's graph links the stream to exactly that node.
+func audioConsumer(t *testing.T, ctx context.Context) {
+	r, claim, _, took := startConsumer(t, ctx, claimFor("speaker", "audio-sink", monitorSink), consumerPod("speaker", "tone", "speaker", false))
+	t.Logf("FIGURE audio consumer: pod with a claim created → running in %s", took.Round(time.Millisecond))
+	if claim.Status.Allocation == nil || len(claim.Status.Allocation.Devices.Results) != 1 {
+		t.Fatalf("claim not allocated to one device: %+v", claim.Status)
+	}
+	if r.Env["PIPEWIRE_REMOTE"] != "/var/run/audio.liken.sh/pipewire-0" && r.Env["PIPEWIRE_REMOTE"] != "/run/audio.liken.sh/pipewire-0" {
+		t.Errorf("PIPEWIRE_REMOTE = %q", r.Env["PIPEWIRE_REMOTE"])
+	}
+	node := r.Env["PIPEWIRE_NODE"]
+	if node == "" {
+		t.Fatalf("no PIPEWIRE_NODE in the consumer's environment")
+	}
+	if !slices.ContainsFunc(r.Mounts, func(m string) bool { return strings.HasSuffix(m, "/run/audio.liken.sh") }) {
+		t.Errorf("the consumer has no mount of the PipeWire runtime directory: %v", r.Mounts)
+	}
+	waitLinked(t, ctx, node, 30*time.Second)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
