@@ -137,11 +137,11 @@ func startedAt(t testing.TB, p *corev1.Pod, name string) time.Time {
 
 // hostProc is a process of a container, read from the host's /proc.
 type hostProc struct {
-	pid              int
-	comm             string
-	uid              int
-	capEff, capBnd   uint64
-	noNewPrivs       bool
+	pid            int
+	comm           string
+	uid            int
+	capEff, capBnd uint64
+	noNewPrivs     bool
 }
 
 // containerProcs lists the host processes of a running container: those
