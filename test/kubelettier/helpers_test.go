@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,9 +86,9 @@ func describe(p *corev1.Pod) string {
 	return b.String()
 }
 
-// waitDaemonPod waits until the one pod with label app=<app> is Ready and
-// returns it; it fails early on a pod that is not uid (when given).
-func waitDaemonPod(t testing.TB, ctx context.Context, app string, timeout time.Duration, not string) *corev1.Pod {
+// waitDaemonPod waits until a pod with label app=<app>, other than the one
+// of UID not, is ready as ready says and returns it.
+func waitDaemonPod(t testing.TB, ctx context.Context, app string, timeout time.Duration, not string, ready func(*corev1.Pod) bool) *corev1.Pod {
 	t.Helper()
 	var pod *corev1.Pod
 	poll(t, "pod of "+app+" Ready", timeout, func() (bool, string) {
@@ -99,7 +100,7 @@ func waitDaemonPod(t testing.TB, ctx context.Context, app string, timeout time.D
 		for i := range list.Items {
 			p := &list.Items[i]
 			states = append(states, describe(p))
-			if string(p.UID) != not && p.DeletionTimestamp == nil && podReady(p) {
+			if string(p.UID) != not && p.DeletionTimestamp == nil && ready(p) {
 				pod = p
 				return true, ""
 			}
@@ -107,6 +108,20 @@ func waitDaemonPod(t testing.TB, ctx context.Context, app string, timeout time.D
 		return false, strings.Join(states, "; ")
 	})
 	return pod
+}
+
+// containersReady returns a readiness test: every named container Ready.
+func containersReady(names ...string) func(*corev1.Pod) bool {
+	return func(p *corev1.Pod) bool {
+		all := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
+		for _, n := range names {
+			i := slices.IndexFunc(all, func(c corev1.ContainerStatus) bool { return c.Name == n })
+			if i < 0 || !all[i].Ready {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // containerStatus returns the named container's status (init or regular).

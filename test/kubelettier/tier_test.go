@@ -81,7 +81,7 @@ func bluetoothBase(t *testing.T, ctx context.Context) {
 
 	began := time.Now()
 	kubectl(t, ctx, "apply", "-k", overlayBT)
-	p := waitDaemonPod(t, ctx, "bluetooth-operator", 3*time.Minute, "")
+	p := waitDaemonPod(t, ctx, "bluetooth-operator", 3*time.Minute, "", podReady)
 	t.Logf("FIGURE bluetooth base: apply → pod Ready in %s", time.Since(began).Round(time.Millisecond))
 
 	// Order: bondfetch ran to completion before bluetoothd started, and
@@ -203,8 +203,11 @@ func audioBase(t *testing.T, ctx context.Context) {
 	}
 	began := time.Now()
 	kubectl(t, ctx, "apply", "--server-side", "-k", overlayAU)
-	p := waitDaemonPod(t, ctx, "audio-operator", 4*time.Minute, "")
-	t.Logf("FIGURE audio base: apply → pod Ready in %s", time.Since(began).Round(time.Millisecond))
+	// The capture container is not built yet (audio-operator capture
+	// exits at once), so the pod as a whole is never Ready: every other
+	// container must be.
+	p := waitDaemonPod(t, ctx, "audio-operator", 4*time.Minute, "", containersReady(audioContainers...))
+	t.Logf("FIGURE audio base: apply → pipewire, wireplumber and operator Ready in %s", time.Since(began).Round(time.Millisecond))
 
 	d := containerStatus(t, p, "declare")
 	if d.State.Terminated == nil || d.State.Terminated.ExitCode != 0 {
@@ -226,7 +229,7 @@ func audioBase(t *testing.T, ctx context.Context) {
 		}
 	}
 	// The seed drops every capability in every container.
-	for _, name := range append(order, "capture") {
+	for _, name := range order {
 		if c := containerStatus(t, p, name); c.State.Running == nil {
 			t.Errorf("%s is not running: %+v", name, c.State)
 			continue
@@ -262,6 +265,9 @@ func sinks(t testing.TB, ctx context.Context) []resourceapi.Device {
 	}
 	return out
 }
+
+// audioContainers are the audio pod's long-running containers.
+var audioContainers = []string{"pipewire", "wireplumber", "operator"}
 
 // monitorSink selects the output with the Samsung monitor attached.
 const monitorSink = `has(device.attributes["audio.liken.sh"].monitorName) && device.attributes["audio.liken.sh"].monitorName == "U28E590"`

@@ -166,8 +166,17 @@ func (h *Host) Restore() error {
 		if normaliseRules(string(out)) == h.IPTables[cmd] {
 			continue
 		}
+		// iptables-restore flushes only the tables its input names: a
+		// table the run added chains to but that held nothing before is
+		// named empty, which flushes it and deletes its chains.
+		input := h.IPTables[cmd]
+		for _, table := range tables(normaliseRules(string(out))) {
+			if !slices.Contains(tables(input), table) {
+				input += "*" + table + "\nCOMMIT\n"
+			}
+		}
 		restore := exec.Command(cmd + "-restore")
-		restore.Stdin = strings.NewReader(h.IPTables[cmd])
+		restore.Stdin = strings.NewReader(input)
 		if out, err := restore.CombinedOutput(); err != nil {
 			errs = append(errs, fmt.Errorf("node: %s-restore: %w: %s", cmd, err, out))
 		}
@@ -270,6 +279,17 @@ func normaliseRules(s string) string {
 		b.WriteString(line + "\n")
 	}
 	return b.String()
+}
+
+// tables lists the tables an iptables-save output holds.
+func tables(rules string) []string {
+	var out []string
+	for _, line := range strings.Split(rules, "\n") {
+		if t, ok := strings.CutPrefix(line, "*"); ok {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // mountPoints lists the mount points of this mount namespace in mount
