@@ -47,6 +47,11 @@ func TestTier(t *testing.T) {
 		{"BluetoothConsumer", bluetoothConsumer},
 		{"AudioBase", audioBase},
 		{"AudioConsumer", audioConsumer},
+		{"PipeWireKill", pipewireKill},
+		{"KubeletRestart", kubeletRestart},
+		{"OperatorReplaced", operatorReplaced},
+		{"RollingUpdate", rollingUpdate},
+		{"UnprepareOnDelete", unprepareOnDelete},
 	}
 	for _, s := range steps {
 		if !t.Run(s.name, func(t *testing.T) { s.f(t, ctx) }) {
@@ -292,6 +297,7 @@ func audioConsumer(t *testing.T, ctx context.Context) {
 		t.Errorf("the consumer has no mount of the PipeWire runtime directory: %v", r.Mounts)
 	}
 	waitLinked(t, ctx, node, 30*time.Second)
+	speakerNode = node
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }

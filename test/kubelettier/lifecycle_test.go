@@ -1,0 +1,280 @@
+//go:build kubelettier
+
+package kubelettier
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liken-sh/operators/internal/audio"
+	"github.com/liken-sh/operators/internal/bluetooth"
+	"github.com/liken-sh/operators/test/bluezsim"
+)
+
+// speakerNode is the PipeWire node the speaker consumer plays to, set by
+// audioConsumer.
+var speakerNode string
+
+// restarts returns every container's restart count of a pod.
+func restarts(p *corev1.Pod) map[string]int32 {
+	out := map[string]int32{}
+	for _, c := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		out[c.Name] = c.RestartCount
+	}
+	return out
+}
+
+func getPod(t testing.TB, ctx context.Context, namespace, name string) *corev1.Pod {
+	t.Helper()
+	p, err := cluster.Client().CoreV1().Pods(namespace).Get(ctx, name, metav1.GetOptions{})
+	must(t, err)
+	return p
+}
+
+// watchSpecs polls /var/run/cdi every 50 ms until stop is closed and
+// reports every moment one of want was missing.
+func watchSpecs(want []string) (stop func() []string) {
+	done := make(chan struct{})
+	var mu sync.Mutex
+	var gaps []string
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			for _, f := range want {
+				if _, err := os.Stat("/var/run/cdi/" + f); err != nil {
+					mu.Lock()
+					gaps = append(gaps, time.Now().Format("15:04:05.000")+" "+f+" missing")
+					mu.Unlock()
+				}
+			}
+			select {
+			case <-done:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	})
+	return func() []string {
+		close(done)
+		wg.Wait()
+		mu.Lock()
+		defer mu.Unlock()
+		return gaps
+	}
+}
+
+// gamepadConsumer connects the gamepad and starts a consumer of it named
+// name, returning its CDI spec files.
+func gamepadConsumer(t *testing.T, ctx context.Context, name string) []string {
+	sim, err := bluezsim.Attach("unix:path="+busSocket, "")
+	must(t, err)
+	defer sim.Stop()
+	// Connected already (a running consumer) or not (a fresh bluetoothd).
+	_ = sim.Connect(AdapterName, padAddress)
+	r, _, _, _ := startConsumer(t, ctx, claimFor(name, "bluetooth-input", ""), consumerPod(name, "report", name, false))
+	if r.Dev[padEventNode] == "" {
+		t.Fatalf("consumer %s has no %s", name, padEventNode)
+	}
+	return cdiSpecs(t, bluetooth.DriverName)
+}
+
+// pipewireKill kills the PipeWire daemon in the audio pod: only the
+// pipewire container restarts, and the consumer's stream flows again.
+func pipewireKill(t *testing.T, ctx context.Context) {
+	p := waitDaemonPod(t, ctx, "audio-operator", time.Minute, "", containersReady(audioContainers...))
+	before := restarts(p)
+	consumerBefore := restarts(getPod(t, ctx, "default", "speaker"))
+	var daemon int
+	for _, hp := range containerProcs(t, p, "pipewire") {
+		if hp.comm == "pipewire" {
+			daemon = hp.pid
+		}
+	}
+	if daemon == 0 {
+		t.Fatal("no pipewire process in the pipewire container")
+	}
+	killed := time.Now()
+	must(t, syscall.Kill(daemon, syscall.SIGKILL))
+	poll(t, "the pipewire container restarted", 2*time.Minute, func() (bool, string) {
+		cur := getPod(t, ctx, ns, p.Name)
+		c := containerStatus(t, cur, "pipewire")
+		return c.RestartCount == before["pipewire"]+1 && c.Ready, describe(cur)
+	})
+	took := waitLinked(t, ctx, speakerNode, time.Minute)
+	t.Logf("FIGURE PipeWire killed → consumer's stream linked again in %s (of which waiting for the graph %s)", time.Since(killed).Round(time.Millisecond), took.Round(time.Millisecond))
+	after := restarts(getPod(t, ctx, ns, p.Name))
+	for _, name := range []string{"wireplumber", "operator"} {
+		if after[name] != before[name] {
+			t.Errorf("%s restarted (%d → %d); only pipewire should have", name, before[name], after[name])
+		}
+	}
+	if c := restarts(getPod(t, ctx, "default", "speaker")); c["consumer"] != consumerBefore["consumer"] {
+		t.Errorf("the consumer restarted")
+	}
+}
+
+// kubeletRestart restarts the kubelet with both consumers running: both
+// plugins register again (new claims of both drivers are prepared), and
+// the running consumers keep their devices.
+func kubeletRestart(t *testing.T, ctx context.Context) {
+	audioSpecs := cdiSpecs(t, audio.DriverName)
+	btSpecs := gamepadConsumer(t, ctx, "gamepad2")
+	gaps := watchSpecs(append(slices.Clone(audioSpecs), btSpecs...))
+	before := map[string]map[string]int32{
+		"speaker":  restarts(getPod(t, ctx, "default", "speaker")),
+		"gamepad2": restarts(getPod(t, ctx, "default", "gamepad2")),
+	}
+	theNode.StopKubelet()
+	began := time.Now()
+	must(t, theNode.StartKubelet(ctx))
+	// A new claim of each driver is prepared only by a registered plugin.
+	r, _, _, _ := startConsumer(t, ctx, claimFor("speaker2", "audio-sink", "!("+monitorSink+")"), consumerPod("speaker2", "report", "speaker2", false))
+	if r.Env["PIPEWIRE_NODE"] == "" || r.Env["PIPEWIRE_NODE"] == speakerNode {
+		t.Errorf("the second speaker got PIPEWIRE_NODE %q", r.Env["PIPEWIRE_NODE"])
+	}
+	t.Logf("FIGURE kubelet restart → a new audio consumer running in %s", time.Since(began).Round(time.Millisecond))
+	// The gamepad is held by gamepad2; a claim of the media bus is the
+	// Bluetooth driver's other device.
+	deletePod(t, ctx, "default", "speaker2")
+	must(t, cluster.Client().ResourceV1().ResourceClaims("default").Delete(ctx, "speaker2", metav1.DeleteOptions{}))
+	for _, name := range []string{"speaker", "gamepad2"} {
+		p := getPod(t, ctx, "default", name)
+		if p.Status.Phase != corev1.PodRunning || restarts(p)["consumer"] != before[name]["consumer"] {
+			t.Errorf("consumer %s after the kubelet restart: %s", name, describe(p))
+		}
+	}
+	if g := gaps(); len(g) > 0 {
+		t.Errorf("prepared claims' CDI specs went missing across the kubelet restart: %v", g)
+	}
+	waitLinked(t, ctx, speakerNode, 30*time.Second)
+	logs, err := os.ReadFile(theNode.Dir() + "/kubelet.log")
+	must(t, err)
+	for _, driver := range []string{bluetooth.DriverName, audio.DriverName} {
+		if strings.Count(string(logs), driver+"-reg.sock") < 2 {
+			t.Errorf("the kubelet's log shows no second registration of %s", driver)
+		}
+	}
+}
+
+// operatorReplaced deletes each operator's pod with a consumer running:
+// the DaemonSet's new pod takes over the prepared claims without
+// unpreparing them.
+func operatorReplaced(t *testing.T, ctx context.Context) {
+	for _, app := range []string{"audio-operator", "bluetooth-operator"} {
+		ready := podReady
+		if app == "audio-operator" {
+			ready = containersReady(audioContainers...)
+		}
+		old := waitDaemonPod(t, ctx, app, time.Minute, "", ready)
+		specs := append(cdiSpecs(t, audio.DriverName), cdiSpecs(t, bluetooth.DriverName)...)
+		gaps := watchSpecs(specs)
+		began := time.Now()
+		must(t, cluster.Client().CoreV1().Pods(ns).Delete(ctx, old.Name, metav1.DeleteOptions{}))
+		waitDaemonPod(t, ctx, app, 3*time.Minute, string(old.UID), ready)
+		t.Logf("FIGURE %s pod deleted → replacement ready in %s", app, time.Since(began).Round(time.Millisecond))
+		if g := gaps(); len(g) > 0 {
+			t.Errorf("%s replaced: prepared claims' CDI specs went missing: %v", app, g)
+		}
+	}
+	waitLinked(t, ctx, speakerNode, time.Minute)
+}
+
+// rollingUpdate moves each DaemonSet to a new tag of its images: the
+// update completes with maxSurge 0 (never two pods at once) while the
+// consumers' claims stay prepared.
+func rollingUpdate(t *testing.T, ctx context.Context) {
+	images := map[string][]string{
+		"bluetooth-operator": {
+			"bondfetch=" + BondfetchRef, "bluetoothd=" + BluezSimRef, "operator=ghcr.io/liken-sh/bluetooth-operator:latest",
+		},
+		"audio-operator": {
+			"declare=ghcr.io/liken-sh/audio-operator:latest", "pipewire=ghcr.io/liken-sh/audio-operator:latest",
+			"wireplumber=ghcr.io/liken-sh/audio-operator:latest", "operator=ghcr.io/liken-sh/audio-operator:latest",
+			"capture=ghcr.io/liken-sh/audio-operator:latest",
+		},
+	}
+	for _, ds := range []string{"bluetooth-operator", "audio-operator"} {
+		ready := podReady
+		if ds == "audio-operator" {
+			ready = containersReady(audioContainers...)
+		}
+		old := waitDaemonPod(t, ctx, ds, time.Minute, "", ready)
+		var set []string
+		for _, ci := range images[ds] {
+			name, ref, _ := strings.Cut(ci, "=")
+			repo, _, _ := strings.Cut(ref, ":")
+			newRef := repo + ":rollout"
+			if _, err := theNode.Ctr(ctx, "images", "tag", "--force", ref, newRef); err != nil {
+				t.Fatal(err)
+			}
+			set = append(set, name+"="+newRef)
+		}
+		specs := append(cdiSpecs(t, audio.DriverName), cdiSpecs(t, bluetooth.DriverName)...)
+		gaps := watchSpecs(specs)
+		began := time.Now()
+		kubectl(t, ctx, append([]string{"-n", ns, "set", "image", "daemonset/" + ds}, set...)...)
+		var most int
+		poll(t, ds+" rolled out", 4*time.Minute, func() (bool, string) {
+			list, err := cluster.Client().CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: "app=" + ds})
+			if err != nil {
+				return false, err.Error()
+			}
+			var live int
+			var states []string
+			var done bool
+			for i := range list.Items {
+				p := &list.Items[i]
+				states = append(states, describe(p))
+				if p.Status.Phase == corev1.PodRunning {
+					live++
+				}
+				if p.UID != old.UID && p.DeletionTimestamp == nil && ready(p) && strings.HasSuffix(p.Spec.Containers[0].Image, ":rollout") {
+					done = true
+				}
+			}
+			most = max(most, live)
+			return done && len(list.Items) == 1, strings.Join(states, "; ")
+		})
+		t.Logf("FIGURE %s rolling update to new tags: %s", ds, time.Since(began).Round(time.Millisecond))
+		if most > 1 {
+			t.Errorf("%s: %d pods ran at once during the update (maxSurge 0)", ds, most)
+		}
+		if g := gaps(); len(g) > 0 {
+			t.Errorf("%s update: prepared claims' CDI specs went missing: %v", ds, g)
+		}
+	}
+	for _, name := range []string{"speaker", "gamepad2"} {
+		if p := getPod(t, ctx, "default", name); p.Status.Phase != corev1.PodRunning {
+			t.Errorf("consumer %s after the updates: %s", name, describe(p))
+		}
+	}
+	waitLinked(t, ctx, speakerNode, time.Minute)
+}
+
+// unprepareOnDelete deletes the remaining consumers: each claim's CDI spec
+// goes.
+func unprepareOnDelete(t *testing.T, ctx context.Context) {
+	for _, c := range []struct{ pod, driver string }{{"speaker", audio.DriverName}, {"gamepad2", bluetooth.DriverName}} {
+		claim, err := cluster.Client().ResourceV1().ResourceClaims("default").Get(ctx, c.pod, metav1.GetOptions{})
+		must(t, err)
+		spec := fmt.Sprintf("%s-%s.json", c.driver, claim.UID)
+		if _, err := os.Stat("/var/run/cdi/" + spec); err != nil {
+			t.Errorf("%s's CDI spec before the delete: %v (have %v)", c.pod, err, cdiSpecs(t, c.driver))
+		}
+		deletePod(t, ctx, "default", c.pod)
+		poll(t, c.pod+"'s CDI spec removed", 30*time.Second, func() (bool, string) {
+			_, err := os.Stat("/var/run/cdi/" + spec)
+			return os.IsNotExist(err), fmt.Sprint(cdiSpecs(t, c.driver))
+		})
+	}
+}
