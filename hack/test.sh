@@ -2,7 +2,8 @@
 # README command 2: installs what is missing, builds (or reuses) the local
 # control plane, checks formatting and vet, runs every test (unit,
 # component, end-to-end against the real control plane), a short pass of
-# every fuzz target, and the core's benchmarks, then prints a summary.
+# every fuzz target, the core's benchmarks, the VM tier and the kubelet
+# tier, then prints a summary.
 #
 # FUZZTIME (default 10s) bounds each fuzz target; BENCH=0 skips benchmarks.
 set -euo pipefail
@@ -71,6 +72,9 @@ fi
 
 echo "== VM tier: the kernel-facing tests on a real kernel under qemu"
 hack/vm-test.sh || status=1
+
+echo "== kubelet tier: both bases as pods on a real kubelet and containerd"
+LIKEN_SKIP_DEPS=1 hack/kubelet-test.sh || status=1
 
 echo "== summary"
 grep -E '^(ok|FAIL|---|panic:)' "$log" | grep -v -- '--- PASS' || true

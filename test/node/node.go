@@ -29,7 +29,10 @@ const EnvBinDir = "LIKEN_NODE_BIN"
 
 // Options configure [Start].
 type Options struct {
-	// Name is the Node's name; empty means "tier".
+	// Name is the Node's name, which must resolve to 127.0.0.1: the API
+	// server reaches the kubelet by it (a kubelet refuses a loopback
+	// --node-ip, and its other addresses are not the loopback). Empty
+	// means "localhost".
 	Name string
 	// BinDir holds Binaries; empty means $LIKEN_NODE_BIN.
 	BinDir string
@@ -76,7 +79,7 @@ func HostRecord() string {
 // stopped and the host restored.
 func Start(ctx context.Context, c *harness.Cluster, opts Options) (*Node, error) {
 	if opts.Name == "" {
-		opts.Name = "tier"
+		opts.Name = "localhost"
 	}
 	if opts.Logf == nil {
 		opts.Logf = func(string, ...any) {}
@@ -199,7 +202,6 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 		"--config="+n.config,
 		"--kubeconfig="+n.kubeconfig,
 		"--hostname-override="+n.opts.Name,
-		"--node-ip=127.0.0.1",
 		"--cert-dir="+filepath.Join(n.opts.Dir, "kubelet-pki"),
 		// Processes here cannot lower an oom_score_adj (no
 		// CAP_SYS_RESOURCE); the kubelet's default -999 would fail.

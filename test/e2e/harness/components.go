@@ -57,10 +57,11 @@ func (c *Cluster) apiserverArgs() []string {
 		"--authorization-mode=Node,RBAC",
 		// For logs, exec and port-forward through a real kubelet: the
 		// admin certificate is its client identity, and the kubelet is
-		// reached at its InternalIP (a test kubelet states 127.0.0.1).
+		// reached by its hostname first (a test kubelet names itself
+		// localhost, which resolves to the loopback).
 		"--kubelet-client-certificate=" + filepath.Join(c.pki.dir, "admin.crt"),
 		"--kubelet-client-key=" + filepath.Join(c.pki.dir, "admin.key"),
-		"--kubelet-preferred-address-types=InternalIP,Hostname",
+		"--kubelet-preferred-address-types=Hostname,InternalIP",
 		"--allow-privileged=true",
 		"--disable-admission-plugins=" + strings.Join(disabled, ","),
 	}
