@@ -103,6 +103,7 @@ class SimState:
         self.players = {}          # (adapter, sender, path) -> {}
         self.applications = {}     # (adapter, sender, root) -> [endpoint paths]
         self.discovery = {}        # adapter path -> {sender: filter}
+        self.adapter_uuids = {}    # adapter path -> its UUIDs with no endpoint
 
     def drop_sender(self, sender):
         '''Forget what a caller registered, as bluetoothd does when the
@@ -114,12 +115,28 @@ class SimState:
         for table in (self.endpoints, self.players, self.applications):
             for key in [k for k in table if k[1] == sender]:
                 del table[key]
+        for adapter_path in list(self.discovery):
+            advertise_endpoints(adapter_path)
         for adapter_path, sessions in self.discovery.items():
             if sender in sessions:
                 del sessions[sender]
                 if not any(v is True for v in sessions.values()) and adapter_path in mockobject.objects:
                     update(mockobject.objects[adapter_path], ADAPTER_IFACE,
                            {'Discovering': dbus.Boolean(False)})
+
+
+def advertise_endpoints(adapter_path):
+    '''Set the adapter's UUIDs to its own plus the profile of every
+    media endpoint registered on it, as bluetoothd does when an endpoint
+    comes or goes: a registered A2DP source endpoint makes bluetoothd add
+    the Audio Source SDP record, and the adapter then advertises that
+    UUID (profiles/audio/media.c, src/adapter.c adapter_service_add).'''
+    adapter = mockobject.objects.get(adapter_path)
+    if adapter is None:
+        return
+    own = SIM.adapter_uuids.get(adapter_path, [])
+    hosted = sorted({v['UUID'].lower() for (a, _s, _p), v in SIM.endpoints.items() if a == adapter_path} - set(own))
+    update(adapter, ADAPTER_IFACE, {'UUIDs': dbus.Array(own + hosted, signature='s')})
 
 
 def error(name, message):
@@ -644,6 +661,7 @@ def create_adapter(name, address, overrides):
             ('UnregisterApplication', 'o', unregister_application, False)):
         native_method(adapter, MEDIA_IFACE, method, in_sig, '', func, sender=True, is_async=is_async)
     SIM.discovery[path] = {}
+    SIM.adapter_uuids[path] = [str(u) for u in props['UUIDs']]
     make_dirs(adapter_dir(adapter))
     settings = os.path.join(adapter_dir(adapter), 'settings')
     if not os.path.exists(settings):
@@ -763,6 +781,7 @@ def register_endpoint(adapter, endpoint, properties, sender=None):
     if key in SIM.endpoints:
         raise error(ERR + 'AlreadyExists', 'Already Exists')
     SIM.endpoints[key] = {'UUID': str(properties['UUID']), 'Codec': int(properties['Codec'])}
+    advertise_endpoints(adapter.path)
 
 
 def unregister_endpoint(adapter, endpoint, sender=None):
@@ -770,6 +789,7 @@ def unregister_endpoint(adapter, endpoint, sender=None):
     if key not in SIM.endpoints:
         raise error(ERR + 'DoesNotExist', 'Does Not Exist')
     del SIM.endpoints[key]
+    advertise_endpoints(adapter.path)
 
 
 def register_player(adapter, player, properties, sender=None):
@@ -803,6 +823,7 @@ def register_application(adapter, root, options, sender=None, reply=None, fail=N
                 SIM.endpoints[(adapter.path, sender, str(path))] = {
                     'UUID': str(props.get('UUID', '')), 'Codec': int(props.get('Codec', 0))}
         SIM.applications[key] = sorted(endpoints)
+        advertise_endpoints(adapter.path)
         reply()
 
     def no_objects(_err):
@@ -819,6 +840,7 @@ def unregister_application(adapter, root, sender=None):
         raise error(ERR + 'DoesNotExist', 'Does Not Exist')
     for path in SIM.applications.pop(key):
         SIM.endpoints.pop((adapter.path, sender, path), None)
+    advertise_endpoints(adapter.path)
 
 
 # AgentManager1 methods, per caller (src/agent.c): one agent per

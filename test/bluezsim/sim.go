@@ -318,3 +318,22 @@ func Attach(address, storage string) (*Sim, error) {
 // for a command that runs it itself (python3 -m dbusmock --system
 // --template FILE -p '{"storage": DIR}').
 func Template() []byte { return template }
+
+// WaitBlueZ waits, up to timeout, until org.bluez has an owner on the
+// Sim's bus: for an attached Sim, whose simulator starts on its own.
+func (s *Sim) WaitBlueZ(ctx context.Context, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	for {
+		var owned bool
+		err := s.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, Service).Store(&owned)
+		if err == nil && owned {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("bluezsim: %s not owned after %s", Service, timeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}

@@ -82,8 +82,9 @@ patches:
               - name: operator
                 imagePullPolicy: Never
                 # No radio: the gamepad's HID device is in a sysfs laid
-                # out as the kernel lays it out, from a recording.
-                args: ["-sys-root", "/run/liken-tier/sys"]
+                # out as the kernel lays it out, from a recording, at
+                # the same path as on the host (its links are absolute).
+                args: ["-sys-root", "` + BluetoothSys + `"]
                 env:
                   - name: KUBERNETES_SERVICE_HOST
                     value: "127.0.0.1"
@@ -91,7 +92,7 @@ patches:
                     value: "%[2]d"
                 volumeMounts:
                   - name: tier-sysfs
-                    mountPath: /run/liken-tier/sys
+                    mountPath: ` + BluetoothSys + `
                     readOnly: true
             volumes:
               - name: tier-sysfs
@@ -181,9 +182,17 @@ patches:
 // returns their directories.
 func WriteOverlays(root, dir string, apiPort int) (bluetooth, audio string, err error) {
 	bluetooth, audio = filepath.Join(dir, "bluetooth"), filepath.Join(dir, "audio")
+	// kustomize takes a base by relative path only.
+	rel := func(overlay, base string) string {
+		r, err := filepath.Rel(overlay, filepath.Join(root, "deploy", base))
+		if err != nil {
+			return filepath.Join(root, "deploy", base)
+		}
+		return r
+	}
 	files := map[string]string{
-		bluetooth: fmt.Sprintf(bluetoothOverlay, filepath.Join(root, "deploy", "bluetooth"), apiPort, AdapterName, AdapterAddress),
-		audio:     fmt.Sprintf(audioOverlay, filepath.Join(root, "deploy", "audio"), apiPort),
+		bluetooth: fmt.Sprintf(bluetoothOverlay, rel(bluetooth, "bluetooth"), apiPort, AdapterName, AdapterAddress),
+		audio:     fmt.Sprintf(audioOverlay, rel(audio, "audio"), apiPort),
 	}
 	for d, content := range files {
 		if err := os.MkdirAll(d, 0o755); err != nil {

@@ -141,17 +141,14 @@ func bluetoothBase(t *testing.T, ctx context.Context) {
 		}
 	}
 
-	// Registered with the real kubelet through plugins_registry.
-	if _, err := os.Stat("/var/lib/kubelet/plugins_registry/" + bluetooth.DriverName + "-reg.sock"); err != nil {
-		entries, _ := os.ReadDir("/var/lib/kubelet/plugins_registry")
-		t.Errorf("no registration socket of %s: %v (registry holds %v)", bluetooth.DriverName, err, entries)
-	}
-
 	// The restored bond is the paired gamepad; it connects, and the
 	// operator publishes it untainted with its input node.
 	sim, err := bluezsim.Attach("unix:path="+busSocket, "")
 	must(t, err)
 	defer sim.Stop()
+	must(t, sim.WaitBlueZ(ctx, time.Minute))
+	t.Logf("FIGURE bluetooth base: apply → org.bluez owned in %s", time.Since(began).Round(time.Millisecond))
+	waitRegistered(t, bluetooth.DriverName)
 	must(t, sim.Connect(AdapterName, padAddress))
 	padDevice := bluetooth.ControllerName(pad)
 	poll(t, "gamepad published untainted", 60*time.Second, func() (bool, string) {
@@ -245,9 +242,7 @@ func audioBase(t *testing.T, ctx context.Context) {
 			}
 		}
 	}
-	if _, err := os.Stat("/var/lib/kubelet/plugins_registry/audio.liken.sh-reg.sock"); err != nil {
-		t.Errorf("no registration socket of audio.liken.sh: %v", err)
-	}
+	waitRegistered(t, "audio.liken.sh")
 	poll(t, "audio sinks published", 60*time.Second, func() (bool, string) {
 		n := len(sinks(t, ctx))
 		return n > 0, itoa(n) + " sinks"
@@ -301,3 +296,37 @@ func audioConsumer(t *testing.T, ctx context.Context) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// waitRegistered waits until the driver's registration socket is in the
+// kubelet's plugins_registry and the kubelet has connected to it.
+func waitRegistered(t testing.TB, driver string) {
+	t.Helper()
+	sock := "/var/lib/kubelet/plugins_registry/" + driver + "-reg.sock"
+	poll(t, driver+" registered with the kubelet", time.Minute, func() (bool, string) {
+		if _, err := os.Stat(sock); err != nil {
+			entries, _ := os.ReadDir("/var/lib/kubelet/plugins_registry")
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			return false, "registry holds " + strings.Join(names, ",")
+		}
+		n := registrations(t, driver)
+		return n > 0, "the kubelet has not connected to the plugin"
+	})
+}
+
+// registrations counts the kubelet's connections to the driver's DRA
+// socket after a registration (its DRA plugin manager logs each).
+func registrations(t testing.TB, driver string) int {
+	t.Helper()
+	logs, err := os.ReadFile(filepath.Join(theNode.Dir(), "kubelet.log"))
+	must(t, err)
+	n := 0
+	for _, line := range strings.Split(string(logs), "\n") {
+		if strings.Contains(line, `"Connection changed"`) && strings.Contains(line, `driverName="`+driver+`"`) && strings.Contains(line, "connected=true") {
+			n++
+		}
+	}
+	return n
+}
