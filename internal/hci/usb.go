@@ -43,7 +43,10 @@ func usbNumber(s string) (int, bool) {
 // an error naming the path if its last three elements are not bus/usb/ and
 // two three-digit numbers.
 func ParseUSBNode(path string) (USBNode, error) {
-	dev, rest := filepath.Base(path), filepath.Dir(path)
+	// Cleaned first: Base and Dir read a trailing slash differently, so
+	// "bus/usb/001/" would otherwise read as bus 1, device 1.
+	clean := filepath.Clean(path)
+	dev, rest := filepath.Base(clean), filepath.Dir(clean)
 	bus, rest := filepath.Base(rest), filepath.Dir(rest)
 	b, ok1 := usbNumber(bus)
 	d, ok2 := usbNumber(dev)
