@@ -10,7 +10,9 @@
 #
 # OUT defaults to _output/images; the binaries go to OUT/bin. VERSION
 # (default: hack/version.sh) is the release the binaries are stamped with
-# and the images' second tag beside :latest.
+# and every image's org.opencontainers.image.version label; TAG (default
+# latest, what the bases name) is the images' tag. A release sets both to
+# the git tag.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/env.sh
@@ -29,4 +31,4 @@ for cmd in audio-operator bluetooth-operator bluetooth-bondfetch bluetoothd like
 	go build -trimpath -buildvcs=false -ldflags="-s -w -X main.version=$version" -o "$out/bin/$cmd" "./cmd/$cmd"
 done
 go build -trimpath -o "$out/bin/.build-images" ./cmd/build-images
-exec "$out/bin/.build-images" -bin "$out/bin" -out "$out" -also-tag "$version" "$@"
+exec "$out/bin/.build-images" -bin "$out/bin" -out "$out" -tag "${TAG:-latest}" -version "$version" "$@"

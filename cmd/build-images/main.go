@@ -13,7 +13,11 @@
 //
 // Usage:
 //
-//	build-images -bin DIR [-out DIR] [-tag TAG] [-also-tag TAG] [-root DIR] [-epoch SECONDS] [NAME...]
+//	build-images -bin DIR [-out DIR] [-tag TAG] [-version VERSION] [-root DIR] [-epoch SECONDS] [NAME...]
+//
+// VERSION (hack/version.sh's, which hack/build-images.sh also stamps into
+// the binaries as main.version) becomes every image's
+// org.opencontainers.image.version label.
 //
 // NAMEs limit the build to those images (e.g. audio-operator). The epoch
 // (default $SOURCE_DATE_EPOCH, else 0) is every file's time and the
@@ -23,6 +27,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -36,7 +41,7 @@ func main() {
 	bin := flag.String("bin", "", "directory holding the static binaries of "+fmt.Sprint(images.Commands)+" (required)")
 	out := flag.String("out", "_output/images", "directory to write the layouts and tarballs into")
 	tag := flag.String("tag", images.DefaultTag, "tag of every image")
-	alsoTag := flag.String("also-tag", "", "a second tag of every image, such as the release name (hack/version.sh); empty: none")
+	version := flag.String("version", "", "the release the binaries carry (hack/version.sh), as every image's org.opencontainers.image.version label; empty: none")
 	root := flag.String("root", "/", "root filesystem to take PipeWire, BlueZ and the libraries from")
 	epoch := flag.Int64("epoch", defaultEpoch(), "file and creation time, seconds since 1970 (default $SOURCE_DATE_EPOCH, else 0)")
 	flag.Parse()
@@ -45,21 +50,26 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	var also []string
-	if *alsoTag != "" {
-		also = []string{*alsoTag}
-	}
-	if err := run(*bin, *out, *tag, also, *root, time.Unix(*epoch, 0), flag.Args()); err != nil {
+	if err := run(*bin, *out, *tag, *version, *root, time.Unix(*epoch, 0), flag.Args()); err != nil {
 		fmt.Fprintf(os.Stderr, "build-images: %v\n", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, out, tag string, also []string, root string, epoch time.Time, only []string) error {
+func run(bin, out, tag, version, root string, epoch time.Time, only []string) error {
 	specs := images.Specs(bin, tag)
+	if version != "" {
+		for i := range specs {
+			specs[i].Labels = maps.Clone(specs[i].Labels)
+			if specs[i].Labels == nil {
+				specs[i].Labels = map[string]string{}
+			}
+			specs[i].Labels["org.opencontainers.image.version"] = version
+		}
+	}
 	built := 0
 	for _, spec := range specs {
-		res, err := buildIfWanted(spec, only, image.Options{Root: root, Out: out, Epoch: epoch, AlsoTags: also})
+		res, err := buildIfWanted(spec, only, image.Options{Root: root, Out: out, Epoch: epoch})
 		if err != nil {
 			return err
 		}

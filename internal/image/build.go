@@ -29,11 +29,6 @@ type Options struct {
 	// Epoch is every file's modification time and the image's creation
 	// time; the zero Time means the Unix epoch.
 	Epoch time.Time
-	// AlsoTags are tags the image carries beside the one of its spec's
-	// Ref (a release name beside "latest"): the layout lists the image
-	// once more under each, and the tarball names them all. A tag the
-	// registry grammar refuses is an error; one equal to Ref's is skipped.
-	AlsoTags []string
 }
 
 // Result describes a built image.
@@ -121,23 +116,8 @@ func Build(spec Spec, opts Options) (Result, error) {
 	if err := lp.AppendImage(img, layout.WithAnnotations(annotations)); err != nil {
 		return fail(err)
 	}
-	refs := map[name.Reference]v1.Image{ref: img}
-	for _, tag := range opts.AlsoTags {
-		also, err := name.NewTag(ref.Repository.Name()+":"+tag, name.StrictValidation)
-		if err != nil {
-			return fail(fmt.Errorf("tag %q: %w", tag, err))
-		}
-		if also.String() == ref.String() {
-			continue
-		}
-		refs[also] = img
-		a := map[string]string{"org.opencontainers.image.ref.name": also.String(), "io.containerd.image.name": also.String()}
-		if err := lp.AppendImage(img, layout.WithAnnotations(a)); err != nil {
-			return fail(err)
-		}
-	}
 	res.Tarball = filepath.Join(opts.Out, res.Name+".tar")
-	if err := tarball.MultiRefWriteToFile(res.Tarball, refs); err != nil {
+	if err := tarball.WriteToFile(res.Tarball, ref, img); err != nil {
 		return fail(err)
 	}
 	res.Elapsed = time.Since(began)
