@@ -191,14 +191,14 @@ func (s sysfs) hasMisc(root, devRoot, name string, minor uint32) bool {
 // Edits are the CDI container edits that deliver nodes and nothing else:
 // each a character device at /dev/<name> with the kernel's numbers, so the
 // runtime creates it whether or not the host has the node yet. Where the
-// host's node under devRoot is that very device, its permissions and
-// owner are carried over, so a consumer's group membership works as on the
-// host.
+// host's node (seen under devRoot, the host's /dev as this process sees
+// it) is that very device, its permissions and owner are carried over, so
+// a consumer's group membership works as on the host.
 func Edits(nodes []Node, devRoot string) dra.ContainerEdits {
 	var edits dra.ContainerEdits
 	for _, n := range nodes {
 		host := filepath.Join(devRoot, n.Name)
-		dn := &cdispec.DeviceNode{Path: "/dev/" + n.Name, HostPath: host, Type: "c", Major: int64(n.Major), Minor: int64(n.Minor)}
+		dn := &cdispec.DeviceNode{Path: "/dev/" + n.Name, Type: "c", Major: int64(n.Major), Minor: int64(n.Minor)}
 		var st unix.Stat_t
 		if unix.Stat(host, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFCHR &&
 			unix.Major(st.Rdev) == n.Major && unix.Minor(st.Rdev) == n.Minor {
@@ -207,6 +207,21 @@ func Edits(nodes []Node, devRoot string) dra.ContainerEdits {
 			dn.FileMode, dn.UID, dn.GID = &mode, &uid, &gid
 		}
 		edits.DeviceNodes = append(edits.DeviceNodes, dn)
+	}
+	return edits
+}
+
+// Absent are the edits of a device that is gone, made from the edits it
+// was prepared with: the same node paths without their numbers. The
+// runtime then looks each node up on the host, finds none, and the
+// claim's next container does not start, rather than being given, by
+// number, whatever device took the number since (a USB device number and
+// an evdev minor are reused). When the device returns, the next pass
+// writes its nodes again.
+func Absent(prepared dra.ContainerEdits) dra.ContainerEdits {
+	var edits dra.ContainerEdits
+	for _, dn := range prepared.DeviceNodes {
+		edits.DeviceNodes = append(edits.DeviceNodes, &cdispec.DeviceNode{Path: dn.Path})
 	}
 	return edits
 }

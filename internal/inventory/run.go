@@ -215,6 +215,29 @@ func (d *driver) pass(logger klog.Logger) {
 	if err := d.publish(logger); err != nil {
 		logger.Error(err, "Publishing failed; the devices published before stay")
 	}
+	d.refresh(logger)
+}
+
+// refresh rewrites the CDI specs of prepared claims whose devices' nodes
+// changed since they were prepared: a USB device plugged in again in the
+// same port has the same name and a new usbfs number, a card loaded
+// again may have new minors. A device that is gone gets Absent edits.
+func (d *driver) refresh(logger klog.Logger) {
+	scan := d.current()
+	n, err := d.core.RefreshEdits(klog.NewContext(context.Background(), logger), func(device string, prepared dra.ContainerEdits) (dra.ContainerEdits, bool) {
+		found, ok := scan.Lookup(device)
+		if !ok {
+			return Absent(prepared), true
+		}
+		nodes, err := Nodes(d.cfg.SysRoot, d.cfg.DevRoot, found)
+		if err != nil {
+			return Absent(prepared), true
+		}
+		return Edits(nodes, d.cfg.DevRoot), true
+	})
+	if err != nil {
+		logger.Error(err, "Bringing prepared claims' CDI specs up to date", "rewritten", n)
+	}
 }
 
 // scan walks sysfs, logs problems that are new, and keeps the result.

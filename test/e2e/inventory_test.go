@@ -91,6 +91,10 @@ func cdiNodes(t *testing.T, dir string, claim *resourceapi.ResourceClaim, id str
 	}
 	var out []string
 	for _, n := range edits.DeviceNodes {
+		if n.Type == "" {
+			out = append(out, n.Path+" (no numbers)")
+			continue
+		}
 		out = append(out, n.Path)
 	}
 	return out
@@ -201,6 +205,13 @@ func TestInventoryDriver(t *testing.T) {
 	if n := writes() - before; n != 1 {
 		t.Errorf("%d slice writes for 1,000 network uevents and one card removal, want 1", n)
 	}
+	// The prepared claim on the card that left names its nodes without
+	// numbers, so its next container does not start with whatever device
+	// takes them.
+	waitFor(t, ctx, "the gone card's claim spec", 10*time.Second, func() (bool, string) {
+		got := cdiNodes(t, draOpts.CDIDir, soundClaim, prepareOK(t, ctx, plugin, soundClaim).CdiDeviceIds[0])
+		return len(got) == len(wantSound) && strings.HasSuffix(got[0], "(no numbers)"), fmt.Sprint(got)
+	})
 
 	// The card comes back, behind a storm of 10,000 uevents, beside a
 	// card whose class link loops and two devices named with 300
@@ -216,6 +227,8 @@ func TestInventoryDriver(t *testing.T) {
 		"link devices/platform/" + long + ".0/sound/card3/device /devices/platform/" + long + ".0",
 		"link class/sound/card3 /devices/platform/" + long + ".0/sound/card3",
 		"file devices/pci0000:00/0000:00:14.0/usb1/1-8/1-8.1/product " + strings.Repeat("Radio ", 50)[:300],
+		// The adapter, plugged in again in the same port: a new number.
+		`file devices/pci0000:00/0000:00:14.0/usb1/1-8/1-8.1/uevent "MAJOR=189\nMINOR=5\nDEVNAME=bus/usb/001/006\nDEVTYPE=usb_device"`,
 	}, "\n")), desk.Sys))
 	must(t, os.Rename(card+".gone", card))
 	before = writes()
@@ -242,6 +255,13 @@ func TestInventoryDriver(t *testing.T) {
 			}
 		}
 	}
+	// The prepared claims follow: the card's nodes are back, the adapter's
+	// claim names its new usbfs node.
+	waitFor(t, ctx, "the prepared claims' specs after the storm", 10*time.Second, func() (bool, string) {
+		sound := cdiNodes(t, draOpts.CDIDir, soundClaim, prepareOK(t, ctx, plugin, soundClaim).CdiDeviceIds[0])
+		adapter := cdiNodes(t, draOpts.CDIDir, adapterClaim, prepareOK(t, ctx, plugin, adapterClaim).CdiDeviceIds[0])
+		return slices.Equal(sound, wantSound) && adapter[0] == "/dev/bus/usb/001/006", fmt.Sprint(sound, adapter[:1])
+	})
 	for _, line := range []string{"One rescan for a burst of uevents uevents=10000", `card7: the links loop`} {
 		if !strings.Contains(logs.String(), line) {
 			t.Errorf("log has no %q", line)

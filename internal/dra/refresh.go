@@ -1,0 +1,68 @@
+package dra
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+)
+
+// EditsFunc returns the container edits a device of this driver gives
+// now, given the edits it was prepared with; ok false leaves them as they
+// are.
+type EditsFunc func(device string, prepared ContainerEdits) (edits ContainerEdits, ok bool)
+
+// RefreshEdits brings every prepared claim's CDI spec up to date with the
+// hardware: for each device of each prepared claim it asks current for
+// the device's edits now, and rewrites the spec (then the checkpoint) of
+// every claim whose edits changed. It is for hardware whose node moves
+// under a prepared claim (a USB device's usbfs node gets a new number at
+// each enumeration): the runtime reads the spec when it creates a
+// container, so the next container of the claim's pod receives the
+// current node, while a running one keeps what it has. It returns how
+// many claims were rewritten; an error names the claim whose spec or
+// record could not be written, whose old spec then stays.
+func (d *Driver) RefreshEdits(ctx context.Context, current EditsFunc) (int, error) {
+	unlock, err := d.lockState()
+	if err != nil {
+		return 0, err
+	}
+	defer unlock()
+	uids := make([]types.UID, 0, len(d.cp.body.Claims))
+	for uid := range d.cp.body.Claims {
+		uids = append(uids, uid)
+	}
+	slices.Sort(uids)
+	rewritten := 0
+	for _, uid := range uids {
+		rec := d.cp.body.Claims[uid]
+		if rec.Phase != phaseCompleted {
+			continue
+		}
+		devices := slices.Clone(rec.Devices)
+		changed := false
+		for i := range devices {
+			if edits, ok := current(devices[i].Device, devices[i].Edits); ok && !equality.Semantic.DeepEqual(edits, devices[i].Edits) {
+				devices[i].Edits, changed = edits, true
+			}
+		}
+		if !changed {
+			continue
+		}
+		if err := d.cdi.write(uid, devices); err != nil {
+			return rewritten, fmt.Errorf("dra: refresh claim %s/%s: %w", rec.Namespace, rec.Name, err)
+		}
+		next := *rec
+		next.Devices, next.Updated = devices, time.Now().UTC()
+		if err := d.cp.update(func(c map[types.UID]*claimRecord) { c[uid] = &next }); err != nil {
+			return rewritten, fmt.Errorf("dra: refresh claim %s/%s: %w", rec.Namespace, rec.Name, err)
+		}
+		rewritten++
+		klog.FromContext(ctx).Info("Prepared claim's devices changed; its CDI spec now names them", "claim", klog.KRef(rec.Namespace, rec.Name), "uid", uid)
+	}
+	return rewritten, nil
+}
