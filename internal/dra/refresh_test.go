@@ -1,0 +1,59 @@
+package dra
+
+import (
+	"os"
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
+)
+
+// RefreshEdits rewrites the spec of a claim whose device's edits changed,
+// and only that one; the new edits survive a restart (the checkpoint has
+// them) and a wiped CDI directory (rebuilt from it).
+func TestRefreshEdits(t *testing.T) {
+	f := newFixture(t)
+	for _, uid := range []string{"uid-a", "uid-b"} {
+		dev := "dev-" + uid[len(uid)-1:]
+		if res := f.prepare(claim(uid, uid, []resourceapi.DeviceRequestAllocationResult{alloc("r", testDriver, dev)}))[types.UID(uid)]; res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	moved := ContainerEdits{DeviceNodes: []*cdispec.DeviceNode{{Path: "/dev/bus/usb/001/006", Type: "c", Major: 189, Minor: 5}}}
+	n, err := f.driver.RefreshEdits(f.ctx, func(device string, prepared ContainerEdits) (ContainerEdits, bool) {
+		if device == "dev-b" {
+			return prepared, true // unchanged: no write
+		}
+		return moved, true
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("RefreshEdits rewrote %d claims (%v), want 1", n, err)
+	}
+	check := func(when string) {
+		t.Helper()
+		for uid, want := range map[string]string{"uid-a": "/dev/bus/usb/001/006", "uid-b": "/dev/input/event7"} {
+			spec, err := cdi.ReadSpec(f.specPath(uid), 0)
+			if err != nil {
+				t.Fatalf("%s: %v", when, err)
+			}
+			if got := spec.GetDevice(uid + "-dev-" + uid[len(uid)-1:]).ContainerEdits.DeviceNodes[0].Path; got != want {
+				t.Errorf("%s: claim %s names %s, want %s", when, uid, got, want)
+			}
+		}
+	}
+	check("after the refresh")
+	n, err = f.driver.RefreshEdits(f.ctx, func(device string, prepared ContainerEdits) (ContainerEdits, bool) {
+		return prepared, device == "dev-a"
+	})
+	if err != nil || n != 0 {
+		t.Errorf("a refresh with nothing new rewrote %d (%v)", n, err)
+	}
+	f.restart()
+	if err := os.RemoveAll(f.opts.CDIDir); err != nil {
+		t.Fatal(err)
+	}
+	f.restart()
+	check("after a restart over a wiped CDI directory")
+}
