@@ -30,6 +30,10 @@ var Guests = []Guest{
 	{"hid", "./internal/hid"},       // discovery of a uhid Bluetooth gamepad
 	{"hci", "./internal/hci"},       // HCIGETDEVINFO on btvirt's controllers
 	{"bluez", "./test/vm/bluez"},    // the bluetoothd entrypoint, pairing, bonds
+	// the liken.sh inventory driver's discovery over the three cards, a
+	// card's uevents, btvirt's controllers; last, since it unloads and
+	// reloads snd-aloop
+	{"inventory", "./internal/inventory"},
 }
 
 // Modules are the kernel modules staged in the initramfs (with their
