@@ -17,6 +17,10 @@ const (
 	TaintNoMonitor = DriverName + "/no-monitor"
 	// TaintNoSink (NoSchedule): PipeWire holds no node for the output.
 	TaintNoSink = DriverName + "/no-sink"
+	// TaintNoAudio (NoSchedule): the monitor behind an HDMI/DP output is
+	// present but its ELD lists no PCM format (speakers turned off in its
+	// menu, a bitstream-only receiver): a stream played there is lost.
+	TaintNoAudio = DriverName + "/no-audio"
 )
 
 // MonitorIDAttribute is the cross-driver pairing identity of the monitor
@@ -67,11 +71,15 @@ func device(e Endpoint, hasNode bool) dra.Device {
 	}
 	d := dra.Device{Name: e.Name, Attributes: attrs}
 	noMonitor := e.PCM.HasELD && !e.PCM.ELD.Valid()
-	if !hasNode || noMonitor {
+	noAudio := e.PCM.ELD.ELD != nil && !e.PCM.ELD.ELD.Audio()
+	if !hasNode || noMonitor || noAudio {
 		d.Taints = append(d.Taints, dra.Taint{Key: TaintDisconnected, Effect: dra.TaintNoExecute})
 	}
 	if noMonitor {
 		d.Taints = append(d.Taints, dra.Taint{Key: TaintNoMonitor, Effect: dra.TaintNoSchedule})
+	}
+	if noAudio {
+		d.Taints = append(d.Taints, dra.Taint{Key: TaintNoAudio, Effect: dra.TaintNoSchedule})
 	}
 	if !hasNode {
 		d.Taints = append(d.Taints, dra.Taint{Key: TaintNoSink, Effect: dra.TaintNoSchedule})

@@ -100,6 +100,8 @@ func capability(c mixer.Control) audiov1.Capability {
 func connected(e Endpoint, connType string) metav1.Condition {
 	c := metav1.Condition{Type: audiov1.ConditionConnected, Status: metav1.ConditionTrue}
 	switch {
+	case !e.Capture() && e.PCM.HasELD && e.PCM.ELD.Valid() && !e.PCM.ELD.ELD.Audio():
+		c.Reason, c.Message = ReasonMonitorPresent, "a monitor is present, and its ELD lists no PCM audio format: nothing played here is heard"
 	case !e.Capture() && e.PCM.HasELD && e.PCM.ELD.Valid():
 		c.Reason, c.Message = ReasonMonitorPresent, "the monitor's ELD is valid"
 	case !e.Capture() && e.PCM.HasELD:

@@ -6,6 +6,13 @@ import (
 	"strings"
 )
 
+// Audio reports whether the sink takes any audio: an LPCM descriptor, the
+// format every HDMI and DisplayPort audio sink must accept if it accepts
+// audio at all (CEA-861's basic audio is two-channel LPCM). A block with no descriptor, or with
+// bitstream descriptors only, describes a monitor a PCM stream cannot
+// play on.
+func (e *ELD) Audio() bool { return e.LPCMChannels() > 0 }
+
 // LPCMChannels is the highest channel count of any LPCM descriptor: the
 // most uncompressed channels the sink accepts. 0 when no descriptor is
 // LPCM (a sink that takes only bitstreams).

@@ -107,7 +107,11 @@ type ELD struct {
 // wrapping ErrInvalid naming the field for a block shorter than the fixed
 // header, longer than MaxSize, of a version other than 2 or 31, with a
 // reserved monitor-name length, with a name or descriptor running past
-// the block's end, or with no short audio descriptor.
+// the block's end. A block with no short audio descriptor is valid: a
+// monitor that is present and takes no audio (seen on monitors whose
+// speakers are off in their menu, and on some docks) says so this way,
+// and its presence and connection type are still worth reporting; Audio
+// tells it apart.
 func Parse(b []byte) (*ELD, error) {
 	if len(b) == 0 || allZero(b) {
 		return nil, ErrEmpty
@@ -143,9 +147,6 @@ func Parse(b []byte) (*ELD, error) {
 		return nil, invalid("monitor name of %d bytes runs past the end of the %d-byte block", mnl, len(b))
 	}
 	e.MonitorName = cleanName(b[FixedBytes : FixedBytes+mnl])
-	if sadCount == 0 {
-		return nil, invalid("no short audio descriptor")
-	}
 	e.SADs = make([]SAD, sadCount)
 	for i := range sadCount {
 		off := FixedBytes + mnl + 3*i

@@ -215,7 +215,6 @@ func TestParseRejects(t *testing.T) {
 		{"name past end", good[:FixedBytes+5], ErrInvalid, "monitor name of 12 bytes runs past"},
 		{"SAD past end", good[:len(good)-1], ErrInvalid, "descriptor 0 of 1 runs past"},
 		{"second SAD missing", mut(func(b []byte) []byte { b[5] = 2 << 4; return b }), ErrInvalid, "descriptor 1 of 2"},
-		{"no SAD", mut(func(b []byte) []byte { b[5] = 0; return b }), ErrInvalid, "no short audio descriptor"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e, err := Parse(tc.block)
@@ -226,6 +225,73 @@ func TestParseRejects(t *testing.T) {
 				t.Errorf("error %q does not say %q", err, tc.says)
 			}
 		})
+	}
+}
+
+// TestMonitorWithoutAudio: a present monitor whose ELD lists no audio
+// format (or only bitstreams) is a valid ELD that takes no PCM audio, in
+// both forms.
+func TestMonitorWithoutAudio(t *testing.T) {
+	b := block("U28E590")
+	b[5] |= 1 << 2 // DisplayPort
+	e, err := Parse(b)
+	if err != nil {
+		t.Fatalf("an ELD with no descriptor: %v", err)
+	}
+	if e.Audio() || e.MonitorName != "U28E590" || e.Connection != ConnDisplayPort {
+		t.Errorf("%+v: want a DisplayPort monitor U28E590 that takes no audio", e)
+	}
+	ac3 := block("AVR", [3]byte{0x15, 0x07, 0x50}) // AC-3 only
+	if e, err := Parse(ac3); err != nil || e.Audio() || len(e.SADs) != 1 {
+		t.Errorf("a bitstream-only ELD: %+v %v, want valid without PCM audio", e, err)
+	}
+	if e, err := Parse(block("TV", stereo)); err != nil || !e.Audio() {
+		t.Errorf("a stereo LPCM ELD: %+v %v, want audio", e, err)
+	}
+
+	text := bytes.Replace(readFixture(t, "forum-intel-h97-onkyo-txnr828-eld0.0.txt"), []byte("sad_count               8"), []byte("sad_count 0"), 1)
+	p, err := ParseProc(text)
+	if err != nil || p.ELD == nil || p.ELD.Audio() || p.ELD.MonitorName != "TX-NR828" {
+		t.Errorf("a proc file with sad_count 0: %+v %v, want a valid ELD without audio", p, err)
+	}
+}
+
+// TestParseProcBlocks: what `cat eld#*` prints, several files one after
+// the other, is read block by block.
+func TestParseProcBlocks(t *testing.T) {
+	onkyo := readFixture(t, "forum-intel-h97-onkyo-txnr828-eld0.0.txt")
+	lg := readFixture(t, "forum-intel-lgtv-speakers0xffff-eld3.0.txt")
+	off := readFixture(t, "alsa-devel-fiji-tb-no-monitor-eld0.0.txt")
+	var cat []byte
+	for _, f := range [][]byte{onkyo, off, lg} {
+		cat = append(append(cat, f...), '\n')
+	}
+	blocks, err := ParseProcBlocks(cat)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(blocks) != 3 {
+		t.Fatalf("%d blocks, want 3", len(blocks))
+	}
+	if blocks[0].ELD == nil || blocks[0].ELD.MonitorName != "TX-NR828" || blocks[1].ELDValid || blocks[1].MonitorPresent ||
+		blocks[2].ELD == nil || blocks[2].ELD.SpeakerAllocation != 0 {
+		t.Errorf("blocks read as %+v / %+v / %+v", blocks[0].ELD, blocks[1], blocks[2].ELD)
+	}
+	// Without the blank lines too.
+	if b, err := ParseProcBlocks(append(bytes.TrimSpace(onkyo), append([]byte("\n"), lg...)...)); err != nil || len(b) != 2 {
+		t.Errorf("two files with no blank line between: %d blocks, %v", len(b), err)
+	}
+	for name, tc := range map[string]struct {
+		text []byte
+		says string
+	}{
+		"empty":          {nil, "no monitor_present line"},
+		"text before":    {append([]byte("card 0 codec 2\n"), onkyo...), "text before the first"},
+		"a broken block": {append(append(bytes.Clone(onkyo), '\n'), bytes.Replace(lg, []byte("eld_valid"), []byte("eld_valid x\neld_validity"), 1)...), "block 2 (line"},
+	} {
+		if _, err := ParseProcBlocks(tc.text); err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("%s: %v, want an error saying %q", name, err, tc.says)
+		}
 	}
 }
 
@@ -340,7 +406,6 @@ func TestParseProcRejects(t *testing.T) {
 		{"bad version", edit("[0x2] CEA-861D", "[0x3] CEA-861D"), "eld_version 3"},
 		{"bad connection", edit("connection_type         HDMI", "connection_type VGA"), `connection_type "VGA"`},
 		{"speaker bits", edit("[0x4f]", "[0x14f]"), "bits past the ELD's seven"},
-		{"no SADs", edit("sad_count               8", "sad_count 0"), "no short audio descriptor"},
 		{"16 SADs", edit("sad_count               8", "sad_count 16"), "4-bit field"},
 		{"unbracketed", edit("[0x4f] FL/FR", "0x4f FL/FR"), "does not start with a [0x...] number"},
 		{"bad number", edit("manufacture_id          0xcb3d", "manufacture_id 0x1cb3d"), "16-bit number"},

@@ -34,7 +34,7 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if len(e.MonitorName) > MaxMonitorNameLen || len(e.SADs) == 0 || len(e.SADs) > 15 ||
+		if len(e.MonitorName) > MaxMonitorNameLen || len(e.SADs) > 15 ||
 			e.LPCMChannels() > 8 || e.SpeakerAllocation > 0x7f {
 			t.Fatalf("out of bounds: %+v", e)
 		}
@@ -85,7 +85,7 @@ func FuzzParseProc(f *testing.F) {
 			t.Fatalf("valid %v with ELD %v", p.ELDValid, p.ELD)
 		}
 		if e := p.ELD; e != nil {
-			if len(e.SADs) == 0 || len(e.SADs) > 15 || e.LPCMChannels() > 8 || e.SpeakerAllocation > 0x7f ||
+			if len(e.SADs) > 15 || e.LPCMChannels() > 8 || e.SpeakerAllocation > 0x7f ||
 				len(e.MonitorName) > MaxMonitorNameLen {
 				t.Fatalf("out of bounds: %+v", e)
 			}

@@ -110,9 +110,6 @@ func ParseProc(text []byte) (Proc, error) {
 	if len(e.MonitorName) > MaxMonitorNameLen {
 		return Proc{}, invalid("monitor_name %q is longer than %d bytes", e.MonitorName, MaxMonitorNameLen)
 	}
-	if count == 0 {
-		return Proc{}, invalid("no short audio descriptor")
-	}
 	for i := range count {
 		e.SADs = append(e.SADs, p.sad(i))
 	}
@@ -121,6 +118,54 @@ func ParseProc(text []byte) (Proc, error) {
 	}
 	out.ELD = e
 	return out, nil
+}
+
+// ParseProcBlocks reads text holding one or more proc ELD files one after
+// the other, as `cat /proc/asound/card0/eld#*` prints them (or a bug
+// report pastes them), usually with a blank line between. A block starts
+// at each monitor_present line; each is read by ParseProc. It returns the
+// blocks in order, or the first error, naming the block (1-based) and its
+// first line. Text with no monitor_present line is an error.
+func ParseProcBlocks(text []byte) ([]Proc, error) {
+	var starts []int
+	for i := 0; i < len(text); {
+		end := bytes.IndexByte(text[i:], '\n')
+		if end < 0 {
+			end = len(text) - i
+		}
+		fields := bytes.Fields(text[i : i+end])
+		if len(fields) > 0 && string(fields[0]) == "monitor_present" {
+			starts = append(starts, i)
+		}
+		i += end + 1
+	}
+	if len(starts) == 0 {
+		return nil, invalid("no monitor_present line: not an ELD file")
+	}
+	blocks := make([]Proc, 0, len(starts))
+	for n, start := range starts {
+		end := len(text)
+		if n+1 < len(starts) {
+			end = starts[n+1]
+		}
+		p, err := ParseProc(text[start:end])
+		if err != nil {
+			return nil, fmt.Errorf("block %d (line %d): %w", n+1, 1+bytes.Count(text[:start], []byte("\n")), err)
+		}
+		blocks = append(blocks, p)
+	}
+	if lead := bytes.TrimSpace(text[:starts[0]]); len(lead) > 0 {
+		return nil, invalid("text before the first monitor_present line: %q", clip(lead))
+	}
+	return blocks, nil
+}
+
+// clip shortens b for an error message.
+func clip(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "..."
+	}
+	return string(b)
 }
 
 func validKey(k string) bool {

@@ -1,0 +1,47 @@
+package audio
+
+import (
+	"testing"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// TestMonitorWithoutAudio: the DP monitor's ELD lists no audio format
+// (its speakers are off): the output is tainted so that nothing is
+// scheduled to play there, and the monitor's presence, name and the
+// connection type are still reported.
+func TestMonitorWithoutAudio(t *testing.T) {
+	eps, _ := Endpoints("kitchen", xpsCards(t))
+	live := map[string]bool{}
+	var dp *Endpoint
+	for i := range eps {
+		live[eps[i].NodeName] = true
+		if eps[i].Name == "kitchen-pci-0000-00-1f-3-hdmi-3" {
+			dp = &eps[i]
+		}
+	}
+	if dp == nil || dp.PCM.ELD.ELD == nil || !dp.PCM.ELD.ELD.Audio() {
+		t.Fatal("the recorded DP output has no monitor with audio to start from")
+	}
+	silent := *dp.PCM.ELD.ELD
+	silent.SADs = nil
+	dp.PCM.ELD.ELD = &silent
+
+	d := device(*dp, true)
+	if !hasTaint(d, TaintNoAudio) || !hasTaint(d, TaintDisconnected) || hasTaint(d, TaintNoMonitor) {
+		t.Errorf("taints %v, want no-audio and disconnected, not no-monitor", d.Taints)
+	}
+	for attr, want := range map[string]string{"connectionType": "displayport", "monitorName": "U28E590"} {
+		if v := d.Attributes[resourceapi.QualifiedName(attr)].StringValue; v == nil || *v != want {
+			t.Errorf("%s = %v, want %q", attr, v, want)
+		}
+	}
+	if _, ok := d.Attributes["lpcmChannels"]; ok {
+		t.Error("an lpcmChannels attribute for a monitor with no PCM format")
+	}
+	c := connected(*dp, "displayport")
+	if c.Status != metav1.ConditionTrue || c.Reason != ReasonMonitorPresent || c.Message == "the monitor's ELD is valid" {
+		t.Errorf("Connected = %+v, want True (present) saying it takes no audio", c)
+	}
+}
