@@ -490,6 +490,9 @@ func checkPolicy(t *testing.T, k *kube, b base) {
 		},
 	}
 	for _, tc := range cases {
+		if tc.name == "deleting liken's slice on its own node" && b.driver == harness.LikenDriver {
+			continue // the inventory driver is a liken.sh driver: that slice is its own
+		}
 		var stdin io.Reader
 		if tc.stdin != "" {
 			stdin = strings.NewReader(tc.stdin)
