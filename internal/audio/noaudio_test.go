@@ -1,7 +1,11 @@
 package audio
 
 import (
+	"strings"
 	"testing"
+
+	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
+	"github.com/liken-sh/operators/internal/pipewire"
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,5 +47,34 @@ func TestMonitorWithoutAudio(t *testing.T) {
 	c := connected(*dp, "displayport")
 	if c.Status != metav1.ConditionTrue || c.Reason != ReasonMonitorPresent || c.Message == "the monitor's ELD is valid" {
 		t.Errorf("Connected = %+v, want True (present) saying it takes no audio", c)
+	}
+}
+
+// TestNodeInErrorIsNotReady: PipeWire keeps an ALSA node whose device
+// failed to open in its error state, with the reason in info.error; the
+// endpoint's Ready condition says so with PipeWire's words.
+func TestNodeInErrorIsNotReady(t *testing.T) {
+	eps, _ := Endpoints("kitchen", xpsCards(t))
+	e := eps[0]
+	running := &pipewire.Node{Name: e.NodeName, State: pipewire.NodeStateRunning}
+	failed := &pipewire.Node{Name: e.NodeName, State: pipewire.NodeStateError, Error: "Start error: Device or resource busy"}
+	readyOf := func(n *pipewire.Node) metav1.Condition {
+		for _, c := range EndpointStatus("kitchen", e, n, nil, nil).Conditions {
+			if c.Type == audiov1.ConditionReady {
+				return c
+			}
+		}
+		t.Fatal("no Ready condition")
+		return metav1.Condition{}
+	}
+	if c := readyOf(running); c.Status != metav1.ConditionTrue {
+		t.Errorf("a running node: Ready %+v", c)
+	}
+	c := readyOf(failed)
+	if c.Status != metav1.ConditionFalse || c.Reason != ReasonNodeError || !strings.Contains(c.Message, "Device or resource busy") {
+		t.Errorf("a node in error: Ready %+v, want False, NodeError, with PipeWire's message", c)
+	}
+	if c := readyOf(nil); c.Reason != ReasonNoNode {
+		t.Errorf("no node: Ready %+v", c)
 	}
 }

@@ -2,6 +2,7 @@ package audio
 
 import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"unicode/utf8"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/alsa"
@@ -20,6 +21,7 @@ const (
 	ReasonNoDetection    = "NoDetection"
 	ReasonNodeReady      = "NodeReady"
 	ReasonNoNode         = "NoNode"
+	ReasonNodeError      = "NodeError"
 	ReasonGone           = "Gone"
 )
 
@@ -58,7 +60,7 @@ func EndpointStatus(node string, e Endpoint, n *pipewire.Node, controls []mixer.
 	if holder != nil {
 		st.Claim = &audiov1.ClaimReference{Namespace: holder.Namespace, Name: holder.Name}
 	}
-	st.Conditions = []metav1.Condition{connected(e, st.ConnectionType), ready(n != nil)}
+	st.Conditions = []metav1.Condition{connected(e, st.ConnectionType), ready(n)}
 	return st
 }
 
@@ -118,11 +120,36 @@ func connected(e Endpoint, connType string) metav1.Condition {
 	return c
 }
 
-func ready(live bool) metav1.Condition {
-	if live {
-		return metav1.Condition{Type: audiov1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonNodeReady, Message: "PipeWire holds the node"}
+// ready is whether PipeWire can play or record through the endpoint: it
+// holds the node, and the node is not in PipeWire's error state (an ALSA
+// device that failed to open, such as "Device or resource busy" when
+// another HDMI PCM holds the converter), whose message is PipeWire's own.
+func ready(n *pipewire.Node) metav1.Condition {
+	switch {
+	case n == nil:
+		return metav1.Condition{Type: audiov1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNoNode, Message: "PipeWire holds no node for this endpoint"}
+	case n.State == pipewire.NodeStateError:
+		msg := "PipeWire reports the node in error"
+		if n.Error != "" {
+			msg += ": " + n.Error
+		}
+		return metav1.Condition{Type: audiov1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNodeError, Message: clipMessage(msg)}
 	}
-	return metav1.Condition{Type: audiov1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonNoNode, Message: "PipeWire holds no node for this endpoint"}
+	return metav1.Condition{Type: audiov1.ConditionReady, Status: metav1.ConditionTrue, Reason: ReasonNodeReady, Message: "PipeWire holds the node"}
+}
+
+// clipMessage keeps a condition message within the API's 32768 bytes
+// (metav1.Condition), on a rune boundary.
+func clipMessage(s string) string {
+	const max = 32768
+	if len(s) <= max {
+		return s
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
 }
 
 // SinkStatus adds a Sink's own fields to EndpointStatus: the monitor from
