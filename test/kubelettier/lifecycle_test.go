@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/liken-sh/operators/internal/audio"
@@ -41,20 +41,46 @@ func getPod(t testing.TB, ctx context.Context, namespace, name string) *corev1.P
 	return p
 }
 
-// watchSpecs polls /var/run/cdi every 50 ms until stop is closed and
-// reports every moment one of want was missing.
+// consumerSpecs names the CDI spec files of the consumers' claims in the
+// default namespace: <driver>-<claim UID>.json, as the driver core names
+// them.
+func consumerSpecs(t testing.TB, ctx context.Context, claims map[string]string) []string {
+	t.Helper()
+	var out []string
+	for claim, driver := range claims {
+		c, err := cluster.Client().ResourceV1().ResourceClaims("default").Get(ctx, claim, metav1.GetOptions{})
+		must(t, err)
+		f := fmt.Sprintf("%s-%s.json", driver, c.UID)
+		if _, err := os.Stat("/var/run/cdi/" + f); err != nil {
+			t.Fatalf("claim %s is not prepared: %v", claim, err)
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// running are the consumers that run through the lifecycle steps, with
+// the driver of each one's claim.
+var running = map[string]string{"speaker": audio.DriverName, "gamepad2": bluetooth.DriverName}
+
+// watchSpecs polls /var/run/cdi every 50 ms until stop is called and
+// reports each spec of want that went missing, with when it was first
+// and last seen missing.
 func watchSpecs(want []string) (stop func() []string) {
 	done := make(chan struct{})
-	var mu sync.Mutex
-	var gaps []string
+	type gap struct{ first, last time.Time }
+	gaps := map[string]*gap{}
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
 			for _, f := range want {
 				if _, err := os.Stat("/var/run/cdi/" + f); err != nil {
-					mu.Lock()
-					gaps = append(gaps, time.Now().Format("15:04:05.000")+" "+f+" missing")
-					mu.Unlock()
+					now := time.Now()
+					if g := gaps[f]; g != nil {
+						g.last = now
+					} else {
+						gaps[f] = &gap{now, now}
+					}
 				}
 			}
 			select {
@@ -67,25 +93,33 @@ func watchSpecs(want []string) (stop func() []string) {
 	return func() []string {
 		close(done)
 		wg.Wait()
-		mu.Lock()
-		defer mu.Unlock()
-		return gaps
+		var out []string
+		for f, g := range gaps {
+			out = append(out, fmt.Sprintf("%s missing from %s to %s", f, g.first.Format("15:04:05.000"), g.last.Format("15:04:05.000")))
+		}
+		return out
 	}
 }
 
 // gamepadConsumer connects the gamepad and starts a consumer of it named
-// name, returning its CDI spec files.
-func gamepadConsumer(t *testing.T, ctx context.Context, name string) []string {
+// name.
+func gamepadConsumer(t *testing.T, ctx context.Context, name string) {
 	sim, err := bluezsim.Attach("unix:path="+busSocket, "")
 	must(t, err)
 	defer sim.Stop()
 	// Connected already (a running consumer) or not (a fresh bluetoothd).
 	_ = sim.Connect(AdapterName, padAddress)
-	r, _, _, _ := startConsumer(t, ctx, claimFor(name, "bluetooth-input", ""), consumerPod(name, "report", name, false))
+	// A consumer that waits for its controller to come back: a bluetooth
+	// pod replaced drops the link until the controller reconnects, and
+	// the disconnected taint (NoExecute) would otherwise evict it.
+	claim := claimFor(name, "bluetooth-input", "")
+	claim.Spec.Devices.Requests[0].Exactly.Tolerations = []resourceapi.DeviceToleration{{
+		Key: bluetooth.TaintDisconnected, Operator: resourceapi.DeviceTolerationOpExists, Effect: resourceapi.DeviceTaintEffectNoExecute,
+	}}
+	r, _, _, _ := startConsumer(t, ctx, claim, consumerPod(name, "report", name, false))
 	if r.Dev[padEventNode] == "" {
 		t.Fatalf("consumer %s has no %s", name, padEventNode)
 	}
-	return cdiSpecs(t, bluetooth.DriverName)
 }
 
 // pipewireKill kills the PipeWire daemon in the audio pod: only the
@@ -127,14 +161,12 @@ func pipewireKill(t *testing.T, ctx context.Context) {
 // plugins register again (new claims of both drivers are prepared), and
 // the running consumers keep their devices.
 func kubeletRestart(t *testing.T, ctx context.Context) {
-	audioSpecs := cdiSpecs(t, audio.DriverName)
-	btSpecs := gamepadConsumer(t, ctx, "gamepad2")
-	gaps := watchSpecs(append(slices.Clone(audioSpecs), btSpecs...))
+	gamepadConsumer(t, ctx, "gamepad2")
+	gaps := watchSpecs(consumerSpecs(t, ctx, running))
 	before := map[string]map[string]int32{
 		"speaker":  restarts(getPod(t, ctx, "default", "speaker")),
 		"gamepad2": restarts(getPod(t, ctx, "default", "gamepad2")),
 	}
-	registeredBefore := map[string]int{bluetooth.DriverName: registrations(t, bluetooth.DriverName), audio.DriverName: registrations(t, audio.DriverName)}
 	theNode.StopKubelet()
 	began := time.Now()
 	must(t, theNode.StartKubelet(ctx))
@@ -158,9 +190,9 @@ func kubeletRestart(t *testing.T, ctx context.Context) {
 		t.Errorf("prepared claims' CDI specs went missing across the kubelet restart: %v", g)
 	}
 	waitLinked(t, ctx, speakerNode, 30*time.Second)
-	for driver, n := range registeredBefore {
-		if got := registrations(t, driver); got <= n {
-			t.Errorf("the restarted kubelet has not registered %s again (%d connections logged, %d before)", driver, got, n)
+	for _, driver := range []string{bluetooth.DriverName, audio.DriverName} {
+		if registrations(t, driver) == 0 {
+			t.Errorf("the restarted kubelet has not registered %s again (%s)", driver, theNode.KubeletLog())
 		}
 	}
 }
@@ -175,12 +207,14 @@ func operatorReplaced(t *testing.T, ctx context.Context) {
 			ready = containersReady(audioContainers...)
 		}
 		old := waitDaemonPod(t, ctx, app, time.Minute, "", ready)
-		specs := append(cdiSpecs(t, audio.DriverName), cdiSpecs(t, bluetooth.DriverName)...)
-		gaps := watchSpecs(specs)
+		gaps := watchSpecs(consumerSpecs(t, ctx, running))
 		began := time.Now()
 		must(t, cluster.Client().CoreV1().Pods(ns).Delete(ctx, old.Name, metav1.DeleteOptions{}))
 		waitDaemonPod(t, ctx, app, 3*time.Minute, string(old.UID), ready)
 		t.Logf("FIGURE %s pod deleted → replacement ready in %s", app, time.Since(began).Round(time.Millisecond))
+		if app == "bluetooth-operator" {
+			reconnectPad(t, ctx)
+		}
 		if g := gaps(); len(g) > 0 {
 			t.Errorf("%s replaced: prepared claims' CDI specs went missing: %v", app, g)
 		}
@@ -218,8 +252,7 @@ func rollingUpdate(t *testing.T, ctx context.Context) {
 			}
 			set = append(set, name+"="+newRef)
 		}
-		specs := append(cdiSpecs(t, audio.DriverName), cdiSpecs(t, bluetooth.DriverName)...)
-		gaps := watchSpecs(specs)
+		gaps := watchSpecs(consumerSpecs(t, ctx, running))
 		began := time.Now()
 		kubectl(t, ctx, append([]string{"-n", ns, "set", "image", "daemonset/" + ds}, set...)...)
 		var most int
@@ -245,6 +278,9 @@ func rollingUpdate(t *testing.T, ctx context.Context) {
 			return done && len(list.Items) == 1, strings.Join(states, "; ")
 		})
 		t.Logf("FIGURE %s rolling update to new tags: %s", ds, time.Since(began).Round(time.Millisecond))
+		if ds == "bluetooth-operator" {
+			reconnectPad(t, ctx)
+		}
 		if most > 1 {
 			t.Errorf("%s: %d pods ran at once during the update (maxSurge 0)", ds, most)
 		}
@@ -276,4 +312,21 @@ func unprepareOnDelete(t *testing.T, ctx context.Context) {
 			return os.IsNotExist(err), fmt.Sprint(cdiSpecs(t, c.driver))
 		})
 	}
+}
+
+// reconnectPad connects the gamepad again once a new bluetooth pod's
+// simulator owns org.bluez, as a controller reconnects to a restarted
+// bluetoothd, and waits until it is published untainted.
+func reconnectPad(t testing.TB, ctx context.Context) {
+	t.Helper()
+	sim, err := bluezsim.Attach("unix:path="+busSocket, "")
+	must(t, err)
+	defer sim.Stop()
+	must(t, sim.WaitBlueZ(ctx, time.Minute))
+	poll(t, "the gamepad reconnected", 30*time.Second, func() (bool, string) {
+		if err := sim.Connect(AdapterName, padAddress); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	})
 }

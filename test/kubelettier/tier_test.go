@@ -316,11 +316,11 @@ func waitRegistered(t testing.TB, driver string) {
 	})
 }
 
-// registrations counts the kubelet's connections to the driver's DRA
-// socket after a registration (its DRA plugin manager logs each).
+// registrations counts the latest kubelet's connections to the driver's
+// DRA socket after a registration (its DRA plugin manager logs each).
 func registrations(t testing.TB, driver string) int {
 	t.Helper()
-	logs, err := os.ReadFile(filepath.Join(theNode.Dir(), "kubelet.log"))
+	logs, err := os.ReadFile(theNode.KubeletLog())
 	must(t, err)
 	n := 0
 	for _, line := range strings.Split(string(logs), "\n") {

@@ -56,6 +56,8 @@ type Node struct {
 	mu         sync.Mutex
 	containerd *child.Process
 	kubelet    *child.Process
+	kubeletLog string
+	starts     int
 	stopOnce   sync.Once
 }
 
@@ -197,7 +199,13 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 	}
 	n.mu.Unlock()
 	began := time.Now()
-	p, err := child.Start(filepath.Join(n.opts.Dir, "kubelet.log"), n.env(),
+	n.starts++
+	logName := "kubelet.log"
+	if n.starts > 1 {
+		logName = fmt.Sprintf("kubelet.%d.log", n.starts)
+	}
+	n.kubeletLog = filepath.Join(n.opts.Dir, logName)
+	p, err := child.Start(n.kubeletLog, n.env(),
 		filepath.Join(n.opts.BinDir, "kubelet"),
 		"--config="+n.config,
 		"--kubeconfig="+n.kubeconfig,
@@ -248,6 +256,10 @@ func (n *Node) StopKubelet() {
 		p.Stop()
 	}
 }
+
+// KubeletLog returns the log of the kubelet's latest start: kubelet.log,
+// then kubelet.2.log and so on in Dir.
+func (n *Node) KubeletLog() string { return n.kubeletLog }
 
 // Name returns the Node's name.
 func (n *Node) Name() string { return n.opts.Name }
