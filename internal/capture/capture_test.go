@@ -12,6 +12,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/captureapi"
 	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/capturetest"
 	"github.com/liken-sh/operators/test/pwtest"
 )
 
@@ -40,7 +41,7 @@ func sinkOutput() pipewire.Output {
 type world struct {
 	pw     *pwtest.Daemons
 	ts     *testServer
-	ca     *testCA
+	ca     *capturetest.CA
 	client *http.Client
 }
 
@@ -55,9 +56,9 @@ func newWorld(t *testing.T, cfg Config) *world {
 	pw := startPipeWire(t)
 	cfg.Remote = pw.Remote()
 	ts := startServer(t, cfg, staticReviewer(testToken))
-	ca := newCA(t, "audio-api CA")
-	crt, key := ca.leaf(t, ServerName)
-	writeSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt, FileKey: key, FileCA: ca.pem})
+	ca := capturetest.NewCA(t, "audio-api CA")
+	crt, key := ca.Leaf(t, ServerName)
+	capturetest.WriteSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt, FileKey: key, FileCA: ca.PEM})
 	if err := ts.Certificates().Load(); err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,7 @@ const CallerServiceAccount = "audio-api"
 // coreutils).
 const (
 	DefaultPwRecord = "/usr/bin/pw-record"
+	DefaultPwDump   = "/usr/bin/pw-dump"
 	DefaultFlac     = "/usr/bin/flac"
 	DefaultOpusenc  = "/usr/bin/opusenc"
 	// DefaultStdbuf is coreutils' stdbuf(1) preload library: with
@@ -113,7 +114,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			if !filepath.IsAbs(d) {
 				return Config{}, fmt.Errorf("%s=%q is not an absolute path", k, d)
 			}
-			c.Remote.RuntimeDir = d
+			c.Remote.RuntimeDir, c.Remote.PWDump = d, DefaultPwDump
 			break
 		}
 	}

@@ -2,19 +2,12 @@ package capture
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,82 +17,8 @@ import (
 
 	"github.com/liken-sh/operators/internal/captureapi"
 	"github.com/liken-sh/operators/internal/metricsserver"
+	"github.com/liken-sh/operators/test/capturetest"
 )
-
-// testCA is a CA that signs capture leaves, as audio-api's does.
-type testCA struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newCA(t testing.TB, name string) *testCA {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &testCA{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-}
-
-// leaf returns a PEM certificate and key for names, signed by ca.
-func (ca *testCA) leaf(t testing.TB, names ...string) (certPEM, keyPEM []byte) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
-}
-
-// writeSecretVolume updates dir as the kubelet updates a Secret volume
-// (pkg/volume/util/atomic_writer.go): the files go into a fresh
-// timestamped directory, "..data" is swapped to it by a rename, and each
-// file name is a symlink through "..data".
-func writeSecretVolume(t testing.TB, dir string, files map[string][]byte) {
-	t.Helper()
-	ts := filepath.Join(dir, ".."+strconv.FormatInt(time.Now().UnixNano(), 10))
-	if err := os.Mkdir(ts, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range files {
-		if err := os.WriteFile(filepath.Join(ts, name), b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tmp := filepath.Join(dir, "..data_tmp")
-	_ = os.Remove(tmp)
-	if err := os.Symlink(filepath.Base(ts), tmp); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "..data")); err != nil {
-		t.Fatal(err)
-	}
-	for name := range files {
-		link := filepath.Join(dir, name)
-		if _, err := os.Lstat(link); err != nil {
-			if err := os.Symlink(filepath.Join("..data", name), link); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
-}
 
 // staticReviewer accepts one token.
 type staticReviewer string
@@ -152,13 +71,13 @@ func startServer(t testing.TB, cfg Config, reviewer Reviewer) *testServer {
 
 // client returns an HTTP client that trusts ca (nil: any certificate) and
 // verifies ServerName, as audio-api dials the container.
-func (ts *testServer) client(ca *testCA) *http.Client {
+func (ts *testServer) client(ca *capturetest.CA) *http.Client {
 	cfg := &tls.Config{ServerName: ServerName}
 	if ca == nil {
 		cfg.InsecureSkipVerify = true
 	} else {
 		pool := x509.NewCertPool()
-		pool.AddCert(ca.cert)
+		pool.AddCert(ca.Cert)
 		cfg.RootCAs = pool
 	}
 	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}

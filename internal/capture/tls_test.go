@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/liken-sh/operators/test/capturetest"
 )
 
 // served returns the leaf the server presents.
@@ -68,9 +70,9 @@ func TestLeafReload(t *testing.T) {
 	}
 
 	// The kubelet fills the optional volume once audio-api has minted.
-	ca := newCA(t, "audio-api CA")
-	crt, key := ca.leaf(t, ServerName)
-	writeSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt, FileKey: key, FileCA: ca.pem})
+	ca := capturetest.NewCA(t, "audio-api CA")
+	crt, key := ca.Leaf(t, ServerName)
+	capturetest.WriteSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt, FileKey: key, FileCA: ca.PEM})
 	waitFor(t, "the leaf served", func() bool { return served(t, ts.addr).Issuer.CommonName == "audio-api CA" })
 	w.client = ts.client(ca)
 	if got := status(t, w.client, ts.url("/readyz")); got != 200 {
@@ -82,9 +84,9 @@ func TestLeafReload(t *testing.T) {
 	first := served(t, ts.addr).SerialNumber
 
 	// A leaf signed by another CA, beside the old ca.crt, is refused.
-	other := newCA(t, "someone else's CA")
-	crt2, key2 := other.leaf(t, ServerName)
-	writeSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt2, FileKey: key2, FileCA: ca.pem})
+	other := capturetest.NewCA(t, "someone else's CA")
+	crt2, key2 := other.Leaf(t, ServerName)
+	capturetest.WriteSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt2, FileKey: key2, FileCA: ca.PEM})
 	waitFor(t, "the refusal counted", func() bool {
 		return testutil.ToFloat64(ts.m.failures.WithLabelValues(reasonCertificate)) == 1
 	})
@@ -95,14 +97,14 @@ func TestLeafReload(t *testing.T) {
 		t.Errorf("Load: %v", err)
 	}
 	// A key that is not the certificate's, and a leaf for another name.
-	_, key3 := ca.leaf(t, ServerName)
-	crt4, key4 := ca.leaf(t, "audio-api")
+	_, key3 := ca.Leaf(t, ServerName)
+	crt4, key4 := ca.Leaf(t, "audio-api")
 	for name, files := range map[string]map[string][]byte{
-		"mismatched key": {FileCert: crt, FileKey: key3, FileCA: ca.pem},
-		"another name":   {FileCert: crt4, FileKey: key4, FileCA: ca.pem},
+		"mismatched key": {FileCert: crt, FileKey: key3, FileCA: ca.PEM},
+		"another name":   {FileCert: crt4, FileKey: key4, FileCA: ca.PEM},
 	} {
 		dir := t.TempDir()
-		writeSecretVolume(t, dir, files)
+		capturetest.WriteSecretVolume(t, dir, files)
 		c, _ := NewCertificates(dir, nil)
 		if err := c.Load(); err == nil || c.Minted() {
 			t.Errorf("%s: loaded", name)
@@ -115,8 +117,8 @@ func TestLeafReload(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("tap: %d", resp.StatusCode)
 	}
-	crt5, key5 := ca.leaf(t, ServerName)
-	writeSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt5, FileKey: key5, FileCA: ca.pem})
+	crt5, key5 := ca.Leaf(t, ServerName)
+	capturetest.WriteSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt5, FileKey: key5, FileCA: ca.PEM})
 	waitFor(t, "the rotated leaf served", func() bool { return served(t, ts.addr).SerialNumber.Cmp(first) != 0 })
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()

@@ -45,8 +45,12 @@ var spaPlugins = []string{"support", "alsa", "audioconvert", "audiomixer", "cont
 
 // AudioOperator is the image every container of the audio pod runs
 // (deploy/audio/operator.yaml): /usr/local/bin/audio-operator, whose modes
-// run PipeWire, WirePlumber and pw-dump from /usr/bin, and the tools the
-// capture mode runs (pw-record, flac, opusenc). There is no shell.
+// run PipeWire, WirePlumber and pw-dump from /usr/bin; beside it
+// /usr/local/bin/audio-capture, which the capture mode executes (a binary
+// of its own, so the capture container's memory is not the operator's),
+// and the tools it runs: pw-record, flac, opusenc, and coreutils'
+// libstdbuf.so, preloaded into the encoders so their output is not held
+// in stdio buffers. There is no shell.
 //
 // Configuration: PipeWire's and WirePlumber's stock files, the image's
 // own fragments (pipewire.BakedFiles: the main-embedded profile without
@@ -61,11 +65,11 @@ func AudioOperator(bin, tag string) image.Spec {
 	}
 	return with(image.Spec{
 		Ref: ref("audio-operator", tag),
-		Add: []image.Add{goBinary(bin, "audio-operator", "audio-operator")},
+		Add: []image.Add{goBinary(bin, "audio-operator", "audio-operator"), goBinary(bin, "audio-capture", "audio-capture")},
 		Paths: []string{
 			"/usr/bin/pipewire", "/usr/bin/wireplumber",
 			"/usr/bin/pw-dump", "/usr/bin/pw-cli", "/usr/bin/pw-cat", "/usr/bin/pw-record", "/usr/bin/wpctl",
-			"/usr/bin/flac", "/usr/bin/opusenc",
+			"/usr/bin/flac", "/usr/bin/opusenc", "/usr/libexec/coreutils/libstdbuf.so",
 		},
 		Trees: []image.Tree{
 			{Path: pipewireModDir, Only: pipewireModules},
@@ -81,11 +85,14 @@ func AudioOperator(bin, tag string) image.Spec {
 		Files: files,
 		// The pod's volumes: the two drop-in directories, PipeWire's
 		// runtime directory, the kubelet's and CDI's directories, and the
-		// capture container's TLS Secret.
+		// capture container's TLS Secret, and the ServiceAccount token the
+		// kubelet mounts in every container (the capture container's
+		// TokenReviews use it).
 		Dirs: mountPoints(
 			"/etc/pipewire/pipewire.conf.d", "/etc/wireplumber/wireplumber.conf.d",
 			"/run/audio.liken.sh", "/run/cdi", "/run/audio-capture-tls",
 			"/var/lib/kubelet/plugins/audio.liken.sh", "/var/lib/kubelet/plugins_registry",
+			"/run/secrets/kubernetes.io/serviceaccount",
 		),
 		Entrypoint: []string{"/usr/local/bin/audio-operator"},
 		Labels:     labels("audio-operator"),

@@ -235,8 +235,8 @@ func parseNode(id uint32, rawInfo json.RawMessage) (*Node, error) {
 	n.Description = n.Props[PropDescription]
 	n.MediaClass = n.Props[PropMediaClass]
 	n.Declared = declared(n.Props)
-	n.Format = parseFormat(info.Params["Format"])
-	n.EnumFormat = parseFormat(info.Params["EnumFormat"])
+	n.Format = parseFormat(info.Params["Format"], false)
+	n.EnumFormat = parseFormat(info.Params["EnumFormat"], true)
 	n.Volume = parseVolume(info.Params["Props"])
 	return n, nil
 }
@@ -294,10 +294,11 @@ func propsText(raw map[string]json.RawMessage) (map[string]string, error) {
 	return props, nil
 }
 
-// parseFormat reads the first entry of a Format param. Params vary
+// parseFormat reads the first entry of a Format param (an EnumFormat one
+// with offer set, where a choice reads as its default). Params vary
 // between PipeWire versions and node kinds, so a field of an unexpected
 // type is left unknown rather than failing the read.
-func parseFormat(entries []json.RawMessage) *Format {
+func parseFormat(entries []json.RawMessage, offer bool) *Format {
 	for _, e := range entries {
 		var f struct {
 			MediaSubtype any `json:"mediaSubtype"`
@@ -312,8 +313,8 @@ func parseFormat(entries []json.RawMessage) *Format {
 		out := &Format{}
 		out.MediaSubtype, _ = f.MediaSubtype.(string)
 		out.SampleFormat, _ = f.Format.(string)
-		out.Rate = wholeNumber(f.Rate)
-		out.Channels = wholeNumber(f.Channels)
+		out.Rate = wholeNumber(offered(f.Rate, offer))
+		out.Channels = wholeNumber(offered(f.Channels, offer))
 		if ps, ok := f.Position.([]any); ok {
 			for _, p := range ps {
 				if s, ok := p.(string); ok {
@@ -358,6 +359,17 @@ func parseVolume(entries []json.RawMessage) *Volume {
 		}
 	}
 	return nil
+}
+
+// offered returns the default of a choice ({"default": 64, "min": 1,
+// ...}) when offer is set: what a node offers in its EnumFormat, and runs
+// with unless a stream asks otherwise. Otherwise, and for a plain value,
+// it returns v.
+func offered(v any, offer bool) any {
+	if choice, isChoice := v.(map[string]any); isChoice && offer {
+		return choice["default"]
+	}
+	return v
 }
 
 // wholeNumber returns v when it is a non-negative whole JSON number that

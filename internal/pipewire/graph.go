@@ -91,8 +91,8 @@ type Node struct {
 	// node is suspended and has none.
 	Format *Format
 	// EnumFormat is the first entry of the EnumFormat param, the formats
-	// the node offers; nil when absent. A field the node offers as a
-	// range or a choice rather than one value is 0.
+	// the node offers; nil when absent. A rate or channel count offered
+	// as a choice reads as the choice's default.
 	EnumFormat *Format
 	// Volume is the first Props param entry that carries a volume or
 	// mute; nil when there is none.

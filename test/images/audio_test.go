@@ -29,7 +29,8 @@ var pipewireEnv = []string{
 // the pipewire and wireplumber sidecars start PipeWire and WirePlumber
 // through the operator's binary; the startup probe passes; and pw-dump
 // from the image shows every declared sink and WirePlumber's policy at
-// work. The capture tools start too.
+// work. The capture tools start too, and the capture container taps a
+// declared sink (captureContainer).
 func TestAudioOperatorImage(t *testing.T) {
 	img := unpack(t, "audio-operator")
 	if got := img.config.Config.Entrypoint; len(got) != 1 || got[0] != audioOperator {
@@ -110,6 +111,15 @@ func TestAudioOperatorImage(t *testing.T) {
 	if r := client.run(t, 15*time.Second, audioOperator, "graph-answers"); r.exit != 0 {
 		t.Errorf("graph-answers with WirePlumber running: exit %d (%v)\n%s%s", r.exit, r.err, r.stdout, r.stderr)
 	}
+
+	// The capture container, tapping the declared sinks.
+	var sinks []pipewire.Output
+	for _, o := range outputs {
+		if o.Direction == pipewire.Playback {
+			sinks = append(sinks, o)
+		}
+	}
+	captureContainer(t, img, runtimeBind, sinks)
 }
 
 // checkDump returns nil when the graph has every declared output as an

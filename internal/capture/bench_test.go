@@ -1,0 +1,271 @@
+package capture
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/capturetest"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/pwtest"
+)
+
+// captureSeedMemoryRequest is the capture container's memory request in
+// deploy/audio/operator.yaml (16Mi), the idle target; its limit is 64Mi.
+const (
+	captureSeedMemoryRequest = 16 << 20
+	captureSeedMemoryLimit   = 64 << 20
+)
+
+// benchWorld is the capture container's binary as the image runs it
+// (`audio-operator capture`, which executes audio-capture), on real
+// PipeWire with the declared sink, serving a leaf, and checking tokens
+// with the real API server's TokenReview.
+type benchWorld struct {
+	cmd    *exec.Cmd
+	addr   string
+	client *http.Client
+	token  string
+	stderr *bytes.Buffer
+}
+
+var (
+	benchOnce sync.Once
+	benchW    *benchWorld
+	benchErr  error
+)
+
+func startBenchWorld(b *testing.B) *benchWorld {
+	b.Helper()
+	benchOnce.Do(func() { benchW, benchErr = newBenchWorld(b) })
+	if benchErr != nil {
+		b.Fatal(benchErr)
+	}
+	return benchW
+}
+
+func newBenchWorld(b *testing.B) (*benchWorld, error) {
+	// Not b.TempDir: the world outlives the first benchmark.
+	dir, err := os.MkdirTemp("", "capture-bench")
+	if err != nil {
+		return nil, err
+	}
+	for _, cmd := range []string{"audio-operator", "audio-capture"} {
+		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, cmd), "../../cmd/"+cmd)
+		build.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := build.CombinedOutput(); err != nil {
+			return nil, fmt.Errorf("build %s: %v\n%s", cmd, err, out)
+		}
+	}
+	ctx := context.Background()
+	cluster, err := harness.Start(ctx, harness.Options{})
+	if err != nil {
+		return nil, err
+	}
+	c := cluster.Client()
+	if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liken-system"}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	if _, err := c.CoreV1().ServiceAccounts("liken-system").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "audio-api"}}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	tr, err := c.CoreV1().ServiceAccounts("liken-system").CreateToken(ctx, "audio-api",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{Audiences: []string{Audience}}}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, err
+	}
+	pw, err := pwtest.Start(ctx, pwtest.Options{Outputs: []pipewire.Output{sinkOutput()}})
+	if err != nil {
+		return nil, err
+	}
+	tlsDir := filepath.Join(dir, "tls")
+	if err := os.Mkdir(tlsDir, 0o755); err != nil {
+		return nil, err
+	}
+	ca := capturetest.NewCA(b, "audio-api CA")
+	crt, key := ca.Leaf(b, ServerName)
+	capturetest.WriteSecretVolume(b, tlsDir, map[string][]byte{FileCert: crt, FileKey: key, FileCA: ca.PEM})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	addr := l.Addr().String()
+	l.Close()
+	w := &benchWorld{addr: addr, token: tr.Status.Token, stderr: &bytes.Buffer{}}
+	w.cmd = exec.Command(filepath.Join(dir, "audio-operator"), "capture")
+	w.cmd.Env = []string{"CAPTURE_ADDRESS=" + addr, "CAPTURE_TAPS=4", "CAPTURE_TLS_DIR=" + tlsDir,
+		"PIPEWIRE_RUNTIME_DIR=" + pw.RuntimeDir, "XDG_RUNTIME_DIR=" + pw.RuntimeDir,
+		"KUBECONFIG=" + cluster.Kubeconfig(), "POD_NAMESPACE=liken-system"}
+	w.cmd.Stderr = w.stderr
+	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := w.cmd.Start(); err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(ca.Cert)
+	w.client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: ServerName}}}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := w.client.Get("https://" + addr + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("the capture binary never became ready: %v\n%s", err, w.stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return w, nil
+}
+
+// rss reads VmRSS, RssAnon and RssFile of pid in bytes.
+func rss(pid int) (vm, anon, file int64, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), ":")
+		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+		switch k {
+		case "VmRSS":
+			vm = kb << 10
+		case "RssAnon":
+			anon = kb << 10
+		case "RssFile":
+			file = kb << 10
+		}
+	}
+	return vm, anon, file, nil
+}
+
+// cpuTime is the CPU time pid and its reaped children have used
+// (utime and stime, cutime and cstime of /proc/<pid>/stat).
+func cpuTime(pid int) (self, children time.Duration, err error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, err
+	}
+	s := string(data)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	tick := func(i ...int) time.Duration {
+		var n int64
+		for _, f := range i {
+			v, _ := strconv.ParseInt(fields[f], 10, 64)
+			n += v
+		}
+		return time.Duration(n) * time.Second / 100 // USER_HZ is 100 on Linux
+	}
+	// Fields 14-17 of proc(5), counted after pid and comm.
+	return tick(11, 12), tick(13, 14), nil
+}
+
+// BenchmarkCaptureIdleRSS runs the capture container's command as the
+// seed runs it (`audio-operator capture`, which executes the small
+// audio-capture binary in place) with the seed's environment on real
+// PipeWire, serving a leaf, and once /readyz answers samples its VmRSS
+// every 500 ms for 5 s, reporting the largest VmRSS, RssAnon and RssFile
+// in MiB. The target is the container's 16 MiB request; it fails past
+// the 64 MiB limit.
+func BenchmarkCaptureIdleRSS(b *testing.B) {
+	w := startBenchWorld(b)
+	var most, anon, file int64
+	for range b.N {
+		for range 10 {
+			vm, a, f, err := rss(w.cmd.Process.Pid)
+			if err != nil {
+				b.Fatalf("%v\n%s", err, w.stderr.String())
+			}
+			most, anon, file = max(most, vm), max(anon, a), max(file, f)
+			time.Sleep(500 * time.Millisecond)
+		}
+	}
+	if most > captureSeedMemoryLimit {
+		b.Fatalf("idle VmRSS %d bytes, past the container's limit %d", most, captureSeedMemoryLimit)
+	}
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+	b.ReportMetric(mib(most), "rss-max-MiB")
+	b.ReportMetric(mib(captureSeedMemoryRequest), "target-MiB")
+	b.ReportMetric(mib(anon), "anon-max-MiB")
+	b.ReportMetric(mib(file), "file-max-MiB")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkCaptureTap taps the sink for 10 s in WAV and in Opus through
+// the capture binary (TokenReview answered from its cache after the
+// first request) and reports, for each, the CPU the capture process and
+// its children (pw-record, the encoder) used as a fraction of one core
+// (targets 0.01 for WAV and 0.05 for Opus), the capture process's own
+// share of it, and the time from the request to the first body byte.
+func BenchmarkCaptureTap(b *testing.B) {
+	w := startBenchWorld(b)
+	pid := w.cmd.Process.Pid
+	tap := func(ext string, seconds int) (ttfb, wall, self, kids time.Duration) {
+		req, _ := http.NewRequest("GET", "https://"+w.addr+"/v1/audio/sinks/"+sinkName+"/audio."+ext+"?t=0,"+strconv.Itoa(seconds), nil)
+		req.Header.Set("Authorization", "Bearer "+w.token)
+		self0, kids0, err := cpuTime(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		resp, err := w.client.Do(req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			body, _ := io.ReadAll(resp.Body)
+			b.Fatalf("%s: %d %s", ext, resp.StatusCode, body)
+		}
+		one := make([]byte, 1)
+		if _, err := io.ReadFull(resp.Body, one); err != nil {
+			b.Fatal(err)
+		}
+		ttfb = time.Since(start)
+		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+			b.Fatalf("%s: %v", ext, err)
+		}
+		wall = time.Since(start)
+		time.Sleep(100 * time.Millisecond) // the children reaped
+		self1, kids1, _ := cpuTime(pid)
+		return ttfb, wall, self1 - self0, kids1 - kids0
+	}
+	tap("wav", 1) // warms the token cache and the graph
+	for range b.N {
+		for _, f := range []struct {
+			ext    string
+			target float64
+		}{{"wav", 0.01}, {"opus", 0.05}} {
+			ttfb, wall, self, kids := tap(f.ext, 10)
+			b.ReportMetric((self+kids).Seconds()/wall.Seconds(), f.ext+"-cores")
+			b.ReportMetric(f.target, f.ext+"-target-cores")
+			b.ReportMetric(self.Seconds()/wall.Seconds(), f.ext+"-server-cores")
+			b.ReportMetric(ttfb.Seconds()*1000, f.ext+"-first-byte-ms")
+		}
+	}
+	b.ReportMetric(0, "ns/op")
+}
