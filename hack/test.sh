@@ -68,6 +68,8 @@ if [ "${BENCH:-1}" != 0 ]; then
 	go test "${flags[@]}" -run '^$' -bench 'AudioPass16Outputs' -benchmem ./internal/audio/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 	echo "audio-operator binary's idle resident set once published, on real PipeWire declared by its own declare mode (target: rss-max under 40 MiB; seed limit 128 MiB with its pw-dump child):"
 	go test "${flags[@]}" -run '^$' -bench 'AudioOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
+	echo "capture container (audio-operator capture, which executes audio-capture) idle, then 10 s taps of a 44.1 kHz 4-channel sink on real PipeWire (targets: rss-max at most 16 MiB, its request; wav-cores 0.01 and opus-cores 0.05 of one core, recorder and encoder included; first byte through the container alone):"
+	go test "${flags[@]}" -run '^$' -bench 'Capture(IdleRSS|Tap)' -benchtime 1x ./internal/capture/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 fi
 
 echo "== VM tier: the kernel-facing tests on a real kernel under qemu"

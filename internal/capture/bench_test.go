@@ -42,11 +42,14 @@ const (
 // PipeWire with the declared sink, serving a leaf, and checking tokens
 // with the real API server's TokenReview.
 type benchWorld struct {
-	cmd    *exec.Cmd
-	addr   string
-	client *http.Client
-	token  string
-	stderr *bytes.Buffer
+	cluster *harness.Cluster
+	pw      *pwtest.Daemons
+	dir     string
+	cmd     *exec.Cmd
+	addr    string
+	client  *http.Client
+	token   string
+	stderr  *bytes.Buffer
 }
 
 var (
@@ -111,7 +114,7 @@ func newBenchWorld(b *testing.B) (*benchWorld, error) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	w := &benchWorld{addr: addr, token: tr.Status.Token, stderr: &bytes.Buffer{}}
+	w := &benchWorld{cluster: cluster, pw: pw, dir: dir, addr: addr, token: tr.Status.Token, stderr: &bytes.Buffer{}}
 	w.cmd = exec.Command(filepath.Join(dir, "audio-operator"), "capture")
 	w.cmd.Env = []string{"CAPTURE_ADDRESS=" + addr, "CAPTURE_TAPS=4", "CAPTURE_TLS_DIR=" + tlsDir,
 		"PIPEWIRE_RUNTIME_DIR=" + pw.RuntimeDir, "XDG_RUNTIME_DIR=" + pw.RuntimeDir,
@@ -268,4 +271,18 @@ func BenchmarkCaptureTap(b *testing.B) {
 		}
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// TestMain stops what the benchmarks started: the capture binary,
+// PipeWire and the control plane.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if w := benchW; w != nil {
+		_ = w.cmd.Process.Kill()
+		_ = w.cmd.Wait()
+		_ = w.pw.Stop()
+		w.cluster.Stop()
+		_ = os.RemoveAll(w.dir)
+	}
+	os.Exit(code)
 }

@@ -239,6 +239,25 @@ func (s *Server) serveTap(w http.ResponseWriter, r *http.Request, m captureapi.M
 		fail(p)
 		return
 	}
+	if t.channels > f.MaxChannels {
+		// Negotiate again among the formats that carry this node's
+		// channels: a fixed route has none left, a negotiated one may.
+		carrying := captureapi.Carrying(candidates, t.channels)
+		if len(carrying) == 0 {
+			p := captureapi.NewProblem(captureapi.ProblemNotAcceptable, "%s carries at most %d channels, and %s has %d.", f.MediaType, f.MaxChannels, t.node.Name, t.channels)
+			for _, c := range captureapi.Carrying(captureapi.Formats, t.channels) {
+				p.Acceptable = append(p.Acceptable, captureapi.Acceptable{Type: c.MediaType, Href: m.TapPath() + "." + c.Name})
+			}
+			fail(p)
+			return
+		}
+		chosen := f
+		if f, p = captureapi.Negotiate(r.Header.Values("Accept"), carrying, m.TapPath()); p != nil {
+			p.Detail += fmt.Sprintf(" (%s has %d channels; %s carries at most %d.)", t.node.Name, t.channels, chosen.MediaType, chosen.MaxChannels)
+			fail(p)
+			return
+		}
+	}
 	if p := captureapi.CheckBitrate(q.Bitrate, t.channels); p != nil {
 		fail(p)
 		return
@@ -290,7 +309,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, m captureapi.Mat
 	}()
 	var sent int64
 	var writeErr error
-	buf := make([]byte, 16<<10)
+	buf := make([]byte, 256<<10)
 	for {
 		n, err := sess.body.Read(buf)
 		if n > 0 {

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/liken-sh/operators/internal/captureapi"
 	"github.com/liken-sh/operators/internal/pipewire"
 )
@@ -173,6 +175,10 @@ func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format
 	s.stream = streamName()
 	s.rec = child(cfg.PwRecord, recorderArgs(t, s.stream), env)
 	s.rec.Stdout, s.rec.Stderr = recW, s.recErr
+	// A pipe that holds a second of any format (F_SETPIPE_SZ; 1 MiB is
+	// Linux's default /proc/sys/fs/pipe-max-size) lets the pump read in
+	// coalesced gulps without ever blocking the recorder's stream.
+	_, _ = unix.FcntlInt(recW.Fd(), unix.F_SETPIPE_SZ, recorderPipeSize)
 	err = s.rec.Start()
 	recW.Close()
 	s.recOut = recR
@@ -280,7 +286,7 @@ func (s *session) pump(src *os.File, sink io.WriteCloser) {
 			return
 		}
 	}
-	buf := make([]byte, 32<<10)
+	buf := make([]byte, 256<<10)
 	var carry int // bytes of a partial frame at the start of buf
 	started := false
 	for remaining != 0 {
@@ -309,6 +315,9 @@ func (s *session) pump(src *os.File, sink io.WriteCloser) {
 			}
 		}
 		carry = copy(buf, buf[whole:n])
+		if err == nil && n < len(buf)/2 {
+			time.Sleep(coalesce)
+		}
 		if err != nil {
 			switch {
 			case errors.Is(err, os.ErrDeadlineExceeded):
@@ -324,6 +333,15 @@ func (s *session) pump(src *os.File, sink io.WriteCloser) {
 	s.delivered = true
 	s.signalRecorder()
 }
+
+// Pump pacing: the pump reads what the recorder wrote at most every
+// coalesce, so a tap costs a few reads, writes and TLS records a second
+// rather than one per PipeWire quantum (about 43 a second at 1024
+// frames), and the body's latency stays a small fraction of a second.
+const (
+	coalesce         = 100 * time.Millisecond
+	recorderPipeSize = 1 << 20
+)
 
 // untilBegin is the time left before the span's begin.
 func (s *session) untilBegin() time.Duration {

@@ -15,6 +15,8 @@ type Format struct {
 	// Bitrate reports whether the format takes the "bitrate" query
 	// parameter.
 	Bitrate bool
+	// MaxChannels is the most channels the format carries.
+	MaxChannels int
 }
 
 // The formats, in the server's order of preference when Accept ranks
@@ -23,12 +25,14 @@ var (
 	// WAV is RIFF WAVE (RFC 2361) with 16-bit signed little-endian PCM;
 	// audio/wav is the type the IANA registry lists, the aliases are the
 	// older names clients still send.
-	WAV = Format{Name: "wav", MediaType: "audio/wav", Aliases: []string{"audio/wave", "audio/x-wav", "audio/vnd.wave"}}
-	// FLAC is a native FLAC stream (RFC 9639), registered as audio/flac.
-	FLAC = Format{Name: "flac", MediaType: "audio/flac", Aliases: []string{"audio/x-flac"}}
+	WAV = Format{Name: "wav", MediaType: "audio/wav", Aliases: []string{"audio/wave", "audio/x-wav", "audio/vnd.wave"}, MaxChannels: 1<<16 - 1}
+	// FLAC is a native FLAC stream (RFC 9639), registered as audio/flac;
+	// its frame header codes at most 8 channels (RFC 9639 §9.1.3).
+	FLAC = Format{Name: "flac", MediaType: "audio/flac", Aliases: []string{"audio/x-flac"}, MaxChannels: 8}
 	// Opus is Opus in Ogg (RFC 7845), audio/ogg with the codecs parameter
 	// of RFC 5334 §4; plain audio/ogg and audio/opus name it too.
-	Opus = Format{Name: "opus", MediaType: "audio/ogg; codecs=opus", Aliases: []string{"audio/ogg", "audio/opus"}, Bitrate: true}
+	// An Ogg Opus stream carries at most 255 channels (RFC 7845 §5.1.1).
+	Opus = Format{Name: "opus", MediaType: "audio/ogg; codecs=opus", Aliases: []string{"audio/ogg", "audio/opus"}, Bitrate: true, MaxChannels: 255}
 )
 
 // Formats are the formats a tap serves, most preferred first.
@@ -43,6 +47,18 @@ func FormatByName(name string) (Format, bool) {
 		}
 	}
 	return Format{}, false
+}
+
+// Carrying returns the formats of candidates that carry channels
+// channels, in their order.
+func Carrying(candidates []Format, channels int) []Format {
+	var out []Format
+	for _, f := range candidates {
+		if channels <= f.MaxChannels {
+			out = append(out, f)
+		}
+	}
+	return out
 }
 
 // FormatNames returns the formats' names in order of preference.
