@@ -26,12 +26,18 @@ func fakeBin(t *testing.T) string {
 func TestEverySpecAssembles(t *testing.T) {
 	bin := fakeBin(t)
 	names := map[string]bool{}
+	carried := map[string]bool{} // the commands some image carries
 	for _, spec := range Specs(bin, DefaultTag) {
 		c, err := image.Assemble(spec, "/")
 		if err != nil {
 			t.Fatalf("%s: %v", spec.Ref, err)
 		}
 		names[Name(spec)] = true
+		for _, cmd := range Commands {
+			if c.Has("/usr/local/bin/" + cmd) {
+				carried[cmd] = true
+			}
+		}
 		for _, p := range []string{spec.Entrypoint[0], "/etc/passwd", "/etc/group", "/tmp", "/proc", "/dev"} {
 			if !c.Has(p) {
 				t.Errorf("%s: no %s", spec.Ref, p)
@@ -43,8 +49,8 @@ func TestEverySpecAssembles(t *testing.T) {
 			t.Errorf("%s: no messagebus account", spec.Ref)
 		}
 	}
-	if len(names) != len(Commands) {
-		t.Fatalf("images %v", names)
+	if len(names) != len(Specs(bin, DefaultTag)) || len(carried) != len(Commands) {
+		t.Fatalf("images %v carry the commands %v of %v", names, carried, Commands)
 	}
 }
 
