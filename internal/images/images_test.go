@@ -33,9 +33,9 @@ func TestEverySpecAssembles(t *testing.T) {
 			t.Fatalf("%s: %v", spec.Ref, err)
 		}
 		names[Name(spec)] = true
-		for _, cmd := range Commands {
-			if c.Has("/usr/local/bin/" + cmd) {
-				carried[cmd] = true
+		for _, a := range spec.Add {
+			if filepath.Dir(a.Src) == bin {
+				carried[filepath.Base(a.Src)] = true
 			}
 		}
 		for _, p := range []string{spec.Entrypoint[0], "/etc/passwd", "/etc/group", "/tmp", "/proc", "/dev"} {
