@@ -409,8 +409,9 @@ func TestLiveClientsInOtherPIDNamespace(t *testing.T) {
 		t.Errorf("%d clients, want WirePlumber, pw-record and pw-dump", clients)
 	}
 
-	// The same PipeWire without the access fragment does not answer.
-	ctl, err := pwtest.Start(ctx, pwtest.Options{PIDNamespace: true, NoWirePlumber: true,
+	// The same PipeWire without the access fragment does not answer. The
+	// claim gate, a client too, would wait for it for ever: left out.
+	ctl, err := pwtest.Start(ctx, pwtest.Options{PIDNamespace: true, NoWirePlumber: true, NoGate: true,
 		LeaveOut: []string{"pipewire/pipewire.conf.d/50-pipewire-access.conf"}})
 	if err != nil {
 		t.Fatal(err)
