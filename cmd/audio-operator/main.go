@@ -8,6 +8,7 @@
 //	audio-operator graph-answers           PipeWire's startup probe
 //	audio-operator endpoints-registered    WirePlumber's probes
 //	audio-operator capture                 the capture container: executes audio-capture beside this binary
+//	audio-operator api                     audio-api, the capture API's HTTPS entry (deploy/audio/api.yaml)
 //
 // Environment (as the seed sets it): NODE_NAME, PIPEWIRE_RUNTIME_DIR and
 // XDG_RUNTIME_DIR, METRICS_ADDRESS (operator; empty: no listener),
@@ -103,7 +104,10 @@ func main() {
 	case "capture":
 		exit(execCapture(args))
 	case "api":
-		exit(fmt.Errorf("mode %q is not built yet", mode))
+		if err := ownFlags(); err != nil {
+			exit(err)
+		}
+		exit(runAPI(ctx, p))
 	default:
 		run, ok := modes.ByName[mode]
 		if !ok {

@@ -1,0 +1,283 @@
+package audioapi
+
+// Delegated authentication and authorization, as an extension API server
+// does it (the API server's --client-ca-file published in
+// kube-system/extension-apiserver-authentication, TokenReview,
+// SubjectAccessReview). k8s.io/apiserver has this as its delegating
+// authenticator and authorizer, but those link OpenTelemetry, the audit
+// machinery, the CEL compiler and component-base's global metrics
+// registry, and this package is linked into the one binary every
+// container of the audio operator's pod runs. The three API calls below
+// are what that machinery makes.
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// The ConfigMap in which the API server publishes the CA that signs the
+// client certificates it accepts (key client-ca-file).
+const (
+	AuthenticationNamespace = "kube-system"
+	AuthenticationConfigMap = "extension-apiserver-authentication"
+	clientCAKey             = "client-ca-file"
+)
+
+// tokenCacheMax bounds how long a token the TokenReview accepted is taken
+// without asking again. Refusals are never kept.
+const tokenCacheMax = 60 * time.Second
+
+// User is an authenticated caller, as the API server names it.
+type User struct {
+	Name   string
+	UID    string
+	Groups []string
+	Extra  map[string][]string
+	// Method is "x509" or "token", for logs.
+	Method string
+}
+
+// AuthError is a request that could not be authenticated: Missing when it
+// carried no credential at all, else the reason the credential was
+// refused (the API server's own words for a token).
+type AuthError struct {
+	Missing bool
+	Reason  string
+}
+
+func (e *AuthError) Error() string { return e.Reason }
+
+// Authenticator authenticates requests by client certificate (against
+// the cluster's client CA, reloaded when the ConfigMap changes) or else
+// by bearer token (TokenReview for Audience).
+type Authenticator struct {
+	Client   kubernetes.Interface
+	Audience string
+
+	clientCA atomic.Pointer[x509.CertPool]
+	mu       sync.Mutex
+	tokens   map[[32]byte]tokenEntry
+}
+
+type tokenEntry struct {
+	user    *User
+	expires time.Time
+}
+
+// Start watches the client CA ConfigMap by name until ctx ends. Without
+// it (or while the ConfigMap is absent or unreadable) no client
+// certificate is accepted and tokens still are.
+func (a *Authenticator) Start(ctx context.Context) {
+	f := informers.NewSharedInformerFactoryWithOptions(a.Client, 0,
+		informers.WithNamespace(AuthenticationNamespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", AuthenticationConfigMap).String()
+		}))
+	load := func(obj any) {
+		cm, ok := obj.(*corev1.ConfigMap)
+		if !ok {
+			return
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM([]byte(cm.Data[clientCAKey])) {
+			klog.FromContext(ctx).Info("The cluster's client CA ConfigMap holds no certificate; client certificates are refused",
+				"configMap", AuthenticationNamespace+"/"+AuthenticationConfigMap, "key", clientCAKey)
+			a.clientCA.Store(nil)
+			return
+		}
+		a.clientCA.Store(pool)
+	}
+	_, _ = f.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    load,
+		UpdateFunc: func(_, n any) { load(n) },
+		DeleteFunc: func(any) { a.clientCA.Store(nil) },
+	})
+	f.Start(ctx.Done())
+	f.WaitForCacheSync(ctx.Done())
+}
+
+// Authenticate returns the caller of r, or an *AuthError. A client
+// certificate is taken first; a certificate the client CA did not sign
+// is refused rather than passed over for a token.
+func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (*User, error) {
+	if r.TLS != nil && len(r.TLS.PeerCertificates) > 0 {
+		return a.certificate(r.TLS.PeerCertificates)
+	}
+	h := r.Header.Get("Authorization")
+	if h == "" {
+		return nil, &AuthError{Missing: true, Reason: "no credential: send a client certificate the cluster's client CA signed, or a bearer token"}
+	}
+	scheme, token, ok := strings.Cut(h, " ")
+	token = strings.TrimSpace(token)
+	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
+		return nil, &AuthError{Reason: "the Authorization header is not a bearer token"}
+	}
+	return a.token(ctx, token)
+}
+
+func (a *Authenticator) certificate(chain []*x509.Certificate) (*User, error) {
+	pool := a.clientCA.Load()
+	if pool == nil {
+		return nil, &AuthError{Reason: "client certificate refused: the cluster's client CA (" + AuthenticationNamespace + "/" + AuthenticationConfigMap + ") is not known"}
+	}
+	inter := x509.NewCertPool()
+	for _, c := range chain[1:] {
+		inter.AddCert(c)
+	}
+	leaf := chain[0]
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: pool, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		return nil, &AuthError{Reason: "client certificate refused: " + err.Error()}
+	}
+	if leaf.Subject.CommonName == "" {
+		return nil, &AuthError{Reason: "client certificate refused: it has no common name to take as the user"}
+	}
+	return &User{Name: leaf.Subject.CommonName, Groups: append(leaf.Subject.Organization, "system:authenticated"), Method: "x509"}, nil
+}
+
+func (a *Authenticator) token(ctx context.Context, token string) (*User, error) {
+	key := sha256.Sum256([]byte(token))
+	now := time.Now()
+	a.mu.Lock()
+	if e, ok := a.tokens[key]; ok && now.Before(e.expires) {
+		a.mu.Unlock()
+		return e.user, nil
+	}
+	a.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	tr, err := a.Client.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{
+		Spec: authnv1.TokenReviewSpec{Token: token, Audiences: []string{a.Audience}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("TokenReview: %w", err)
+	}
+	if !tr.Status.Authenticated {
+		reason := tr.Status.Error
+		if reason == "" {
+			reason = "the API server did not authenticate the token"
+		}
+		return nil, &AuthError{Reason: "token refused: " + reason}
+	}
+	if len(tr.Status.Audiences) > 0 && !contains(tr.Status.Audiences, a.Audience) {
+		return nil, &AuthError{Reason: fmt.Sprintf("token refused: it is not meant for audience %q", a.Audience)}
+	}
+	u := &User{Name: tr.Status.User.Username, UID: tr.Status.User.UID, Groups: tr.Status.User.Groups, Method: "token"}
+	if len(tr.Status.User.Extra) > 0 {
+		u.Extra = map[string][]string{}
+		for k, v := range tr.Status.User.Extra {
+			u.Extra[k] = v
+		}
+	}
+	expires := now.Add(tokenCacheMax)
+	if exp, ok := jwtExpiry(token); ok && exp.Before(expires) {
+		expires = exp
+	}
+	a.mu.Lock()
+	if a.tokens == nil || len(a.tokens) > 1024 {
+		a.tokens = map[[32]byte]tokenEntry{}
+	}
+	a.tokens[key] = tokenEntry{user: u, expires: expires}
+	a.mu.Unlock()
+	return u, nil
+}
+
+// jwtExpiry reads the exp claim of a JWT without checking anything: it
+// only shortens how long an accepted token is kept, never lengthens it.
+func jwtExpiry(token string) (time.Time, bool) {
+	parts := strings.Split(token, ".")
+	if len(parts) != 3 {
+		return time.Time{}, false
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return time.Time{}, false
+	}
+	var claims struct {
+		Exp int64 `json:"exp"`
+	}
+	if json.Unmarshal(payload, &claims) != nil || claims.Exp == 0 {
+		return time.Time{}, false
+	}
+	return time.Unix(claims.Exp, 0), true
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Access is one question to the authorizer: may the user get
+// resource[/subresource] named name in group audio.liken.sh.
+type Access struct {
+	Resource, Subresource, Name string
+}
+
+// String is "sinks/audio" or "sinks", the scope a 403 names.
+func (a Access) String() string {
+	if a.Subresource != "" {
+		return a.Resource + "/" + a.Subresource
+	}
+	return a.Resource
+}
+
+// Authorize asks a SubjectAccessReview whether u may `get` acc; it
+// returns the reason when refused (the authorizer's own, if it gave
+// one), and an error when the API server could not answer.
+func Authorize(ctx context.Context, client kubernetes.Interface, u *User, acc Access) (allowed bool, reason string, err error) {
+	extra := map[string]authzv1.ExtraValue{}
+	for k, v := range u.Extra {
+		extra[k] = v
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	sar, err := client.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authzv1.SubjectAccessReview{
+		Spec: authzv1.SubjectAccessReviewSpec{
+			User: u.Name, UID: u.UID, Groups: u.Groups, Extra: extra,
+			ResourceAttributes: &authzv1.ResourceAttributes{
+				Verb: "get", Group: "audio.liken.sh", Resource: acc.Resource, Subresource: acc.Subresource, Name: acc.Name,
+			},
+		},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, "", fmt.Errorf("SubjectAccessReview: %w", err)
+	}
+	if sar.Status.Allowed {
+		return true, "", nil
+	}
+	reason = sar.Status.Reason
+	if sar.Status.EvaluationError != "" {
+		reason = strings.TrimSpace(reason + " " + sar.Status.EvaluationError)
+	}
+	return false, reason, nil
+}
+
+// errNoCredential is for errors.Is on an *AuthError with Missing set.
+var errNoCredential = errors.New("no credential")
+
+// Is makes errors.Is(err, errNoCredential) true for a missing credential.
+func (e *AuthError) Is(target error) bool { return target == errNoCredential && e.Missing }

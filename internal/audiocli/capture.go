@@ -1,0 +1,167 @@
+package audiocli
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/liken-sh/operators/internal/captureapi"
+)
+
+var jsonUnmarshal = json.Unmarshal
+
+type captureOptions struct {
+	*Options
+	format  string
+	source  bool
+	time    string
+	bitrate int
+	output  string
+}
+
+func newCaptureCommand(o *Options) *cobra.Command {
+	c := &captureOptions{Options: o}
+	cmd := &cobra.Command{
+		Use:   "capture NAME",
+		Short: "Write what a Sink plays (or a Source hears) to stdout or a file",
+		Long: `Streams what the Sink NAME plays, or with --source what the Source NAME hears,
+in the format asked for, until the span given by -t ends or you press Ctrl-C.
+
+A Sink is tapped at its monitor, which is before the Sink's mute and
+volume: a muted Sink still captures what is sent to it.`,
+		Example: `  kubectl liken audio capture kitchen-pci-0000-00-1f-3-hdmi-3 > now.wav
+  kubectl liken audio capture --format opus --source desk-usb-mic -t 10,20 -o clip.opus`,
+		Args: cobra.ExactArgs(1),
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			if len(args) > 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return c.completeNames(cmd.Context(), c.source), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args[0]) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&c.format, "format", captureapi.WAV.Name, "wav, flac or opus")
+	f.BoolVar(&c.source, "source", false, "NAME is a Source (a capture input), not a Sink")
+	f.StringVarP(&c.time, "time", "t", "", "the span begin,end in seconds from now (begin at most 60), e.g. 10,20 or ,5")
+	f.IntVar(&c.bitrate, "bitrate", 0, "Opus bitrate in kbit/s (6 to 256 per channel); default: the encoder's")
+	f.StringVarP(&c.output, "output", "o", "", "write to FILE instead of stdout")
+	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return captureapi.FormatNames(), cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+// query checks the flags before anything is dialled and returns the tap's
+// format and query.
+func (c *captureOptions) query() (captureapi.Format, url.Values, error) {
+	f, ok := captureapi.FormatByName(c.format)
+	if !ok {
+		return f, nil, fmt.Errorf("--format %q: the formats are wav, flac and opus", c.format)
+	}
+	q := url.Values{}
+	if c.time != "" {
+		if _, err := captureapi.ParseTime(c.time); err != nil {
+			return f, nil, fmt.Errorf("-t %s: %v", c.time, err)
+		}
+		q.Set("t", c.time)
+	}
+	if c.bitrate != 0 {
+		if !f.Bitrate {
+			return f, nil, fmt.Errorf("--bitrate applies to --format opus only")
+		}
+		if _, err := captureapi.ParseBitrate(strconv.Itoa(c.bitrate)); err != nil {
+			return f, nil, fmt.Errorf("--bitrate: %v", err)
+		}
+		q.Set("bitrate", strconv.Itoa(c.bitrate))
+	}
+	return f, q, nil
+}
+
+func (c *captureOptions) run(ctx context.Context, name string) error {
+	f, q, err := c.query()
+	if err != nil {
+		return err
+	}
+	toStdout := c.output == "" || c.output == "-"
+	if toStdout {
+		if fd, ok := c.Out.(interface{ Fd() uintptr }); ok && term.IsTerminal(int(fd.Fd())) {
+			return errors.New("refusing to write binary audio to a terminal: redirect stdout (> now." + f.Name + ") or pass -o FILE")
+		}
+	}
+	res := captureapi.Sinks
+	if c.source {
+		res = captureapi.Sources
+	}
+
+	cl, err := c.cluster()
+	if err != nil {
+		return err
+	}
+	c.checkVersion(ctx, cl)
+	client, base, stop, err := c.apiClient(ctx, cl)
+	if err != nil {
+		return err
+	}
+	defer stop()
+
+	// Ctrl-C ends an open-ended capture cleanly: what arrived is kept.
+	ctx, cancelSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer cancelSignals()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, requestURL(base, captureapi.TapPath(res, name, &f), q), nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Accept", f.MediaType)
+	resp, err := client.Do(req)
+	if err != nil {
+		return fmt.Errorf("reaching audio-api: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return problemError(resp)
+	}
+
+	var out io.Writer = c.Out
+	var file *os.File
+	if !toStdout {
+		// Written beside the target and renamed at the end, so a failed
+		// capture leaves an existing file as it was.
+		file, err = os.CreateTemp(filepath.Dir(c.output), "."+filepath.Base(c.output)+".*")
+		if err != nil {
+			return err
+		}
+		defer os.Remove(file.Name())
+		out = file
+	}
+	n, err := io.Copy(out, resp.Body)
+	interrupted := ctx.Err() != nil && c.time == ""
+	if err != nil && !interrupted {
+		if file != nil {
+			file.Close()
+		}
+		return fmt.Errorf("%w after %d bytes: %v", errCut, n, err)
+	}
+	if file != nil {
+		if err := file.Close(); err != nil {
+			return err
+		}
+		if err := os.Rename(file.Name(), c.output); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(c.ErrOut, "%s %s: %d bytes of %s\n", res.Kind, name, n, f.MediaType)
+	return nil
+}

@@ -1,0 +1,150 @@
+package audiocli
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/cli-runtime/pkg/printers"
+	"k8s.io/client-go/dynamic"
+
+	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
+)
+
+func newListCommand(o *Options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the Sinks and Sources to capture, with their node, monitor, state and claim",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			rows, err := o.endpoints(cmd.Context())
+			if err != nil {
+				return err
+			}
+			w := printers.GetNewTabWriter(o.Out)
+			fmt.Fprintln(w, "KIND\tNAME\tNODE\tMONITOR\tSTATE\tCLAIM")
+			for _, r := range rows {
+				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.kind, r.name, dash(r.node), dash(r.monitor), r.state, dash(r.claim))
+			}
+			return w.Flush()
+		},
+	}
+}
+
+// endpoint is one row of list.
+type endpoint struct {
+	kind, name, node, monitor, state, claim string
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "<none>"
+	}
+	return s
+}
+
+func (o *Options) dynamic() (dynamic.Interface, error) {
+	rc, err := o.Kube.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	return dynamic.NewForConfig(rc)
+}
+
+// endpoints lists every Sink, then every Source, each by name.
+func (o *Options) endpoints(ctx context.Context) ([]endpoint, error) {
+	dyn, err := o.dynamic()
+	if err != nil {
+		return nil, err
+	}
+	var rows []endpoint
+	for _, k := range []struct {
+		kind string
+		list func() (*unstructured.UnstructuredList, error)
+	}{
+		{"Sink", func() (*unstructured.UnstructuredList, error) {
+			return dyn.Resource(audiov1.SinksResource).List(ctx, metav1.ListOptions{})
+		}},
+		{"Source", func() (*unstructured.UnstructuredList, error) {
+			return dyn.Resource(audiov1.SourcesResource).List(ctx, metav1.ListOptions{})
+		}},
+	} {
+		list, err := k.list()
+		if err != nil {
+			return nil, fmt.Errorf("listing %ss: %w", k.kind, err)
+		}
+		for _, it := range list.Items {
+			rows = append(rows, row(k.kind, &it))
+		}
+	}
+	return rows, nil
+}
+
+func row(kind string, u *unstructured.Unstructured) endpoint {
+	s := func(path ...string) string {
+		v, _, _ := unstructured.NestedString(u.Object, append([]string{"status"}, path...)...)
+		return v
+	}
+	e := endpoint{kind: kind, name: u.GetName(), node: s("node")}
+	if m := s("monitor", "name"); m != "" {
+		e.monitor = m
+	} else if p := s("monitor", "product"); p != "" {
+		e.monitor = p
+	}
+	if ns, n := s("claim", "namespace"), s("claim", "name"); n != "" {
+		e.claim = ns + "/" + n
+	}
+	e.state = state(u)
+	return e
+}
+
+// state reads the Connected and Ready conditions as one word.
+func state(u *unstructured.Unstructured) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	st := map[string]string{}
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		t, _ := m["type"].(string)
+		v, _ := m["status"].(string)
+		st[t] = v
+	}
+	switch {
+	case st[audiov1.ConditionConnected] == "False":
+		return "Disconnected"
+	case st[audiov1.ConditionReady] == "True":
+		return "Ready"
+	case st[audiov1.ConditionReady] == "False":
+		return "NotReady"
+	}
+	return "Unknown"
+}
+
+// completeNames lists the names of Sinks (or Sources) for shell
+// completion; a failure completes nothing.
+func (o *Options) completeNames(ctx context.Context, sources bool) []string {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	dyn, err := o.dynamic()
+	if err != nil {
+		return nil
+	}
+	gvr := audiov1.SinksResource
+	if sources {
+		gvr = audiov1.SourcesResource
+	}
+	list, err := dyn.Resource(gvr).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, it := range list.Items {
+		names = append(names, it.GetName())
+	}
+	return names
+}

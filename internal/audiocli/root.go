@@ -1,0 +1,109 @@
+// Package audiocli is kubectl-liken-audio, the kubectl plugin that lists
+// the cluster's Sinks and Sources and captures what one plays or hears
+// through audio-api (deploy/audio/api.yaml), with the caller's own
+// credentials and RBAC.
+package audiocli
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// DefaultNamespace is where deploy/audio puts the operator and audio-api.
+const DefaultNamespace = "liken-system"
+
+// Options is the plugin's state shared by its commands.
+type Options struct {
+	genericiooptions.IOStreams
+	// Kube are kubectl's standard connection flags (--kubeconfig,
+	// --context, --server, --token, ...), from k8s.io/cli-runtime.
+	Kube *genericclioptions.ConfigFlags
+	// Namespace is where the operator and audio-api run (-n).
+	Namespace string
+	// Force silences the version drift warning.
+	Force bool
+	// APIAddress, if set, is a host:port at which audio-api is dialled
+	// directly instead of through a port-forward. Hidden: for tests
+	// against a control plane with no kubelet to port-forward through.
+	APIAddress string
+	// Version is the plugin's own release.
+	Version string
+}
+
+// NewCommand returns the root command, `kubectl liken audio`, whose
+// subcommands are capture, list and completion. version is the plugin's
+// release (set at build time); streams are where it reads and writes.
+func NewCommand(version string, streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams, Version: version, Kube: genericclioptions.NewConfigFlags(true)}
+	// -n names the operator's namespace, not the context's: Sinks and
+	// Sources have none, and the context's default is rarely the
+	// operator's.
+	o.Kube.Namespace = nil
+	root := &cobra.Command{
+		Use:           "kubectl-liken-audio",
+		Short:         "Hear what a Sink plays or a Source hears, through audio-api",
+		Long:          "Lists the cluster's Sinks and Sources and captures what one plays (a Sink's monitor) or hears (a Source) as WAV, FLAC or Opus, through audio-api with your own credentials.",
+		Version:       version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		CompletionOptions: cobra.CompletionOptions{
+			DisableDefaultCmd: true,
+		},
+	}
+	root.SetVersionTemplate("kubectl-liken-audio {{.Version}}\n")
+	root.SetIn(streams.In)
+	root.SetOut(streams.Out)
+	root.SetErr(streams.ErrOut)
+	pf := root.PersistentFlags()
+	o.Kube.AddFlags(pf)
+	pf.StringVarP(&o.Namespace, "namespace", "n", DefaultNamespace, "the namespace of the audio operator and audio-api")
+	pf.BoolVar(&o.Force, "force", false, "do not warn when the operator's version differs from this plugin's")
+	pf.StringVar(&o.APIAddress, "api-address", "", "dial audio-api at host:port instead of port-forwarding (tests)")
+	_ = pf.MarkHidden("api-address")
+	root.AddCommand(newCaptureCommand(o), newListCommand(o), newCompletionCommand(root))
+	return root
+}
+
+// Execute runs the root command with args and returns the process's exit
+// status, printing any error as "error: ..." on stderr.
+func Execute(ctx context.Context, version string, streams genericiooptions.IOStreams, args []string) int {
+	cmd := NewCommand(version, streams)
+	cmd.SetArgs(args)
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+func newCompletionCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:       "completion bash|zsh|fish",
+		Short:     "Print the shell completion script (names of Sinks and Sources complete too)",
+		Long:      "Prints the completion script for bash, zsh or fish. As a kubectl plugin, install it for kubectl-liken-audio, e.g.\n  kubectl-liken-audio completion bash > /etc/bash_completion.d/kubectl-liken-audio",
+		Args:      cobra.ExactArgs(1),
+		ValidArgs: []string{"bash", "zsh", "fish"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			switch args[0] {
+			case "bash":
+				return root.GenBashCompletionV2(out, true)
+			case "zsh":
+				return root.GenZshCompletion(out)
+			case "fish":
+				return root.GenFishCompletion(out, true)
+			}
+			return fmt.Errorf("no completion for shell %q; the shells are bash, zsh and fish", args[0])
+		},
+	}
+}
+
+// warnf writes one warning line to w.
+func warnf(w io.Writer, format string, args ...any) {
+	fmt.Fprintf(w, "warning: "+format+"\n", args...)
+}
