@@ -50,6 +50,86 @@ func checkAudioResources(t *testing.T, c *harness.Cluster, k *kube) {
 	t.Run("verbs", func(t *testing.T) { checkAudioVerbs(t, k) })
 	t.Run("schema", func(t *testing.T) { checkSinkSchema(t, k) })
 	t.Run("columns", func(t *testing.T) { checkColumns(t, k) })
+	t.Run("api", func(t *testing.T) { checkAPIAccess(t, k) })
+}
+
+// checkAPIAccess asks the authorizer what audio-api's ServiceAccount, the
+// audio operator's and a person bound to audio-capture-viewer may do:
+// exactly what each needs.
+func checkAPIAccess(t *testing.T, k *kube) {
+	ctx := t.Context()
+	api := "--as=system:serviceaccount:" + namespace + ":audio-api"
+	op := "--as=system:serviceaccount:" + namespace + ":audio-operator"
+	cases := []struct {
+		as   string
+		args []string
+		want bool
+	}{
+		{api, []string{"create", "tokenreviews.authentication.k8s.io"}, true},
+		{api, []string{"create", "subjectaccessreviews.authorization.k8s.io"}, true},
+		{api, []string{"get", "sinks.audio.liken.sh/kitchen"}, true},
+		{api, []string{"get", "sources.audio.liken.sh/mic"}, true},
+		{api, []string{"list", "sinks.audio.liken.sh"}, false},
+		{api, []string{"update", "sinks.audio.liken.sh/kitchen"}, false},
+		{api, []string{"create", "events", "-n", "default"}, true},
+		{api, []string{"get", "secrets/audio-api-tls", "-n", namespace}, true},
+		{api, []string{"update", "secrets/audio-api-tls", "-n", namespace}, true},
+		{api, []string{"watch", "secrets/audio-capture-server", "-n", namespace}, true},
+		{api, []string{"update", "secrets/audio-capture-server", "-n", namespace}, true},
+		{api, []string{"create", "secrets", "-n", namespace}, true},
+		{api, []string{"get", "secrets/bond-aa-bb", "-n", namespace}, false},
+		{api, []string{"list", "secrets", "-n", namespace}, false},
+		{api, []string{"delete", "secrets/audio-api-tls", "-n", namespace}, false},
+		{api, []string{"create", "secrets", "-n", "default"}, false},
+		{api, []string{"get", "configmaps/audio-api-ca", "-n", namespace}, true},
+		{api, []string{"update", "configmaps/audio-api-ca", "-n", namespace}, true},
+		{api, []string{"get", "configmaps/other", "-n", namespace}, false},
+		{api, []string{"watch", "configmaps/extension-apiserver-authentication", "-n", "kube-system"}, true},
+		{api, []string{"get", "configmaps/kubeadm-config", "-n", "kube-system"}, false},
+		{api, []string{"list", "pods", "-n", namespace}, true},
+		{api, []string{"list", "pods", "-n", "default"}, false},
+		{api, []string{"create", "pods/portforward", "-n", namespace}, false},
+		{op, []string{"create", "tokenreviews.authentication.k8s.io"}, true},
+		{op, []string{"create", "subjectaccessreviews.authorization.k8s.io"}, false},
+		{"--as=alice", []string{"get", "sinks.audio.liken.sh/kitchen", "--subresource=audio"}, false},
+	}
+	for _, c := range cases {
+		out, err := k.run(ctx, nil, append([]string{"auth", "can-i", c.as}, c.args...)...)
+		got := strings.TrimSpace(out)
+		if (got != "yes" && got != "no") || (err == nil) != (got == "yes") {
+			t.Fatalf("can-i %s %v: %q, %v", c.as, c.args, got, err)
+		}
+		if want := map[bool]string{true: "yes", false: "no"}[c.want]; got != want {
+			t.Errorf("can-i %s %v: %s, want %s", c.as, c.args, got, want)
+		}
+	}
+
+	// The grant README.md tells a cluster owner to make.
+	if _, err := k.run(ctx, nil, "create", "clusterrolebinding", "alice-listens", "--clusterrole=audio-capture-viewer", "--user=alice"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := k.run(ctx, nil, "-n", namespace, "create", "rolebinding", "alice-listens", "--role=audio-capture-client", "--user=alice"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"get", "sinks.audio.liken.sh/kitchen", "--subresource=audio"}, "yes"},
+		{[]string{"get", "sources.audio.liken.sh/mic", "--subresource=audio"}, "yes"},
+		{[]string{"list", "sinks.audio.liken.sh"}, "yes"},
+		{[]string{"get", "sinks.audio.liken.sh/kitchen", "--subresource=status"}, "no"},
+		{[]string{"update", "sinks.audio.liken.sh/kitchen"}, "no"},
+		{[]string{"get", "configmaps/audio-api-ca", "-n", namespace}, "yes"},
+		{[]string{"create", "pods/portforward", "-n", namespace}, "yes"},
+		{[]string{"create", "pods/portforward", "-n", "default"}, "no"},
+		{[]string{"get", "secrets/audio-api-tls", "-n", namespace}, "no"},
+	} {
+		out, _ := k.run(ctx, nil, append([]string{"auth", "can-i", "--as=alice"}, c.args...)...)
+		if got := strings.TrimSpace(out); got != c.want {
+			t.Errorf("alice, bound to audio-capture-viewer: can-i %v: %s, want %s", c.args, got, c.want)
+		}
+	}
 }
 
 // endpointJSON is a Sink or Source (kind) named name, with spec unless

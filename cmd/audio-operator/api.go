@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"os"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
@@ -47,19 +48,16 @@ func runAPI(ctx context.Context, p paths) error {
 	if err != nil {
 		return err
 	}
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg := metricsserver.NewRegistry()
 	metricsserver.BuildInfo(reg, "audio-api", version)
 	ml, err := metricsserver.Listen(metricsAddr)
 	if err != nil {
 		return err
 	}
 	var ready atomic.Bool
-	go func() {
-		if err := metricsserver.ServeProbes(ctx, ml, reg, ready.Load); err != nil {
-			klog.FromContext(ctx).Error(err, "Metrics listener stopped")
-		}
-	}()
+	if ml != nil {
+		go serveProbes(ctx, ml, reg, ready.Load)
+	}
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
@@ -76,4 +74,28 @@ func envOr(name, def string) string {
 		return v
 	}
 	return def
+}
+
+// serveProbes answers /metrics, /healthz (ok while the process serves)
+// and /readyz (ok once audio-api serves, 503 before) on l until ctx ends:
+// the probes deploy/audio/api.yaml's kubelet reads, over plain HTTP.
+func serveProbes(ctx context.Context, l net.Listener, reg prometheus.Gatherer, ready func() bool) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metricsserver.Handler(reg))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !ready() {
+			http.Error(w, "not ready: the certificates or the pod informer are not settled yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	if err := srv.Serve(l); err != nil && err != http.ErrServerClosed {
+		klog.FromContext(ctx).Error(err, "Metrics listener stopped")
+	}
 }

@@ -1,0 +1,88 @@
+package captureapi
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// The OpenAPI document holds exactly the route table's paths, each with
+// get, head and options, and every path it names parses back to the route
+// it documents.
+func TestOpenAPIIsTheRouteTable(t *testing.T) {
+	var doc struct {
+		OpenAPI string                    `json:"openapi"`
+		Servers []struct{ URL string }    `json:"servers"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	if err := json.Unmarshal(OpenAPI("https://audio.example.com", "v1.2.3"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != "3.1.0" || len(doc.Servers) != 1 || doc.Servers[0].URL != "https://audio.example.com" {
+		t.Errorf("openapi %q servers %+v", doc.OpenAPI, doc.Servers)
+	}
+	if len(doc.Paths) != len(Routes) {
+		t.Errorf("%d paths documented, %d routes", len(doc.Paths), len(Routes))
+	}
+	ids := map[string]bool{}
+	for _, rt := range Routes {
+		item, ok := doc.Paths[rt.Path]
+		if !ok {
+			t.Errorf("route %s is not documented", rt.Path)
+			continue
+		}
+		for _, method := range []string{"get", "head", "options"} {
+			op, ok := item[method].(map[string]any)
+			if !ok {
+				t.Errorf("%s has no %s operation", rt.Path, method)
+				continue
+			}
+			id, _ := op["operationId"].(string)
+			if id == "" || ids[id] {
+				t.Errorf("%s %s: operationId %q missing or repeated", method, rt.Path, id)
+			}
+			ids[id] = true
+		}
+		resp := item["get"].(map[string]any)["responses"].(map[string]any)
+		if _, ok := resp["200"]; !ok {
+			t.Errorf("%s documents no 200", rt.Path)
+		}
+		path := strings.ReplaceAll(rt.Path, "{name}", "kitchen-hdmi-3")
+		m, p := ParsePath(path)
+		if p != nil || m.Route.Path != rt.Path {
+			t.Errorf("documented path %s parses to %+v, %v", path, m.Route, p)
+		}
+	}
+	for p := range doc.Paths {
+		if !slices.ContainsFunc(Routes, func(r Route) bool { return r.Path == p }) {
+			t.Errorf("documented path %s is no route", p)
+		}
+	}
+}
+
+func TestDiscoveryNamesEveryResource(t *testing.T) {
+	var doc struct {
+		Resources []struct {
+			Name, Self string
+			Aspects    map[string]struct {
+				Template   string
+				MediaTypes []string
+				Redirects  bool
+			}
+		}
+		OpenAPI string
+	}
+	if err := json.Unmarshal(Discovery(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	if doc.OpenAPI != OpenAPIPath || len(doc.Resources) != len(Resources) {
+		t.Fatalf("discovery %+v", doc)
+	}
+	for i, r := range doc.Resources {
+		a := r.Aspects[Aspect]
+		if r.Name != Resources[i].Plural || a.Template != Root+"/"+r.Name+"/{name}/audio{.ext}{?t,bitrate}" || len(a.MediaTypes) != len(Formats) || a.Redirects {
+			t.Errorf("resource %+v", r)
+		}
+	}
+}
