@@ -1,0 +1,252 @@
+package e2e
+
+import (
+	"context"
+	"crypto"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	authnv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+
+	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
+	"github.com/liken-sh/operators/internal/audioapi"
+	"github.com/liken-sh/operators/test/e2e/harness"
+)
+
+// asAudioAPI is a REST config that acts as audio-api's ServiceAccount, so
+// audio-api runs with exactly the rules of deploy/audio/api.yaml.
+func asAudioAPI(c *harness.Cluster) *rest.Config {
+	cfg := c.RESTConfig()
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:liken-system:audio-api",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:liken-system", "system:authenticated"},
+	}
+	return cfg
+}
+
+// serviceAccountToken creates (if needed) the ServiceAccount ns/name and
+// returns a token for audience, as the kubelet projects one.
+func serviceAccountToken(t *testing.T, ctx context.Context, c *harness.Cluster, ns, name, audience string) string {
+	t.Helper()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if _, err := c.Client().CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+	tr, err := c.Client().CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{
+		Spec: authnv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	return tr.Status.Token
+}
+
+// expiredToken is a token for the ServiceAccount ns/name signed with the
+// cluster's own service-account key, well formed in every way but its
+// expiry, an hour ago.
+func expiredToken(t *testing.T, ctx context.Context, c *harness.Cluster, ns, name, audience string) string {
+	t.Helper()
+	sa, err := c.Client().CoreV1().ServiceAccounts(ns).Get(ctx, name, metav1.GetOptions{})
+	must(t, err)
+	data, err := os.ReadFile(filepath.Join(c.Dir(), "pki", "sa.key"))
+	must(t, err)
+	b, _ := pem.Decode(data)
+	k, err := x509.ParsePKCS8PrivateKey(b.Bytes)
+	must(t, err)
+	key := k.(*rsa.PrivateKey)
+	enc := func(v any) string {
+		j, _ := json.Marshal(v)
+		return base64.RawURLEncoding.EncodeToString(j)
+	}
+	now := time.Now()
+	head := enc(map[string]any{"alg": "RS256", "typ": "JWT"})
+	body := enc(map[string]any{
+		"iss": "https://kubernetes.default.svc", "aud": []string{audience},
+		"sub": "system:serviceaccount:" + ns + ":" + name,
+		"iat": now.Add(-2 * time.Hour).Unix(), "nbf": now.Add(-2 * time.Hour).Unix(), "exp": now.Add(-time.Hour).Unix(),
+		"kubernetes.io": map[string]any{"namespace": ns, "serviceaccount": map[string]any{"name": name, "uid": string(sa.UID)}},
+	})
+	sum := sha256.Sum256([]byte(head + "." + body))
+	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
+	must(t, err)
+	return head + "." + body + "." + base64.RawURLEncoding.EncodeToString(sig)
+}
+
+// bindViewer binds ClusterRole audio-capture-viewer to the ServiceAccount
+// ns/name, as a cluster owner does to let someone listen.
+func bindViewer(t *testing.T, ctx context.Context, c *harness.Cluster, ns, name string) {
+	t.Helper()
+	_, err := c.Client().RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-listens"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "audio-capture-viewer"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: name}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+}
+
+// createEndpoint creates a Sink or Source named name whose status names
+// node (none when node is empty), as the audio operator would.
+func createEndpoint(t *testing.T, ctx context.Context, dyn dynamic.Interface, kind, name, node string) {
+	t.Helper()
+	gvr := audiov1.SinksResource
+	if kind == "Source" {
+		gvr = audiov1.SourcesResource
+	}
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": audiov1.GroupVersion.String(), "kind": kind, "metadata": map[string]any{"name": name},
+	}}
+	created, err := dyn.Resource(gvr).Create(ctx, obj, metav1.CreateOptions{})
+	must(t, err)
+	if node == "" {
+		return
+	}
+	created.Object["status"] = map[string]any{"node": node, "connectionType": "hdmi"}
+	_, err = dyn.Resource(gvr).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	must(t, err)
+}
+
+// fakeOperatorPod creates the audio operator's pod on node as the
+// DaemonSet would, and writes the status a kubelet would once its capture
+// container runs: Running, ready, with pod IP 127.0.0.1 and the capture
+// port at port.
+func fakeOperatorPod(t *testing.T, ctx context.Context, c *harness.Cluster, ns, name, node string, port int) {
+	t.Helper()
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "audio-operator"}},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{
+			{Name: "operator", Image: "ghcr.io/liken-sh/audio-operator:latest"},
+			{Name: "capture", Image: "ghcr.io/liken-sh/audio-operator:latest", Args: []string{"capture"},
+				Ports: []corev1.ContainerPort{{Name: "capture", ContainerPort: int32(port)}}},
+		}},
+	}
+	created, err := c.Client().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	must(t, err)
+	now := metav1.Now()
+	created.Status = corev1.PodStatus{
+		Phase: corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}},
+		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
+		ContainerStatuses: []corev1.ContainerStatus{
+			{Name: "capture", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}},
+			{Name: "operator", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}},
+		},
+	}
+	_, err = c.Client().CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
+	must(t, err)
+}
+
+// startAudioAPI runs audioapi.Serve on a loopback port until the test
+// ends, and returns its address.
+func startAudioAPI(t *testing.T, ctx context.Context, cfg audioapi.Config) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	must(t, err)
+	ready := make(chan struct{})
+	cfg.Ready = func() { close(ready) }
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- audioapi.Serve(ctx, cfg, lis) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("audio-api: %v", err)
+		}
+	})
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("audio-api did not start: %v", err)
+	case <-time.After(60 * time.Second):
+		t.Fatal("audio-api did not start within 60 s")
+	}
+	return lis.Addr().String()
+}
+
+// clientFor is an HTTPS client that trusts audio-api's CA (as published
+// in ConfigMap audio-api-ca of ns) and verifies its Service name.
+func clientFor(t *testing.T, ctx context.Context, c *harness.Cluster, ns string, cert *tls.Certificate) *http.Client {
+	t.Helper()
+	cm, err := c.Client().CoreV1().ConfigMaps(ns).Get(ctx, audioapi.CAConfigMap, metav1.GetOptions{})
+	must(t, err)
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM([]byte(cm.Data["ca.crt"])) {
+		t.Fatalf("ConfigMap %s/%s holds no CA: %v", ns, audioapi.CAConfigMap, cm.Data)
+	}
+	tc := &tls.Config{RootCAs: pool, ServerName: "audio-api." + ns + ".svc"}
+	if cert != nil {
+		tc.Certificates = []tls.Certificate{*cert}
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: tc, DisableKeepAlives: true}}
+}
+
+// get sends a GET with the bearer token (none if empty).
+func get(t *testing.T, ctx context.Context, client *http.Client, url, token string, hdr ...string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	must(t, err)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	for i := 0; i+1 < len(hdr); i += 2 {
+		req.Header.Set(hdr[i], hdr[i+1])
+	}
+	resp, err := client.Do(req)
+	must(t, err)
+	return resp
+}
+
+// problemOf decodes a problem document, failing the test when resp is
+// not one of status want.
+func problemOf(t *testing.T, resp *http.Response, want int) map[string]any {
+	t.Helper()
+	defer resp.Body.Close()
+	var p map[string]any
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("%s: Content-Type %q, want application/problem+json", resp.Request.URL.Path, ct)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil {
+		t.Fatalf("%s: problem document: %v", resp.Request.URL.Path, err)
+	}
+	if resp.StatusCode != want || p["status"] != float64(want) {
+		t.Errorf("%s: %d %v, want %d", resp.Request.URL.Path, resp.StatusCode, p, want)
+	}
+	return p
+}
+
+// wavHeader is a streaming WAV header for s16le at rate and channels.
+func wavHeader(rate, channels int) []byte {
+	h := make([]byte, 44)
+	copy(h, "RIFF")
+	copy(h[4:], []byte{0xff, 0xff, 0xff, 0xff})
+	copy(h[8:], "WAVEfmt ")
+	h[16] = 16
+	h[20] = 1
+	h[22] = byte(channels)
+	put32 := func(off, v int) {
+		h[off], h[off+1], h[off+2], h[off+3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+	}
+	put32(24, rate)
+	put32(28, rate*channels*2)
+	h[32] = byte(channels * 2)
+	h[34] = 16
+	copy(h[36:], "data")
+	copy(h[40:], []byte{0xff, 0xff, 0xff, 0xff})
+	return h
+}
