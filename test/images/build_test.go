@@ -149,7 +149,7 @@ func runBuild(root, out string) (build, error) {
 	return b, nil
 }
 
-// imageNames are the four images, as the specs name them.
+// imageNames are the images, as the specs name them.
 func imageNames() []string {
 	var names []string
 	for _, s := range images.Specs("bin", images.DefaultTag) {

@@ -36,3 +36,23 @@ func TestStaticImages(t *testing.T) {
 		})
 	}
 }
+
+// TestCLIImage runs the kubectl plugin's image as liken's plugin manager
+// would read it: --version names the release the build gave it (one word), and the
+// binary needs nothing from the image but itself (it is static).
+func TestCLIImage(t *testing.T) {
+	img := unpack(t, "audio-operator-cli")
+	entry := img.config.Config.Entrypoint
+	if len(entry) != 1 || entry[0] != "/usr/local/bin/kubectl-liken-audio" {
+		t.Fatalf("entrypoint %q", entry)
+	}
+	s := sandbox{image: img}
+	r := s.run(t, 10*time.Second, entry[0], "--version")
+	if v, ok := strings.CutPrefix(strings.TrimSpace(r.stdout), "kubectl-liken-audio "); r.exit != 0 || !ok || v == "" || strings.ContainsAny(v, " \n") {
+		t.Errorf("--version: exit %d (%v):\n%s%s", r.exit, r.err, r.stdout, r.stderr)
+	}
+	r = s.run(t, 10*time.Second, entry[0], "capture")
+	if r.exit != 1 || !strings.Contains(r.stderr, "accepts 1 arg") {
+		t.Errorf("capture with no name: exit %d:\n%s%s", r.exit, r.stdout, r.stderr)
+	}
+}

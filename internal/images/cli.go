@@ -1,0 +1,21 @@
+package images
+
+import "github.com/liken-sh/operators/internal/image"
+
+// AudioOperatorCLI is the audio operator's kubectl plugin image,
+// <audio-operator image>-cli at the operator's tag, which liken's plugin
+// manager pulls to install `kubectl liken audio`: the static
+// kubectl-liken-audio binary and nothing it would run. Its entrypoint is
+// the plugin, so `--version` on the image names the release.
+func AudioOperatorCLI(bin, tag string) image.Spec {
+	return with(image.Spec{
+		Ref:        ref("audio-operator-cli", tag),
+		Add:        []image.Add{goBinary(bin, "kubectl-liken-audio", "kubectl-liken-audio")},
+		Entrypoint: []string{"/usr/local/bin/kubectl-liken-audio"},
+		Labels:     labels("audio-operator-cli"),
+	})
+}
+
+// CLIImages are the images of Specs that hold a kubectl plugin for a
+// person's machine rather than a program a pod runs.
+var CLIImages = []string{"audio-operator-cli"}
