@@ -15,49 +15,19 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
-	authnv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/rest"
-	"k8s.io/utils/ptr"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/audioapi"
+	"github.com/liken-sh/operators/test/capturetest"
 	"github.com/liken-sh/operators/test/e2e/harness"
 )
-
-// asAudioAPI is a REST config that acts as audio-api's ServiceAccount, so
-// audio-api runs with exactly the rules of deploy/audio/api.yaml.
-func asAudioAPI(c *harness.Cluster) *rest.Config {
-	cfg := c.RESTConfig()
-	cfg.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:liken-system:audio-api",
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:liken-system", "system:authenticated"},
-	}
-	return cfg
-}
-
-// serviceAccountToken creates (if needed) the ServiceAccount ns/name and
-// returns a token for audience, as the kubelet projects one.
-func serviceAccountToken(t *testing.T, ctx context.Context, c *harness.Cluster, ns, name, audience string) string {
-	t.Helper()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	if _, err := c.Client().CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !strings.Contains(err.Error(), "already exists") {
-		t.Fatal(err)
-	}
-	tr, err := c.Client().CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authnv1.TokenRequest{
-		Spec: authnv1.TokenRequestSpec{Audiences: []string{audience}, ExpirationSeconds: ptr.To[int64](3600)},
-	}, metav1.CreateOptions{})
-	must(t, err)
-	return tr.Status.Token
-}
 
 // expiredToken is a token for the ServiceAccount ns/name signed with the
 // cluster's own service-account key, well formed in every way but its
@@ -123,33 +93,19 @@ func createEndpoint(t *testing.T, ctx context.Context, dyn dynamic.Interface, ki
 	must(t, err)
 }
 
-// fakeOperatorPod creates the audio operator's pod on node as the
-// DaemonSet would, and writes the status a kubelet would once its capture
-// container runs: Running, ready, with pod IP 127.0.0.1 and the capture
-// port at port.
+// fakeOperatorPod creates the audio operator's pod on node with its
+// capture container at 127.0.0.1:port, as capturetest.OperatorPod does.
 func fakeOperatorPod(t *testing.T, ctx context.Context, c *harness.Cluster, ns, name, node string, port int) {
 	t.Helper()
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{"app": "audio-operator"}},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{
-			{Name: "operator", Image: "ghcr.io/liken-sh/audio-operator:latest"},
-			{Name: "capture", Image: "ghcr.io/liken-sh/audio-operator:latest", Args: []string{"capture"},
-				Ports: []corev1.ContainerPort{{Name: "capture", ContainerPort: int32(port)}}},
-		}},
-	}
-	created, err := c.Client().CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{})
+	must(t, capturetest.OperatorPod(ctx, c, ns, name, node, port))
+}
+
+// serviceAccountToken is capturetest.Token for a test.
+func serviceAccountToken(t *testing.T, ctx context.Context, c *harness.Cluster, ns, name, audience string) string {
+	t.Helper()
+	tok, err := capturetest.Token(ctx, c, ns, name, audience)
 	must(t, err)
-	now := metav1.Now()
-	created.Status = corev1.PodStatus{
-		Phase: corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}},
-		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}},
-		ContainerStatuses: []corev1.ContainerStatus{
-			{Name: "capture", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}},
-			{Name: "operator", Ready: true, State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}},
-		},
-	}
-	_, err = c.Client().CoreV1().Pods(ns).UpdateStatus(ctx, created, metav1.UpdateOptions{})
-	must(t, err)
+	return tok
 }
 
 // startAudioAPI runs audioapi.Serve on a loopback port until the test

@@ -34,6 +34,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/audioapi"
 	"github.com/liken-sh/operators/internal/captureapi"
+	"github.com/liken-sh/operators/test/capturetest"
 	"github.com/liken-sh/operators/test/e2e/harness"
 )
 
@@ -157,7 +158,7 @@ func TestAudioAPI(t *testing.T) {
 	tokenFile := filepath.Join(dir, "capture-token")
 	must(t, os.WriteFile(tokenFile, []byte(captureToken), 0o600))
 
-	rc := asAudioAPI(c)
+	rc := capturetest.As(c, "system:serviceaccount:liken-system:audio-api", ns, nil)
 	client, err := kubernetes.NewForConfig(rc)
 	must(t, err)
 	dyn, err := dynamic.NewForConfig(rc)

@@ -159,3 +159,16 @@ func (r *Recording) Stop() ([]byte, error) {
 	}
 	return r.out.Bytes(), nil
 }
+
+// PeakFrequency returns the whole frequency in Hz, from lo to hi, whose
+// Goertzel amplitude over x (sampled at rate Hz) is largest: where the
+// spectrum of a recorded tone peaks.
+func PeakFrequency(x []float64, rate float64, lo, hi int) int {
+	best, bestA := lo, -1.0
+	for f := lo; f <= hi; f++ {
+		if a := Goertzel(x, rate, float64(f)); a > bestA {
+			best, bestA = f, a
+		}
+	}
+	return best
+}

@@ -1,0 +1,186 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/capturetest"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/pwtest"
+)
+
+// The sink a person taps in these tests: ALSA's null device at 44.1 kHz
+// stereo (not PipeWire's default 48 kHz, so a tap that took the default
+// shows), and the 997 Hz tone played into it.
+const (
+	tapSink     = "node-cap-pci-0000-00-1f-3-hdmi-3"
+	tapSinkNode = "liken.audio.node-cap-hdmi-3"
+	tapRate     = 44100
+	toneHz      = 997
+)
+
+// playTone plays the tone into the sink until the test ends and waits
+// until its stream is linked.
+func playTone(t *testing.T, pw *pwtest.Daemons) {
+	t.Helper()
+	pcm := pwtest.Tone(toneHz, 0.5, tapRate, 2, time.Second)
+	p, err := pw.StartPlaying(context.Background(), tapSinkNode, pcm, tapRate, 2)
+	must(t, err)
+	t.Cleanup(func() { _ = p.Stop() })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		g, err := pw.Remote().Dump(context.Background())
+		must(t, err)
+		if n, ok := g.NodeByName(tapSinkNode); ok && n.State == pipewire.NodeStateRunning {
+			for _, l := range g.LinksOf(n.ID) {
+				if l.InputNode == n.ID {
+					return
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the tone's stream was never linked to the sink")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkTone decodes interleaved s16le PCM and fails unless its spectrum
+// peaks at the tone on the first channel.
+func checkTone(t *testing.T, what string, pcm []byte, rate, channels int) {
+	t.Helper()
+	x := pwtest.Samples(pcm, channels, 0)
+	if len(x) < rate/2 {
+		t.Fatalf("%s: %d samples, want at least half a second", what, len(x))
+	}
+	x = x[len(x)/4:] // past the stream's start
+	if f := pwtest.PeakFrequency(x, float64(rate), 100, 4000); math.Abs(float64(f-toneHz)) > 2 {
+		t.Errorf("%s: spectrum peaks at %d Hz, want %d", what, f, toneHz)
+	} else {
+		t.Logf("%s: %d samples, spectrum peak at %d Hz", what, len(x), f)
+	}
+}
+
+// wavPCM checks a streaming WAV header (PCM s16, rate, channels) and
+// returns the samples after it.
+func wavPCM(t *testing.T, what string, b []byte, rate, channels int) []byte {
+	t.Helper()
+	if len(b) < 44 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WAVE" || string(b[36:40]) != "data" {
+		t.Fatalf("%s: no WAV header: %q", what, b[:min(len(b), 44)])
+	}
+	if ch, r := int(binary.LittleEndian.Uint16(b[22:])), int(binary.LittleEndian.Uint32(b[24:])); ch != channels || r != rate {
+		t.Errorf("%s: %d channels at %d Hz, want the node's %d at %d", what, ch, r, channels, rate)
+	}
+	return b[44:]
+}
+
+// TestCaptureThroughAudioAPI plays a 997 Hz tone into a declared sink on
+// real PipeWire and WirePlumber and taps it as a person would, through
+// audio-api (as its ServiceAccount, with the RBAC of deploy/audio) to the
+// capture container (the real server, its leaf minted by audio-api) to
+// pw-record: the WAV, FLAC and Opus bodies decode to the tone at the
+// node's rate and channels, and so does the plugin binary's capture.
+func TestCaptureThroughAudioAPI(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	c, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
+	must(t, err)
+	t.Cleanup(c.Stop)
+	must(t, c.ApplyCRDs(ctx, "deploy/audio/crds"))
+	_, err = c.WaitForServiceAccount(ctx, "default", "default")
+	must(t, err)
+	out := pwtest.NullOutput(0, 3, tapSinkNode)
+	out.Output, out.Rate = tapSink, tapRate
+	pw := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{out}})
+	dyn, err := dynamic.NewForConfig(c.RESTConfig())
+	must(t, err)
+	createEndpoint(t, ctx, dyn, "Sink", tapSink, "node-cap")
+
+	st, err := capturetest.Start(ctx, capturetest.Options{Cluster: c, Remote: pw.Remote(), Node: "node-cap"})
+	must(t, err)
+	t.Cleanup(st.Stop)
+	listener := serviceAccountToken(t, ctx, c, "default", "listener", "audio-api")
+	bindViewer(t, ctx, c, "default", "listener")
+	playTone(t, pw)
+	client := st.Client(nil)
+	base := "https://" + st.APIAddress + "/v1/audio/sinks/" + tapSink + "/audio"
+
+	tap := func(ext string) []byte {
+		t.Helper()
+		resp := get(t, ctx, client, base+"."+ext+"?t=0,1.5", listener)
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s tap: %d %v: %s", ext, resp.StatusCode, err, body[:min(len(body), 400)])
+		}
+		return body
+	}
+	checkTone(t, "WAV", wavPCM(t, "WAV", tap("wav"), tapRate, 2), tapRate, 2)
+
+	dir := t.TempDir()
+	decode := func(name string, body []byte, args ...string) []byte {
+		t.Helper()
+		in := filepath.Join(dir, name)
+		must(t, os.WriteFile(in, body, 0o644))
+		cmd := exec.CommandContext(ctx, args[0], append(args[1:], in)...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("%s: %v: %s", args[0], err, stderr.String())
+		}
+		return stdout.Bytes()
+	}
+	flacWAV := decode("tap.flac", tap("flac"), "flac", "--decode", "--stdout", "--silent")
+	checkTone(t, "FLAC", wavPCM(t, "FLAC", flacWAV, tapRate, 2), tapRate, 2)
+	checkOpus(t, ctx, dir, tap("opus"))
+
+	// The plugin binary, as a person runs it, dialling audio-api
+	// directly (this control plane has no kubelet to port-forward
+	// through; the kubelet tier proves the port-forward).
+	root, err := harness.ModuleRoot()
+	must(t, err)
+	bin := filepath.Join(t.TempDir(), "kubectl-liken-audio")
+	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/kubectl-liken-audio")
+	build.Dir = root
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the plugin: %v\n%s", err, b)
+	}
+	wav := filepath.Join(dir, "now.wav")
+	cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+tokenKubeconfig(t, c, listener), "--api-address="+st.APIAddress, "--force",
+		"capture", tapSink, "-t", ",1.5", "-o", wav)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl-liken-audio capture: %v\n%s", err, b)
+	} else {
+		t.Logf("kubectl-liken-audio: %s", strings.TrimSpace(string(b)))
+	}
+	body, err := os.ReadFile(wav)
+	must(t, err)
+	checkTone(t, "the plugin's WAV", wavPCM(t, "the plugin's WAV", body, tapRate, 2), tapRate, 2)
+}
+
+// checkOpus decodes an Ogg Opus tap with opusdec (to 48 kHz, as Opus
+// always decodes) and checks the tone.
+func checkOpus(t *testing.T, ctx context.Context, dir string, body []byte) {
+	t.Helper()
+	in, out := filepath.Join(dir, "tap.opus"), filepath.Join(dir, "opus.wav")
+	must(t, os.WriteFile(in, body, 0o644))
+	if b, err := exec.CommandContext(ctx, "opusdec", "--quiet", "--rate", "48000", in, out).CombinedOutput(); err != nil {
+		t.Fatalf("opusdec: %v: %s", err, b)
+	}
+	wav, err := os.ReadFile(out)
+	must(t, err)
+	checkTone(t, "Opus", wavPCM(t, "Opus", wav, 48000, 2), 48000, 2)
+}
