@@ -27,25 +27,25 @@ import (
 // sound hardware with real PipeWire and WirePlumber, then shows a claim on
 // the output whose monitor is a Samsung U28E590, and the monitor being
 // unplugged.
-func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error) (stop func(), err error) {
+func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error) (stop func(), listen func() error, err error) {
 	root := filepath.Join(c.Dir(), "node")
 	if err := c.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := c.ApplyCRDs(ctx, "deploy/audio/crds"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	objs, err := dynamic.NewForConfig(c.RESTConfig())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	moduleRoot, err := harness.ModuleRoot()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	sc, err := fakesys.XPS17(moduleRoot, filepath.Join(root, "sound"))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	hw := audio.Hardware{DevSnd: sc.DevSnd, Sysfs: sc.Sysfs, Opener: sc.Cards}
 	// ALSA's null device stands in for hw:<card>,<pcm>: there is no card.
@@ -53,16 +53,16 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 		PipeWireDir: filepath.Join(root, "pipewire.conf.d"), WirePlumberDir: filepath.Join(root, "wireplumber.conf.d"),
 		ALSAPath: "null", Rate: 48000})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	outputs, err := pipewire.ReadDeclaration(res.Declaration)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fmt.Printf("declare: %d outputs of 3 recorded cards declared to PipeWire in %s\n", len(outputs), res.Declaration)
 	pw, err := pwtest.Start(ctx, pwtest.Options{Outputs: outputs})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	opts := dra.Options{
 		RegistrarDir: filepath.Join(root, "plugins_registry"), PluginDir: filepath.Join(root, "plugins", audio.DriverName),
@@ -78,7 +78,7 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	// pod's pipewire sidecar does it.
 	unfollow := pw.FollowDeclaration(ctx, func(err error) { log.Printf("restarting PipeWire: %v", err) })
 	stop = func() { cancel(); <-done; unfollow(); pw.Stop() }
-	fail := func(err error) (func(), error) { stop(); return nil, err }
+	fail := func(err error) (func(), func() error, error) { stop(); return nil, nil, err }
 
 	dp := nodeName + "-pci-0000-00-1f-3-hdmi-3"
 	untainted := func(s *resourceapi.ResourceSlice) bool {
@@ -124,7 +124,14 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	}
 	fmt.Printf("\nthe monitor was unplugged (its ELD went, an ALSA control event): %s gained %s:NoExecute and %s:NoSchedule after %s\n",
 		dp, audio.TaintDisconnected, audio.TaintNoMonitor, time.Since(start).Round(10*time.Millisecond))
-	return stop, nil
+	var sinkNode string
+	for _, o := range outputs {
+		if o.Output == dp {
+			sinkNode = o.Name
+		}
+	}
+	listen = func() error { return listenDemo(ctx, c, pw, nodeName, dp, sinkNode) }
+	return stop, listen, nil
 }
 
 // sinksDemo shows the Sinks and Sources the operator keeps, and a person

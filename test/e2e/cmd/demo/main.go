@@ -74,7 +74,7 @@ func run(nodeName string, wait bool) error {
 	defer stopBT()
 
 	fmt.Println("\n== Audio: audio.liken.sh on a recorded laptop's cards with real PipeWire and WirePlumber")
-	stopAudio, err := audioDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c) })
+	stopAudio, listen, err := audioDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c) })
 	if err != nil {
 		return err
 	}
@@ -109,6 +109,10 @@ func run(nodeName string, wait bool) error {
 
 	fmt.Println("\n== Every device the node publishes now")
 	if err := printDevices(ctx, os.Stdout, c); err != nil {
+		return err
+	}
+	fmt.Println("\n== Listening: what the monitor's Sink plays, captured through audio-api")
+	if err := listen(); err != nil {
 		return err
 	}
 	if wait {
