@@ -314,4 +314,14 @@ func TestInfo(t *testing.T) {
 	if info.Node != sinkNode || info.Rate != sinkRate || info.Channels != sinkChans || !info.Monitor || len(info.Formats) != 3 {
 		t.Errorf("info %+v", info)
 	}
+	// The metrics, on the same listener and without a token.
+	resp = request(t, w.client, "GET", w.ts.url("/metrics"), "-")
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, want := range []string{`liken_build_info{component="audio-capture",version="test"} 1`, "audio_capture_ready 1",
+		`audio_capture_failures_total{reason="limit"} 0`, "go_goroutines"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
 }
