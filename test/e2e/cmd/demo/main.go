@@ -5,8 +5,9 @@
 // scheduler and prepared into the CDI specs a container runtime reads.
 // hack/demo.sh builds and runs it.
 //
-// What runs: liken.sh's raw hardware for the node (published by the
-// harness, as liken does on a real machine); the Bluetooth operator,
+// What runs: liken.sh's raw hardware for the node, published by the
+// inventory driver of deploy/inventory (internal/inventory) over a
+// desktop's sysfs laid out as the kernel lays it out; the Bluetooth operator,
 // against a BlueZ simulator on a real dbus-daemon and a recorded-shape
 // sysfs; the audio operator, with declare, on a recorded laptop's sound
 // cards and real PipeWire and WirePlumber; and the driver core's small
@@ -56,7 +57,7 @@ func run(nodeName string, wait bool) error {
 	}
 	defer c.Stop()
 	log.Printf("control plane ready in %s: etcd, kube-apiserver, kube-scheduler, kube-controller-manager", c.ReadyIn().Round(time.Millisecond))
-	if err := c.AddLikenNode(ctx, nodeName); err != nil {
+	if _, err := c.AddNode(ctx, nodeName); err != nil {
 		return err
 	}
 	if _, err := c.WaitForServiceAccount(ctx, "default", "default"); err != nil {
@@ -65,6 +66,16 @@ func run(nodeName string, wait bool) error {
 	// The node's kubelet and CDI directories live in the cluster's work
 	// directory, as /var/lib/kubelet and /var/run/cdi would on a machine.
 	root := filepath.Join(c.Dir(), "node")
+
+	fmt.Println("\n== liken.sh: the inventory driver (deploy/inventory) publishing a desktop's sound controller and Bluetooth adapter from sysfs")
+	stopInventory, err := inventoryDemo(ctx, c, nodeName, root)
+	if err != nil {
+		return err
+	}
+	defer stopInventory()
+	if err := printDevices(ctx, os.Stdout, c); err != nil {
+		return err
+	}
 
 	fmt.Println("\n== Bluetooth: bluetooth.liken.sh on a simulated radio with a paired gamepad and speaker")
 	stopBT, err := bluetoothDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c) })

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"log"
+	"path/filepath"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/inventory"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/fakesys"
+)
+
+// inventoryDemo runs the liken.sh inventory driver over the desktop's
+// sysfs (fakesys.Desktop) until the returned function is called, and
+// waits for its slice: the raw hardware the two operators' DaemonSets
+// claim, as on a cluster without liken.
+func inventoryDemo(ctx context.Context, c *harness.Cluster, node, root string) (func(), error) {
+	desk, err := fakesys.LayOutDesktop(filepath.Join(root, "desktop"))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- inventory.Run(ctx, inventory.Config{
+			NodeName: node, KubeClient: c.Client(), SysRoot: desk.Sys, DevRoot: desk.Dev,
+			DRA: dra.Options{
+				RegistrarDir: filepath.Join(root, "plugins_registry"),
+				PluginDir:    filepath.Join(root, "plugins", inventory.DriverName),
+				CDIDir:       filepath.Join(root, "cdi"),
+				SettleQuiet:  300 * time.Millisecond,
+			},
+		})
+	}()
+	stop := func() {
+		cancel()
+		if err := <-done; err != nil {
+			log.Printf("inventory driver: %v", err)
+		}
+	}
+	err = waitForSlice(ctx, c, inventory.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return len(s.Spec.Devices) > 0
+	})
+	if err != nil {
+		select {
+		case runErr := <-done:
+			cancel()
+			return nil, errors.Join(err, runErr)
+		default:
+		}
+		stop()
+		return nil, err
+	}
+	return stop, nil
+}
