@@ -25,9 +25,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/liken-sh/operators/internal/pipewire"
-	"github.com/liken-sh/operators/test/capturetest"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/pwtest"
+	"github.com/liken-sh/operators/test/secretvolume"
 )
 
 // captureSeedMemoryRequest is the capture container's memory request in
@@ -105,9 +105,9 @@ func newBenchWorld(b *testing.B) (*benchWorld, error) {
 	if err := os.Mkdir(tlsDir, 0o755); err != nil {
 		return nil, err
 	}
-	ca := capturetest.NewCA(b, "audio-api CA")
+	ca := secretvolume.NewCA(b, "audio-api CA")
 	crt, key := ca.Leaf(b, ServerName)
-	capturetest.WriteSecretVolume(b, tlsDir, map[string][]byte{FileCert: crt, FileKey: key, FileCA: ca.PEM})
+	secretvolume.WriteSecretVolume(b, tlsDir, map[string][]byte{FileCert: crt, FileKey: key, FileCA: ca.PEM})
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err

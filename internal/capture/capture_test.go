@@ -12,8 +12,8 @@ import (
 
 	"github.com/liken-sh/operators/internal/captureapi"
 	"github.com/liken-sh/operators/internal/pipewire"
-	"github.com/liken-sh/operators/test/capturetest"
 	"github.com/liken-sh/operators/test/pwtest"
+	"github.com/liken-sh/operators/test/secretvolume"
 )
 
 // The sink the tests tap: ALSA's null device at 44.1 kHz with four
@@ -41,7 +41,7 @@ func sinkOutput() pipewire.Output {
 type world struct {
 	pw     *pwtest.Daemons
 	ts     *testServer
-	ca     *capturetest.CA
+	ca     *secretvolume.CA
 	client *http.Client
 }
 
@@ -56,9 +56,9 @@ func newWorld(t *testing.T, cfg Config) *world {
 	pw := startPipeWire(t)
 	cfg.Remote = pw.Remote()
 	ts := startServer(t, cfg, staticReviewer(testToken))
-	ca := capturetest.NewCA(t, "audio-api CA")
+	ca := secretvolume.NewCA(t, "audio-api CA")
 	crt, key := ca.Leaf(t, ServerName)
-	capturetest.WriteSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt, FileKey: key, FileCA: ca.PEM})
+	secretvolume.WriteSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt, FileKey: key, FileCA: ca.PEM})
 	if err := ts.Certificates().Load(); err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/captureapi"
 	"github.com/liken-sh/operators/internal/metricsserver"
-	"github.com/liken-sh/operators/test/capturetest"
+	"github.com/liken-sh/operators/test/secretvolume"
 )
 
 // staticReviewer accepts one token.
@@ -71,7 +71,7 @@ func startServer(t testing.TB, cfg Config, reviewer Reviewer) *testServer {
 
 // client returns an HTTP client that trusts ca (nil: any certificate) and
 // verifies ServerName, as audio-api dials the container.
-func (ts *testServer) client(ca *capturetest.CA) *http.Client {
+func (ts *testServer) client(ca *secretvolume.CA) *http.Client {
 	cfg := &tls.Config{ServerName: ServerName}
 	if ca == nil {
 		cfg.InsecureSkipVerify = true

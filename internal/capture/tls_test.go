@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/liken-sh/operators/test/capturetest"
+	"github.com/liken-sh/operators/test/secretvolume"
 )
 
 // served returns the leaf the server presents.
@@ -70,9 +70,9 @@ func TestLeafReload(t *testing.T) {
 	}
 
 	// The kubelet fills the optional volume once audio-api has minted.
-	ca := capturetest.NewCA(t, "audio-api CA")
+	ca := secretvolume.NewCA(t, "audio-api CA")
 	crt, key := ca.Leaf(t, ServerName)
-	capturetest.WriteSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt, FileKey: key, FileCA: ca.PEM})
+	secretvolume.WriteSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt, FileKey: key, FileCA: ca.PEM})
 	waitFor(t, "the leaf served", func() bool { return served(t, ts.addr).Issuer.CommonName == "audio-api CA" })
 	w.client = ts.client(ca)
 	if got := status(t, w.client, ts.url("/readyz")); got != 200 {
@@ -84,9 +84,9 @@ func TestLeafReload(t *testing.T) {
 	first := served(t, ts.addr).SerialNumber
 
 	// A leaf signed by another CA, beside the old ca.crt, is refused.
-	other := capturetest.NewCA(t, "someone else's CA")
+	other := secretvolume.NewCA(t, "someone else's CA")
 	crt2, key2 := other.Leaf(t, ServerName)
-	capturetest.WriteSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt2, FileKey: key2, FileCA: ca.PEM})
+	secretvolume.WriteSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt2, FileKey: key2, FileCA: ca.PEM})
 	waitFor(t, "the refusal counted", func() bool {
 		return testutil.ToFloat64(ts.m.failures.WithLabelValues(reasonCertificate)) == 1
 	})
@@ -104,7 +104,7 @@ func TestLeafReload(t *testing.T) {
 		"another name":   {FileCert: crt4, FileKey: key4, FileCA: ca.PEM},
 	} {
 		dir := t.TempDir()
-		capturetest.WriteSecretVolume(t, dir, files)
+		secretvolume.WriteSecretVolume(t, dir, files)
 		c, _ := NewCertificates(dir, nil)
 		if err := c.Load(); err == nil || c.Minted() {
 			t.Errorf("%s: loaded", name)
@@ -118,7 +118,7 @@ func TestLeafReload(t *testing.T) {
 		t.Fatalf("tap: %d", resp.StatusCode)
 	}
 	crt5, key5 := ca.Leaf(t, ServerName)
-	capturetest.WriteSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt5, FileKey: key5, FileCA: ca.PEM})
+	secretvolume.WriteSecretVolume(t, ts.tlsDir, map[string][]byte{FileCert: crt5, FileKey: key5, FileCA: ca.PEM})
 	waitFor(t, "the rotated leaf served", func() bool { return served(t, ts.addr).SerialNumber.Cmp(first) != 0 })
 	body, err := io.ReadAll(resp.Body)
 	resp.Body.Close()

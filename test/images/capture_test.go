@@ -22,8 +22,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/liken-sh/operators/internal/pipewire"
-	"github.com/liken-sh/operators/test/capturetest"
 	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/secretvolume"
 )
 
 // captureContainer runs the seed's capture container from the image
@@ -125,9 +125,9 @@ func captureContainer(t *testing.T, img unpacked, runtime bind, sinks []pipewire
 		t.Fatalf("/readyz before the leaf: %d", code)
 	}
 
-	ca := capturetest.NewCA(t, "audio-api CA")
+	ca := secretvolume.NewCA(t, "audio-api CA")
 	crt, key := ca.Leaf(t, "audio-capture")
-	capturetest.WriteSecretVolume(t, tlsDir, map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca.PEM})
+	secretvolume.WriteSecretVolume(t, tlsDir, map[string][]byte{"tls.crt": crt, "tls.key": key, "ca.crt": ca.PEM})
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
 	trusted := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "audio-capture"}}}

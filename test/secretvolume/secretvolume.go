@@ -1,7 +1,8 @@
-// Package capturetest holds test scaffolding for the capture container:
-// certificates as audio-api mints them, and a Secret volume updated the
-// way the kubelet updates it.
-package capturetest
+// Package secretvolume is test scaffolding for a TLS Secret volume: a CA
+// and leaves as audio-api mints them for the capture container, and the
+// volume updated the way the kubelet updates it. It imports nothing of
+// this module, so the packages it serves may use it in their own tests.
+package secretvolume
 
 import (
 	"crypto/ecdsa"
