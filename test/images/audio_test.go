@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/fakesys"
 )
@@ -110,6 +112,33 @@ func TestAudioOperatorImage(t *testing.T) {
 	t.Logf("pw-dump from the image shows the %d declared sinks; WirePlumber's default sink is one of them", len(outputs))
 	if r := client.run(t, 15*time.Second, audioOperator, "graph-answers"); r.exit != 0 {
 		t.Errorf("graph-answers with WirePlumber running: exit %d (%v)\n%s%s", r.exit, r.err, r.stdout, r.stderr)
+	}
+
+	// A claim, as the operator container prepares it: the pipewire
+	// container's gate serves its socket, and a consumer in a sandbox of
+	// its own with that directory alone at the runtime path sees the
+	// claimed sink and nothing else.
+	const uid = "3c2b1a09-8f7e-4d6c-9b5a-493827160504"
+	claimed := outputs[0].Name
+	if err := gate.WriteClaim(runtime, gate.Claim{UID: uid, Nodes: []string{claimed}}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the claim's socket", 20*time.Second, func() error {
+		_, err := os.Stat(gate.SocketPath(runtime, uid))
+		return err
+	}, pw)
+	consumer := sandbox{image: img, env: []string{"PIPEWIRE_REMOTE=/run/audio.liken.sh/pipewire-0"},
+		binds: []bind{{host: gate.SocketDir(runtime, uid), path: "/run/audio.liken.sh", readOnly: true}}}
+	r = consumer.run(t, 15*time.Second, "/usr/bin/pw-dump")
+	if r.exit != 0 {
+		t.Fatalf("pw-dump through the claim socket: exit %d (%v)\n%s", r.exit, r.err, r.stderr)
+	}
+	g, err := pipewire.ParseDump([]byte(r.stdout))
+	if err != nil || len(g.Nodes) != 1 || g.Nodes[0].Name != claimed {
+		t.Fatalf("through the claim socket: %+v, %v\n%s", g, err, r.stdout)
+	}
+	if r := consumer.run(t, 5*time.Second, "/usr/bin/pw-cli", "ls", "Client"); strings.Contains(r.stdout, "Client") {
+		t.Errorf("the consumer lists clients:\n%s", r.stdout)
 	}
 
 	// The capture container, tapping the declared sinks.

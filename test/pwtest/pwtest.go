@@ -57,10 +57,12 @@ type Options struct {
 	// NoWirePlumber starts PipeWire alone. Nothing links streams then.
 	NoWirePlumber bool
 	// NoGate leaves out the claim gate (gate.Run), which otherwise runs
-	// beside PipeWire as the pipewire container's first process runs it:
-	// it records the declared nodes after every PipeWire start and serves
-	// the claim files in RuntimeDir. Leave it out for a test that runs
-	// its own.
+	// from the first StartPipeWire until Stop, beside PipeWire as the
+	// pipewire container's first process runs it: it records the declared
+	// nodes after every PipeWire start and serves the claim files in
+	// RuntimeDir. Leave it out for a test that runs its own. A test that
+	// runs PipeWire under the pipewire mode (Prepare, no StartPipeWire)
+	// has that mode's gate.
 	NoGate bool
 	// PIDNamespace runs PipeWire in a PID namespace of its own (and a
 	// mount namespace for its /proc), so that every client is in another
@@ -123,9 +125,6 @@ func Start(ctx context.Context, opts Options) (*Daemons, error) {
 		logs := d.Logs()
 		d.Stop()
 		return nil, fmt.Errorf("pwtest: %w\n%s", err, logs)
-	}
-	if !opts.NoGate {
-		d.startGate()
 	}
 	if err := d.StartPipeWire(ctx); err != nil {
 		return fail(err)
@@ -320,6 +319,9 @@ func (d *Daemons) StartPipeWire(ctx context.Context) error {
 		return fmt.Errorf("start pipewire: %w", err)
 	}
 	d.pw = p
+	if !d.opts.NoGate && d.stopGate == nil {
+		d.startGate()
+	}
 	gated := d.stopGate != nil
 	d.mu.Unlock()
 	started := time.Now()
