@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -78,7 +79,8 @@ func Run(ctx context.Context, cfg Config) {
 		}
 		wait = 100 * time.Millisecond
 		s := &session{cfg: cfg, conn: conn, globals: map[uint32]native.Global{},
-			clients: map[uint32]string{}, served: map[string]*served{}}
+			clients: map[uint32]string{}, served: map[string]*served{},
+			granted: map[uint32][]uint32{}, proxies: map[uint32]uint32{}}
 		if err := s.run(ctx); err != nil && ctx.Err() == nil {
 			cfg.Logf("claim gate: %v; connecting again", err)
 		}
@@ -99,8 +101,10 @@ type session struct {
 	globals map[uint32]native.Global
 	trusted Trusted
 	secCtx  uint32
-	factory uint32            // the client-node factory's id
-	clients map[uint32]string // claim clients' ids: their claim UID
+	factory uint32              // the client-node factory's id
+	clients map[uint32]string   // claim clients' ids: their claim UID
+	granted map[uint32][]uint32 // the nodes each claim client was granted
+	proxies map[uint32]uint32   // each claim client's proxy, once bound
 	served  map[string]*served
 }
 
@@ -205,6 +209,8 @@ func (s *session) record(ev native.Event) {
 	case ev.Removed != nil:
 		delete(s.globals, *ev.Removed)
 		delete(s.clients, *ev.Removed)
+		delete(s.granted, *ev.Removed)
+		delete(s.proxies, *ev.Removed)
 	case ev.Error != nil:
 		s.cfg.Logf("claim gate: %v", ev.Error)
 	}
@@ -322,20 +328,33 @@ func (s *session) grant(client native.Global, c Claim) {
 		perms = append(perms, native.Permission{ID: s.factory, Bits: native.PermR})
 	}
 	var granted []string
+	var ids []uint32
 	for _, name := range c.Nodes {
 		if id, ok := s.trustedID(name); ok {
 			perms = append(perms, native.Permission{ID: id, Bits: native.PermR})
 			granted = append(granted, fmt.Sprintf("%s (%d)", name, id))
+			ids = append(ids, id)
 		}
 	}
-	proxy, err := s.conn.Bind(client)
+	for _, old := range s.granted[client.ID] {
+		if !slices.Contains(ids, old) {
+			perms = append(perms, native.Permission{ID: old, Bits: 0})
+		}
+	}
+	proxy, bound := s.proxies[client.ID]
+	var err error
+	if !bound {
+		proxy, err = s.conn.Bind(client)
+	}
 	if err == nil {
+		s.proxies[client.ID] = proxy
 		err = s.conn.UpdatePermissions(proxy, perms)
 	}
 	if err != nil {
 		s.cfg.Logf("claim gate: permissions of client %d (claim %s): %v", client.ID, c.UID, err)
 		return
 	}
+	s.granted[client.ID] = ids
 	s.cfg.Logf("claim gate: client %d of claim %s sees %v", client.ID, c.UID, granted)
 }
 
@@ -365,7 +384,17 @@ func (s *session) syncClaims() {
 		s.cfg.Logf("claim gate: claim %s unprepared: its socket is closed", uid)
 	}
 	for _, uid := range sortedKeys(claims) {
-		if _, ok := s.served[uid]; ok {
+		if sv, ok := s.served[uid]; ok {
+			if !slices.Equal(sv.claim.Nodes, claims[uid].Nodes) {
+				// The claim's nodes were named anew (an endpoint's node
+				// renamed): its clients' permissions follow.
+				sv.claim = claims[uid]
+				for id, owner := range s.clients {
+					if g, ok := s.globals[id]; ok && owner == uid {
+						s.grant(g, sv.claim)
+					}
+				}
+			}
 			continue
 		}
 		if err := s.serve(claims[uid]); err != nil {
