@@ -132,6 +132,21 @@ func TestAudioOperator(t *testing.T) {
 	if g, err := pipewire.ParseDump(seen); err != nil || len(g.Nodes) != 1 || g.Nodes[0].Name != nodeName {
 		t.Fatalf("through the claim socket: %+v, %v", g, err)
 	}
+	// Unprepare closes the claim's socket.
+	uresp, err := plugin.Unprepare(ctx, allocated)
+	must(t, err)
+	if e := uresp.Claims[string(allocated.UID)].GetError(); e != "" {
+		t.Fatalf("unprepare: %s", e)
+	}
+	for {
+		if _, err := os.Stat(edits.Mounts[0].HostPath); os.IsNotExist(err) {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("the claim's socket directory outlived its unprepare")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 
 	// The monitor is unplugged: the ELD goes, the output gains its taints,
 	// and a new claim on it parks.
