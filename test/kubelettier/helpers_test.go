@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -108,20 +107,6 @@ func waitDaemonPod(t testing.TB, ctx context.Context, app string, timeout time.D
 		return false, strings.Join(states, "; ")
 	})
 	return pod
-}
-
-// containersReady returns a readiness test: every named container Ready.
-func containersReady(names ...string) func(*corev1.Pod) bool {
-	return func(p *corev1.Pod) bool {
-		all := append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...)
-		for _, n := range names {
-			i := slices.IndexFunc(all, func(c corev1.ContainerStatus) bool { return c.Name == n })
-			if i < 0 || !all[i].Ready {
-				return false
-			}
-		}
-		return true
-	}
 }
 
 // containerStatus returns the named container's status (init or regular).

@@ -125,7 +125,7 @@ func gamepadConsumer(t *testing.T, ctx context.Context, name string) {
 // pipewireKill kills the PipeWire daemon in the audio pod: only the
 // pipewire container restarts, and the consumer's stream flows again.
 func pipewireKill(t *testing.T, ctx context.Context) {
-	p := waitDaemonPod(t, ctx, "audio-operator", time.Minute, "", containersReady(audioContainers...))
+	p := waitDaemonPod(t, ctx, "audio-operator", time.Minute, "", podReady)
 	before := restarts(p)
 	consumerBefore := restarts(getPod(t, ctx, "default", "speaker"))
 	var daemon int
@@ -147,7 +147,7 @@ func pipewireKill(t *testing.T, ctx context.Context) {
 	took := waitLinked(t, ctx, speakerNode, time.Minute)
 	t.Logf("FIGURE PipeWire killed → consumer's stream linked again in %s (of which waiting for the graph %s)", time.Since(killed).Round(time.Millisecond), took.Round(time.Millisecond))
 	after := restarts(getPod(t, ctx, ns, p.Name))
-	for _, name := range []string{"wireplumber", "operator"} {
+	for _, name := range []string{"wireplumber", "operator", "capture"} {
 		if after[name] != before[name] {
 			t.Errorf("%s restarted (%d → %d); only pipewire should have", name, before[name], after[name])
 		}
@@ -203,9 +203,6 @@ func kubeletRestart(t *testing.T, ctx context.Context) {
 func operatorReplaced(t *testing.T, ctx context.Context) {
 	for _, app := range []string{"audio-operator", "bluetooth-operator"} {
 		ready := podReady
-		if app == "audio-operator" {
-			ready = containersReady(audioContainers...)
-		}
 		old := waitDaemonPod(t, ctx, app, time.Minute, "", ready)
 		gaps := watchSpecs(consumerSpecs(t, ctx, running))
 		began := time.Now()
@@ -238,9 +235,6 @@ func rollingUpdate(t *testing.T, ctx context.Context) {
 	}
 	for _, ds := range []string{"bluetooth-operator", "audio-operator"} {
 		ready := podReady
-		if ds == "audio-operator" {
-			ready = containersReady(audioContainers...)
-		}
 		old := waitDaemonPod(t, ctx, ds, time.Minute, "", ready)
 		var set []string
 		for _, ci := range images[ds] {

@@ -205,17 +205,14 @@ func audioBase(t *testing.T, ctx context.Context) {
 	}
 	began := time.Now()
 	kubectl(t, ctx, "apply", "--server-side", "-k", overlayAU)
-	// The capture container is not built yet (audio-operator capture
-	// exits at once), so the pod as a whole is never Ready: every other
-	// container must be.
-	p := waitDaemonPod(t, ctx, "audio-operator", 4*time.Minute, "", containersReady(audioContainers...))
-	t.Logf("FIGURE audio base: apply → pipewire, wireplumber and operator Ready in %s", time.Since(began).Round(time.Millisecond))
+	p := waitDaemonPod(t, ctx, "audio-operator", 4*time.Minute, "", podReady)
+	t.Logf("FIGURE audio base: apply → pod Ready in %s", time.Since(began).Round(time.Millisecond))
 
 	d := containerStatus(t, p, "declare")
 	if d.State.Terminated == nil || d.State.Terminated.ExitCode != 0 {
 		t.Fatalf("declare did not complete: %+v", d.State)
 	}
-	order := []string{"pipewire", "wireplumber", "operator"}
+	order := []string{"pipewire", "wireplumber", "operator", "capture"}
 	prev := d.State.Terminated.FinishedAt.Time
 	prevName := "declare"
 	for _, name := range order {
@@ -265,9 +262,6 @@ func sinks(t testing.TB, ctx context.Context) []resourceapi.Device {
 	}
 	return out
 }
-
-// audioContainers are the audio pod's long-running containers.
-var audioContainers = []string{"pipewire", "wireplumber", "operator"}
 
 // monitorSink selects the output with the Samsung monitor attached.
 const monitorSink = `has(device.attributes["audio.liken.sh"].monitorName) && device.attributes["audio.liken.sh"].monitorName == "U28E590"`
