@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -43,6 +44,9 @@ func main() {
 }
 
 func run(ctx context.Context) error {
+	if len(os.Args) > 1 {
+		return fmt.Errorf("capture takes no arguments (its configuration is the environment), and got %q", os.Args[1:])
+	}
 	cfg, err := capture.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		return err

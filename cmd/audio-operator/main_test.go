@@ -81,6 +81,11 @@ func TestCaptureModeExecutesAudioCapture(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-trimpath", "-o", capture, "../audio-capture").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
+	cmd := exec.Command(bin, "capture", "-x")
+	cmd.Env = []string{"PIPEWIRE_RUNTIME_DIR=/run/x", "POD_NAMESPACE=liken-system"}
+	if out, _ := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "no arguments") {
+		t.Errorf("capture -x: exit %d, output %q", cmd.ProcessState.ExitCode(), out)
+	}
 	for _, taps := range []string{"four", "0", "-1", "33", "4.5"} {
 		cmd := exec.Command(bin, "capture")
 		cmd.Env = []string{"CAPTURE_TAPS=" + taps, "PIPEWIRE_RUNTIME_DIR=/run/x", "POD_NAMESPACE=liken-system"}

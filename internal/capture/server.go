@@ -74,7 +74,9 @@ func (s *Server) Serve(ctx context.Context, l net.Listener) error {
 		IdleTimeout:       2 * time.Minute,
 		TLSConfig:         &tls.Config{GetCertificate: s.certs.GetCertificate, MinVersion: tls.VersionTLS12},
 		BaseContext:       func(net.Listener) context.Context { return ctx },
-		ErrorLog:          nil,
+		// Handshake refusals (a client that does not trust the
+		// self-signed certificate) and the like, through klog.
+		ErrorLog: klog.NewStandardLogger("WARNING"),
 	}
 	done := make(chan struct{})
 	go func() {
