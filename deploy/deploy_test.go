@@ -4,7 +4,8 @@
 // DaemonSets land only where their hardware is, the admission policy
 // keeps each operator's ServiceAccount to its own node's ResourceSlice,
 // and the audio base's Sink and Source CRDs serve what the audio operator
-// does with them and refuse a bad spec by field (audio_test.go).
+// does with them and refuse a bad spec by field (audio_test.go), as the
+// Bluetooth base's pairing CRDs and roles do (bluetooth_test.go).
 package deploy_test
 
 import (
@@ -94,6 +95,11 @@ var bases = []base{
 		// restored.
 		seedSHA256: "dff86f262b7f2e1f9574d09cddfdba9bc45098cee27eb84a7c8bad28031380da",
 		objects: []string{
+			"CustomResourceDefinition/adapters.bluetooth.liken.sh",
+			"CustomResourceDefinition/peripherals.bluetooth.liken.sh",
+			"CustomResourceDefinition/pairingrequests.bluetooth.liken.sh",
+			"ClusterRole/bluetooth-pairing",
+			"ClusterRole/bluetooth-viewer",
 			"Namespace/liken-system",
 			"ServiceAccount/bluetooth-operator",
 			"ClusterRole/bluetooth-operator",
@@ -109,6 +115,8 @@ var bases = []base{
 		},
 		// bonds.Sync gets, creates and updates; bonds.Fetch lists.
 		secretVerbs: []string{"get", "list", "create", "update"},
+		rendered:    checkBluetoothPodMonitor,
+		applied:     checkBluetoothResources,
 	},
 	{
 		dir:            "audio",
