@@ -145,6 +145,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		logf("%s, below the claimed USB device %s, is the adapter at %s", adapter.Info.Name, adapter.USB.Path, address)
 	}
 
+	// The operator container serves only this adapter; it reads which
+	// one from the tree they share.
+	if err := bonds.WriteClaimed(opts.root, address); err != nil {
+		return fail("%v", err)
+	}
+
 	fetched, err := bonds.Fetch(ctx, client, namespace, address)
 	if err != nil {
 		return fail("%v", err)

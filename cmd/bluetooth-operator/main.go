@@ -2,7 +2,9 @@
 // seed: the bluetooth.liken.sh DRA driver. It reads bluetoothd over the
 // pod's D-Bus socket, finds controllers' input nodes in sysfs, publishes
 // every paired controller and the adapter's media bus, prepares claims
-// into CDI specs, and writes new pairings back to Secrets.
+// into CDI specs, writes new pairings back to Secrets, and serves the
+// pairing API (Adapters, Peripherals, PairingRequests) for the adapter
+// the pod claimed.
 //
 // Environment (as the seed sets it): NODE_NAME and POD_NAMESPACE
 // (required), DBUS_SYSTEM_BUS_ADDRESS, optional BLUETOOTH_BONDS_ROOT,
@@ -24,6 +26,7 @@ import (
 	"syscall"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -79,6 +82,10 @@ func run(ctx context.Context, kubeconfig, sysRoot, devRoot, registrar, plugins, 
 	if err != nil {
 		return err
 	}
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
 	reg, err := metricsserver.Start(ctx, os.Getenv("METRICS_ADDRESS"))
 	if err != nil {
 		return err
@@ -86,7 +93,7 @@ func run(ctx context.Context, kubeconfig, sysRoot, devRoot, registrar, plugins, 
 	metricsserver.BuildInfo(reg, "bluetooth-operator", version)
 	bondsRoot := os.Getenv("BLUETOOTH_BONDS_ROOT")
 	return bluetooth.Run(ctx, bluetooth.Config{
-		NodeName: node, Namespace: ns, KubeClient: client,
+		NodeName: node, Namespace: ns, KubeClient: client, Dynamic: dyn,
 		BondsRoot: bondsRoot, SysRoot: sysRoot, DevRoot: devRoot,
 		DRA: dra.Options{
 			RegistrarDir: registrar, PluginDir: filepath.Join(plugins, bluetooth.DriverName), CDIDir: cdiDir,

@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/godbus/dbus/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -16,6 +21,7 @@ import (
 	"github.com/liken-sh/operators/internal/bonds"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/hid"
+	"github.com/liken-sh/operators/internal/pairing"
 	"github.com/liken-sh/operators/internal/settle"
 	"github.com/liken-sh/operators/internal/uevent"
 )
@@ -39,6 +45,14 @@ type Config struct {
 	NodeName   string               // the node, from the downward API
 	Namespace  string               // where the bond Secrets live (POD_NAMESPACE)
 	KubeClient kubernetes.Interface // slices, claims, Secrets
+	// Dynamic reaches Adapters, Peripherals and PairingRequests; nil runs
+	// the operator without the pairing API.
+	Dynamic dynamic.Interface
+	// Adapter is the adapter this pod claimed. Zero means the one
+	// bondfetch recorded in BondsRoot (bonds.ReadClaimed); with no record
+	// either, the operator serves the only adapter bluetoothd reports,
+	// and with several it publishes them all and runs no pairing API.
+	Adapter bdaddr.Address
 
 	Bus       bluez.Options // the bus of the bluetoothd sidecar; Address empty = DBUS_SYSTEM_BUS_ADDRESS
 	BondsRoot string        // BlueZ's storage tree, shared with bluetoothd
@@ -131,9 +145,38 @@ func Run(ctx context.Context, cfg Config) error {
 
 	op := &operator{cfg: cfg, client: client, driver: driver, published: published, tracker: hid.NewTracker(),
 		bondWindow: settle.New(cfg.BondSettle, dra.DefaultSettleCap),
-		problems:   newPassProblems(), bondSkips: map[bdaddr.Address]*problemLog{}}
+		problems:   newPassProblems(), bondSkips: map[bdaddr.Address]*problemLog{},
+		adapter: cfg.Adapter, others: map[string]bool{}}
+	if op.adapter.IsZero() {
+		a, ok, err := bonds.ReadClaimed(cfg.BondsRoot)
+		switch {
+		case err != nil:
+			return fmt.Errorf("the claimed adapter: %w", err)
+		case ok:
+			op.adapter = a
+			logger.Info("Serving the adapter this pod claimed", "adapter", a)
+		}
+	}
 	go op.bondWindow.Run(ctx, op.syncBonds)
 	return op.loop(ctx, events)
+}
+
+// startPairing starts the pairing API for adapter once it is known.
+func (o *operator) startPairing(ctx context.Context) error {
+	if o.pairing != nil || o.cfg.Dynamic == nil || o.adapter.IsZero() {
+		return nil
+	}
+	p, err := pairing.New(pairing.Config{
+		Node: o.cfg.NodeName, Namespace: o.cfg.Namespace, Adapter: o.adapter,
+		Client: o.cfg.Dynamic, Kube: o.cfg.KubeClient, Radio: o.client, SysRoot: o.cfg.SysRoot,
+		Registerer: o.cfg.Registerer,
+	})
+	if err != nil {
+		return err
+	}
+	p.Start(ctx)
+	o.pairing = p
+	return nil
 }
 
 // operator is the state of one Run.
@@ -148,8 +191,15 @@ type operator struct {
 	problems   *passProblems                  // the loop's
 	bondSkips  map[bdaddr.Address]*problemLog // by adapter; syncBonds's
 
-	mu   sync.Mutex
-	live []bdaddr.Address // the adapters of the latest pass, for bond sync
+	adapter bdaddr.Address      // the one served; zero: all (no claim known)
+	others  map[string]bool     // adapters left alone, logged once each
+	pairing *pairing.Controller // nil until the adapter is known, or without Dynamic
+	follow  *time.Timer         // the pairing API's follow-up pass
+
+	mu     sync.Mutex
+	live   []bdaddr.Address // the adapters of the latest pass, for bond sync
+	skip   []bdaddr.Address // peers whose bond Secret is not rewritten (unpairing)
+	owners map[bdaddr.Address]metav1.OwnerReference
 }
 
 func (o *operator) loop(ctx context.Context, events *uevent.Listener) error {
@@ -158,7 +208,13 @@ func (o *operator) loop(ctx context.Context, events *uevent.Listener) error {
 	defer backstop.Stop()
 	retry := time.NewTimer(time.Hour)
 	retry.Stop()
+	o.follow = time.NewTimer(time.Hour)
+	o.follow.Stop()
 	for {
+		var pairingWake <-chan struct{}
+		if o.pairing != nil {
+			pairingWake = o.pairing.Wake()
+		}
 		if err := o.pass(ctx); err != nil {
 			logger.Error(err, "Pass failed; one retry follows", "after", retryAfter)
 			retry.Reset(retryAfter)
@@ -200,6 +256,8 @@ func (o *operator) loop(ctx context.Context, events *uevent.Listener) error {
 			logger.Info("Uevents were lost; rescanning")
 		case <-backstop.C:
 		case <-retry.C:
+		case <-o.follow.C:
+		case <-pairingWake:
 		}
 	}
 }
@@ -209,6 +267,10 @@ func (o *operator) pass(ctx context.Context) error {
 	logger := klog.FromContext(ctx)
 	objs, err := o.client.ManagedObjects(ctx)
 	if err != nil {
+		return err
+	}
+	objs = o.scope(ctx, objs)
+	if err := o.startPairing(ctx); err != nil {
 		return err
 	}
 	var live []bdaddr.Address
@@ -234,18 +296,93 @@ func (o *operator) pass(ctx context.Context) error {
 	o.inventory.Observe(objs)
 	devices, problems := o.inventory.Devices(scan)
 	o.problems.report(logger, objs.Problems, scan.Skipped, problems)
+	var res pairing.Result
+	var pairErr error
+	if o.pairing != nil {
+		res, pairErr = o.pairing.Pass(ctx, pairing.Input{
+			Objects:    objs,
+			InputNodes: func(addr string) []string { return scan.EventNodes(addr, "") },
+			HIDDevPath: func(addr string) string { return hidDevPath(scan, addr) },
+			Holders:    o.driver.Holders(),
+		})
+		if res.After > 0 {
+			o.follow.Reset(res.After)
+		}
+		devices = keepOut(devices, res.KeepOut)
+	}
 	if err := o.driver.SetDevices(devices); err != nil {
 		return err
 	}
 	o.published.set(devices)
+	if len(res.KeepOut) > 0 {
+		// An unpaired device leaves BlueZ only once no slice offers it.
+		flush, cancel := context.WithTimeout(ctx, flushTimeout)
+		if err := o.driver.Flush(flush); err == nil {
+			o.pairing.Retired(res.KeepOut)
+		}
+		cancel()
+	}
 	o.mu.Lock()
-	o.live = live
+	o.live, o.skip, o.owners = live, res.SkipBonds, res.Owners
 	o.mu.Unlock()
 	o.bondWindow.Poke()
 	if gone := o.inventory.Departed(); len(gone) > 0 {
 		return fmt.Errorf("adapters %v left bluetoothd", gone)
 	}
-	return nil
+	return pairErr
+}
+
+// scope keeps the adapter this operator serves and its devices, and says
+// once per adapter that another is left alone. With no adapter known and
+// exactly one reported, that one is served from now on.
+func (o *operator) scope(ctx context.Context, objs bluez.Objects) bluez.Objects {
+	if o.adapter.IsZero() && len(objs.Adapters) == 1 {
+		if a, err := bdaddr.Parse(objs.Adapters[0].Address); err == nil && !a.IsZero() {
+			o.adapter = a
+			klog.FromContext(ctx).Info("No claimed adapter recorded; serving the only adapter bluetoothd reports", "adapter", a)
+		}
+	}
+	if o.adapter.IsZero() {
+		return objs
+	}
+	out := bluez.Objects{Problems: objs.Problems}
+	var mine dbus.ObjectPath
+	for _, a := range objs.Adapters {
+		if addr, err := bdaddr.Parse(a.Address); err == nil && addr == o.adapter {
+			out.Adapters = append(out.Adapters, a)
+			mine = a.Path
+			continue
+		}
+		if !o.others[a.Address] {
+			o.others[a.Address] = true
+			klog.FromContext(ctx).Info("Leaving alone an adapter this pod did not claim: its devices are not published, its bonds not written back, and no pairing runs on it",
+				"adapter", a.Address, "path", a.Path, "served", o.adapter)
+		}
+	}
+	for _, d := range objs.Devices {
+		if mine != "" && d.Adapter == mine {
+			out.Devices = append(out.Devices, d)
+		}
+	}
+	return out
+}
+
+// keepOut drops the named devices.
+func keepOut(devices []dra.Device, names []string) []dra.Device {
+	if len(names) == 0 {
+		return devices
+	}
+	return slices.DeleteFunc(devices, func(d dra.Device) bool { return slices.Contains(names, d.Name) })
+}
+
+// hidDevPath is the sysfs path of the peer's first HID device.
+func hidDevPath(scan hid.Scan, addr string) string {
+	for _, d := range scan.Devices {
+		if strings.EqualFold(d.Address, addr) {
+			return d.DevPath
+		}
+	}
+	return ""
 }
 
 // departAll publishes every device as its adapter's departure leaves it
@@ -278,7 +415,7 @@ func (o *operator) departAll(ctx context.Context) {
 func (o *operator) syncBonds(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	o.mu.Lock()
-	live := o.live
+	live, skip, owners := o.live, o.skip, o.owners
 	o.mu.Unlock()
 	for _, adapter := range live {
 		found, skipped, err := bonds.ReadTree(o.cfg.BondsRoot, adapter)
@@ -286,13 +423,16 @@ func (o *operator) syncBonds(ctx context.Context) {
 			logger.Error(err, "Reading bonds", "adapter", adapter)
 			continue
 		}
+		// A bond being unpaired keeps its Secret as it is until garbage
+		// collection takes it with the Peripheral.
+		found = slices.DeleteFunc(found, func(b bonds.Bond) bool { return slices.Contains(skip, b.Device) })
 		skips := o.bondSkips[adapter]
 		if skips == nil {
 			skips = &problemLog{what: "Bond left out of write-back"}
 			o.bondSkips[adapter] = skips
 		}
 		skips.update(logger.WithValues("adapter", adapter), skipped)
-		report, err := bonds.Sync(ctx, o.cfg.KubeClient, o.cfg.Namespace, found)
+		report, err := bonds.SyncOwned(ctx, o.cfg.KubeClient, o.cfg.Namespace, found, owners)
 		if err != nil {
 			logger.Error(err, "Writing bonds back", "adapter", adapter)
 		}

@@ -56,6 +56,8 @@ type Client struct {
 	changes chan Change
 	done    chan struct{}
 
+	agent agentState
+
 	mu     sync.Mutex
 	err    error
 	closed bool

@@ -44,6 +44,26 @@ type Adapter struct {
 	Discovering        bool
 	Discoverable       bool
 	Pairable           bool
+	// DiscoverableTimeout and PairableTimeout are in seconds; 0 means
+	// none.
+	DiscoverableTimeout uint32
+	PairableTimeout     uint32
+	// Modalias is the adapter's Device ID, "usb:v1D6Bp0246d0542": vendor
+	// 0x1d6b and product 0x0246 are BlueZ's own, and the d field is
+	// bluetoothd's version (0x0542 is 5.66).
+	Modalias string
+}
+
+// BlueZVersion returns bluetoothd's version ("5.66") from the Device ID
+// it puts in the adapter's Modalias, or "" when the Modalias is not
+// BlueZ's (a main.conf DeviceID overrides it).
+func (a Adapter) BlueZVersion() string {
+	var vendor, product, version uint32
+	if n, err := fmt.Sscanf(a.Modalias, "usb:v%04Xp%04Xd%04X", &vendor, &product, &version); err != nil || n != 3 ||
+		vendor != 0x1d6b || product != 0x0246 {
+		return ""
+	}
+	return fmt.Sprintf("%d.%d", version>>8, version&0xff)
 }
 
 // NeedsPageScan reports whether the adapter is powered but not connectable:
@@ -86,6 +106,17 @@ type Device struct {
 	Modalias string
 	// UUIDs are the 128-bit service UUIDs in BlueZ's lower-case spelling.
 	UUIDs []string
+	// LegacyPairing is true for a device without Secure Simple Pairing
+	// (it takes a PIN code).
+	LegacyPairing bool
+	// RSSI is the signal strength of the last inquiry result or
+	// advertisement in dBm; HasRSSI is false when BlueZ reported none.
+	RSSI    int16
+	HasRSSI bool
+	// Battery is org.bluez.Battery1.Percentage (0 to 100); HasBattery is
+	// false when the device has no Battery1.
+	Battery    uint8
+	HasBattery bool
 }
 
 // Objects is BlueZ's object tree as one GetManagedObjects answer read it,
@@ -98,6 +129,15 @@ type Objects struct {
 	// the rest of the object is kept: one odd property must not hide a
 	// device that a claim may hold.
 	Problems []error
+}
+
+// Device returns the device at path.
+func (o Objects) Device(path dbus.ObjectPath) (Device, bool) {
+	i := slices.IndexFunc(o.Devices, func(d Device) bool { return d.Path == path })
+	if i < 0 {
+		return Device{}, false
+	}
+	return o.Devices[i], true
 }
 
 // Adapter returns the adapter at path.
@@ -138,7 +178,13 @@ func decodeObjects(reply managedObjects) Objects {
 		}
 		if props, ok := ifaces[DeviceInterface]; ok {
 			r := propReader{path: p, iface: DeviceInterface, props: props}
-			out.Devices = append(out.Devices, r.device())
+			d := r.device()
+			if bat, ok := ifaces[BatteryInterface]; ok {
+				br := propReader{path: p, iface: BatteryInterface, props: bat}
+				d.Battery, d.HasBattery = get[uint8](&br, "Percentage"), br.has("Percentage")
+				r.errs = append(r.errs, br.errs...)
+			}
+			out.Devices = append(out.Devices, d)
 			out.Problems = append(out.Problems, r.errs...)
 		}
 	}
@@ -158,35 +204,41 @@ type propReader struct {
 
 func (r *propReader) adapter() Adapter {
 	return Adapter{
-		Path:               r.path,
-		Address:            r.str("Address"),
-		Alias:              r.str("Alias"),
-		Powered:            r.boolean("Powered"),
-		Connectable:        r.boolean("Connectable"),
-		ReportsConnectable: r.has("Connectable"),
-		Discovering:        r.boolean("Discovering"),
-		Discoverable:       r.boolean("Discoverable"),
-		Pairable:           r.boolean("Pairable"),
+		Path:                r.path,
+		Address:             r.str("Address"),
+		Alias:               r.str("Alias"),
+		Powered:             r.boolean("Powered"),
+		Connectable:         r.boolean("Connectable"),
+		ReportsConnectable:  r.has("Connectable"),
+		Discovering:         r.boolean("Discovering"),
+		Discoverable:        r.boolean("Discoverable"),
+		Pairable:            r.boolean("Pairable"),
+		DiscoverableTimeout: get[uint32](r, "DiscoverableTimeout"),
+		PairableTimeout:     get[uint32](r, "PairableTimeout"),
+		Modalias:            r.str("Modalias"),
 	}
 }
 
 func (r *propReader) device() Device {
 	d := Device{
-		Path:        r.path,
-		Adapter:     r.objectPath("Adapter"),
-		Address:     r.str("Address"),
-		AddressType: r.str("AddressType"),
-		Name:        r.str("Name"),
-		Alias:       r.str("Alias"),
-		Paired:      r.boolean("Paired"),
-		Bonded:      r.boolean("Bonded"),
-		Connected:   r.boolean("Connected"),
-		Trusted:     r.boolean("Trusted"),
-		Class:       get[uint32](r, "Class"),
-		Appearance:  get[uint16](r, "Appearance"),
-		Icon:        r.str("Icon"),
-		Modalias:    r.str("Modalias"),
-		UUIDs:       get[[]string](r, "UUIDs"),
+		Path:          r.path,
+		Adapter:       r.objectPath("Adapter"),
+		Address:       r.str("Address"),
+		AddressType:   r.str("AddressType"),
+		Name:          r.str("Name"),
+		Alias:         r.str("Alias"),
+		Paired:        r.boolean("Paired"),
+		Bonded:        r.boolean("Bonded"),
+		Connected:     r.boolean("Connected"),
+		Trusted:       r.boolean("Trusted"),
+		Class:         get[uint32](r, "Class"),
+		Appearance:    get[uint16](r, "Appearance"),
+		Icon:          r.str("Icon"),
+		Modalias:      r.str("Modalias"),
+		UUIDs:         get[[]string](r, "UUIDs"),
+		LegacyPairing: r.boolean("LegacyPairing"),
+		RSSI:          get[int16](r, "RSSI"),
+		HasRSSI:       r.has("RSSI"),
 	}
 	if d.Adapter == "" {
 		// BlueZ nests a device under its adapter's path.

@@ -48,19 +48,26 @@ func CheckInfo(data []byte) error {
 }
 
 // checkBonded returns an error when info, a file CheckInfo accepts, holds
-// no link key and no long term key (Info.Bonded is false). BlueZ keeps such
-// a file for a device it trusts without a bond, and rewrites a bond's file
-// without its key after a failed re-pair: it is no bond, and stored over
-// one it would lose the key that lets the device reconnect.
+// no link key and no long term key (Info.Bonded is false) and is not a
+// trusted keyless device (Info.Keyless, a sixaxis controller). BlueZ
+// rewrites a bond's file without its key after a failed re-pair: that is
+// no bond, and stored over one it would lose the key that lets the device
+// reconnect; Sync never writes a keyless file over a keyed one.
 func checkBonded(info []byte) error {
 	parsed, err := ParseInfo(info)
 	if err != nil {
 		return fmt.Errorf("info is not a BlueZ key file: %w", err)
 	}
-	if !parsed.Bonded() {
-		return errors.New("info holds no link key or long term key: not a bond")
+	if !parsed.Bonded() && !parsed.Keyless() {
+		return errors.New("info holds no link key or long term key and the device is not trusted: not a bond")
 	}
 	return nil
+}
+
+// keyless reports whether info parses and is Info.Keyless.
+func keyless(info []byte) bool {
+	parsed, err := ParseInfo(info)
+	return err == nil && parsed.Keyless()
 }
 
 // CheckCache returns an error when non-empty data cannot be a cache file:

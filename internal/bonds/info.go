@@ -52,7 +52,16 @@ type Info struct {
 	PeripheralLongTermKey *LongTermKey
 	// IdentityResolvingKey is the device's IRK, or nil.
 	IdentityResolvingKey *[16]byte
+	// Trusted is [General] Trusted=true.
+	Trusted bool
 }
+
+// Keyless reports whether the file is a trusted device with no key: how
+// BlueZ's sixaxis plugin (plugins/sixaxis.c) stores a DualShock 3 or
+// Navigation controller paired over USB, which then connects over
+// Bluetooth without any key exchange. Such a file is a bond too: without
+// it the controller is refused.
+func (i *Info) Keyless() bool { return !i.Bonded() && i.Trusted }
 
 // LinkKey is a [LinkKey] group.
 type LinkKey struct {
@@ -120,6 +129,9 @@ func ParseInfo(data []byte) (*Info, error) {
 			return nil, err
 		}
 		info.AddressType, _ = g.Get("AddressType")
+		if t, ok := g.Get("Trusted"); ok {
+			info.Trusted = strings.TrimSpace(t) == "true"
+		}
 		if t, ok := g.Get("SupportedTechnologies"); ok {
 			for _, s := range strings.Split(t, ";") {
 				if s = strings.TrimSpace(s); s != "" {

@@ -6,11 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/liken-sh/operators/internal/bdaddr"
 )
 
 // SyncReport names the Secrets Sync created, updated and found already
@@ -41,6 +44,17 @@ type SyncReport struct {
 // with an error. Errors of all bonds are joined; the bonds before and
 // after an error are still synced.
 func Sync(ctx context.Context, client kubernetes.Interface, namespace string, bonds []Bond) (SyncReport, error) {
+	return SyncOwned(ctx, client, namespace, bonds, nil)
+}
+
+// SyncOwned is Sync, with each bond's Secret owned by owners[device] when
+// that is set: a created Secret carries the reference, and an existing one
+// that lacks it gets it, so that deleting the owner (the bond's
+// Peripheral) lets garbage collection remove the Secret. A Secret whose
+// stored info holds a key is never replaced by a keyless info (a failed
+// re-pair of a device BlueZ still trusts); that bond is left alone with
+// an error.
+func SyncOwned(ctx context.Context, client kubernetes.Interface, namespace string, bonds []Bond, owners map[bdaddr.Address]metav1.OwnerReference) (SyncReport, error) {
 	var report SyncReport
 	var errs []error
 	secrets := client.CoreV1().Secrets(namespace)
@@ -56,6 +70,10 @@ func Sync(ctx context.Context, client kubernetes.Interface, namespace string, bo
 			continue
 		}
 		want := EncodeSecret(namespace, b)
+		owner, owned := owners[b.Device]
+		if owned {
+			want.OwnerReferences = []metav1.OwnerReference{owner}
+		}
 		name := want.Name
 		cur, err := secrets.Get(ctx, name, metav1.GetOptions{})
 		if apierrors.IsNotFound(err) {
@@ -78,7 +96,14 @@ func Sync(ctx context.Context, client kubernetes.Interface, namespace string, bo
 			errs = append(errs, fmt.Errorf("secret %s/%s is of type %s, not Opaque: left alone", namespace, name, cur.Type))
 			continue
 		}
+		if old := cur.Data[InfoKey(b.Device)]; keyless(b.Info) && len(old) > 0 && !keyless(old) {
+			errs = append(errs, fmt.Errorf("secret %s/%s holds a key and BlueZ's info of %s holds none (a failed re-pair?): left alone", namespace, name, b.Device))
+			continue
+		}
 		next := cur.DeepCopy()
+		if owned && !slices.ContainsFunc(next.OwnerReferences, func(r metav1.OwnerReference) bool { return r.UID == owner.UID }) {
+			next.OwnerReferences = append(next.OwnerReferences, owner)
+		}
 		if next.Labels == nil {
 			next.Labels = map[string]string{}
 		}
@@ -87,7 +112,8 @@ func Sync(ctx context.Context, client kubernetes.Interface, namespace string, bo
 			next.Data = map[string][]byte{}
 		}
 		maps.Copy(next.Data, want.Data)
-		if maps.Equal(next.Labels, cur.Labels) && maps.EqualFunc(next.Data, cur.Data, bytes.Equal) {
+		if maps.Equal(next.Labels, cur.Labels) && maps.EqualFunc(next.Data, cur.Data, bytes.Equal) &&
+			len(next.OwnerReferences) == len(cur.OwnerReferences) {
 			report.Unchanged = append(report.Unchanged, name)
 			continue
 		}

@@ -104,6 +104,7 @@ class SimState:
         self.applications = {}     # (adapter, sender, root) -> [endpoint paths]
         self.discovery = {}        # adapter path -> {sender: filter}
         self.adapter_uuids = {}    # adapter path -> its UUIDs with no endpoint
+        self.log_agent = []        # agent calls made, in order
 
     def drop_sender(self, sender):
         '''Forget what a caller registered, as bluetoothd does when the
@@ -261,11 +262,13 @@ def set_adapter_property(adapter, name, value):
     elif name == 'Discoverable':
         if value and not props['Powered']:
             raise error(ERR + 'NotReady', 'Resource Not Ready')
+        changes = {'Discoverable': value}
         if value and not props['Connectable']:
-            # The kernel rejects Set Discoverable on a controller that
-            # is not connectable (doc/mgmt-api.txt).
-            raise error(ERR + 'Failed', 'Rejected')
-        update(adapter, ADAPTER_IFACE, {'Discoverable': value})
+            # The kernel refuses Set Discoverable on a controller that is
+            # not connectable (doc/mgmt-api.txt), so bluetoothd sets
+            # Connectable first (src/adapter.c property_set_mode).
+            changes = {'Connectable': dbus.Boolean(True), 'Discoverable': value}
+        update(adapter, ADAPTER_IFACE, changes)
     else:
         update(adapter, ADAPTER_IFACE, {name: value})
 
@@ -906,6 +909,8 @@ def create_device(adapter_name, address, spec, loaded=None):
     # Optional properties exist only when known (Device.rst "optional").
     if spec.get('Name'):
         props['Name'] = dbus.String(spec['Name'])
+    if 'RSSI' in spec:
+        props['RSSI'] = dbus.Int16(int(spec['RSSI']))
     if spec.get('Class'):
         props['Class'] = dbus.UInt32(int(spec['Class']))
     if spec.get('Appearance'):
@@ -935,10 +940,15 @@ def create_device(adapter_name, address, spec, loaded=None):
     device.sim_services = list(uuids) if loaded and loaded['bonded'] else []
     device.sim_uuids = uuids
     device.sim_records = {str(k): str(v) for k, v in dict(spec.get('ServiceRecords', {})).items()}
+    device.sim_pairing = str(spec.get('Pairing', 'JustWorks'))
+    if device.sim_pairing not in PAIRING_METHODS:
+        raise error(SIM_IFACE + '.InvalidArguments', f'pairing {device.sim_pairing!r} is not one of {PAIRING_METHODS}')
+    device.sim_secret = str(spec.get('Secret', ''))
+    device.sim_pending = None  # (reply, fail, passkey) while a keyboard types
+    native_method(device, DEVICE_IFACE, 'Pair', '', '', device_pair_async, sender=True, is_async=True)
     for method, in_sig, func in (
             ('Connect', '', device_connect),
             ('Disconnect', '', device_disconnect),
-            ('Pair', '', device_pair),
             ('CancelPairing', '', device_cancel_pairing),
             ('ConnectProfile', 's', device_connect_profile),
             ('DisconnectProfile', 's', device_disconnect_profile)):
@@ -1004,8 +1014,87 @@ def device_disconnect(device, sender=None):
     disconnect(device, 'org.bluez.Reason.Local', 'Connection terminated by local host')
 
 
-def device_pair(device, sender=None):
-    pair(device)
+# How a device pairs (the association model its IO capability and the
+# host's give, Core spec Vol 3 Part C 5.2.2), and which agent call
+# bluetoothd makes for it (src/device.c, src/agent.c):
+#   JustWorks      no agent call
+#   DisplayPasskey a keyboard: DisplayPasskey, then the keyboard types
+#                  (EnterPasskey on the control interface)
+#   Confirm        numeric comparison: RequestConfirmation
+#   PinCode        legacy: RequestPinCode, compared with Secret
+#   Passkey        the device shows Secret: RequestPasskey
+#   Fail           the radio fails: Secret is the BlueZ error name
+PAIRING_METHODS = ('JustWorks', 'DisplayPasskey', 'Confirm', 'PinCode', 'Passkey', 'Fail')
+AGENT_TIMEOUT = 60.0  # src/agent.c REQUEST_TIMEOUT
+
+
+def device_pair_async(device, sender=None, reply=None, fail=None):
+    '''Device1.Pair: checks as pair() does, then the agent call the
+    device's pairing method needs, then the bond.'''
+    props = device.props[DEVICE_IFACE]
+    if props['Paired']:
+        fail(error(ERR + 'AlreadyExists', 'Already Exists'))
+        return
+    method = device.sim_pairing
+    if method == 'JustWorks':
+        try:
+            pair(device)
+        except dbus.exceptions.DBusException as e:
+            fail(e)
+            return
+        reply()
+        return
+    if method == 'Fail':
+        fail(error(device.sim_secret or ERR + 'ConnectionAttemptFailed', 'Page Timeout'))
+        return
+    agent = SIM.default_agent
+    if agent is None:
+        fail(error(ERR + 'AuthenticationRejected', 'Authentication Rejected'))
+        return
+    bus = SIM.mock.bus_name.get_bus()
+    path = dbus.ObjectPath(device.path)
+    passkey = dbus.UInt32(secrets.randbelow(1000000))
+
+    def done(*_args):
+        try:
+            pair(device)
+        except dbus.exceptions.DBusException as e:
+            fail(e)
+            return
+        reply()
+
+    def refused(err):
+        name = err.get_dbus_name() if hasattr(err, 'get_dbus_name') else ''
+        if name == ERR + 'Canceled':
+            fail(error(ERR + 'AuthenticationCanceled', 'Authentication Canceled'))
+        else:
+            fail(error(ERR + 'AuthenticationRejected', 'Authentication Rejected'))
+
+    def agent_call(member, sig, args, on_reply):
+        SIM.log_agent.append({'method': member, 'device': device.path})
+        bus.call_async(agent[0], agent[1], 'org.bluez.Agent1', member, sig, args,
+                       on_reply, refused, timeout=AGENT_TIMEOUT)
+
+    if method == 'DisplayPasskey':
+        def shown(*_args):
+            device.sim_pending = (done, fail, int(passkey))
+        agent_call('DisplayPasskey', 'ouq', (path, passkey, dbus.UInt16(0)), shown)
+    elif method == 'Confirm':
+        agent_call('RequestConfirmation', 'ou', (path, passkey), done)
+    elif method == 'PinCode':
+        def got_pin(pin):
+            if str(pin) != device.sim_secret:
+                fail(error(ERR + 'AuthenticationFailed', 'Authentication Failed'))
+                return
+            done()
+        agent_call('RequestPinCode', 'o', (path,), got_pin)
+    elif method == 'Passkey':
+        def got_passkey(value):
+            if int(value) != int(device.sim_secret or 0):
+                fail(error(ERR + 'AuthenticationFailed', 'Authentication Failed'))
+                return
+            done()
+        agent_call('RequestPasskey', 'o', (path,), got_passkey)
 
 
 def device_cancel_pairing(device, sender=None):
@@ -1077,6 +1166,22 @@ def PairDevice(_self, adapter_name, address):
     pair(get_device(str(adapter_name), str(address)))
 
 
+@dbus.service.method(SIM_IFACE, in_signature='ssu', out_signature='')
+def EnterPasskey(_self, adapter_name, address, passkey):
+    '''The keyboard of a DisplayPasskey pairing types passkey and Enter:
+    the pairing completes when it is the one displayed and fails with
+    AuthenticationFailed otherwise.'''
+    device = get_device(str(adapter_name), str(address))
+    if device.sim_pending is None:
+        raise error(SIM_IFACE + '.NotPairing', f'{address} is not waiting for a passkey')
+    done, fail, want = device.sim_pending
+    device.sim_pending = None
+    if int(passkey) == want:
+        done()
+    else:
+        fail(error(ERR + 'AuthenticationFailed', 'Authentication Failed'))
+
+
 @dbus.service.method(SIM_IFACE, in_signature='ss', out_signature='')
 def ConnectDevice(_self, adapter_name, address):
     '''The device connects (a controller switched on reconnects).'''
@@ -1137,6 +1242,7 @@ def State(_self):
                          for (a, s, p), e in sorted(SIM.applications.items())],
         'discovery': [{'adapter': a, 'sender': s} for a, sessions in sorted(SIM.discovery.items())
                       for s, active in sorted(sessions.items()) if active is True],
+        'agentCalls': SIM.log_agent,
     })
 
 

@@ -61,7 +61,40 @@ type Device struct {
 	// [ServiceRecords] on pairing, handle ("0x00010000") to hex; nil
 	// generates a minimal record per UUID.
 	ServiceRecords map[string]string
+	// RSSI is the signal strength of its inquiry answer, in dBm; zero
+	// leaves the property out.
+	RSSI int16
+	// Pairing is how Device1.Pair goes; empty means JustWorks.
+	Pairing PairingMethod
+	// Secret is what Pairing compares the agent's answer with: the PIN
+	// of PinCode, the passkey (decimal) of Passkey, or the D-Bus error
+	// name Pair fails with for PairFail (default
+	// org.bluez.Error.ConnectionAttemptFailed).
+	Secret string
 }
+
+// PairingMethod is the agent call bluetoothd makes when a device pairs
+// (BlueZ src/device.c, src/agent.c), as the association model of the two
+// sides' IO capabilities decides (Core spec Vol 3 Part C 5.2.2).
+type PairingMethod string
+
+// The pairing methods.
+const (
+	// JustWorks: no agent call.
+	JustWorks PairingMethod = "JustWorks"
+	// DisplayPasskey: a keyboard; Agent1.DisplayPasskey, then the
+	// keyboard types (Sim.EnterPasskey).
+	DisplayPasskey PairingMethod = "DisplayPasskey"
+	// Confirm: numeric comparison, Agent1.RequestConfirmation.
+	Confirm PairingMethod = "Confirm"
+	// PinCode: legacy pairing, Agent1.RequestPinCode compared with
+	// Device.Secret.
+	PinCode PairingMethod = "PinCode"
+	// Passkey: the device shows Device.Secret, Agent1.RequestPasskey.
+	Passkey PairingMethod = "Passkey"
+	// PairFail: the radio fails the pairing with Device.Secret's error.
+	PairFail PairingMethod = "Fail"
+)
 
 // spec is the Device as the template's AddDevice takes it.
 func (d Device) spec() map[string]dbus.Variant {
@@ -83,6 +116,9 @@ func (d Device) spec() map[string]dbus.Variant {
 	put("LegacyPairing", d.LegacyPairing, d.LegacyPairing)
 	put("ReconnectMode", d.ReconnectMode, d.ReconnectMode != "")
 	put("ServiceRecords", d.ServiceRecords, len(d.ServiceRecords) > 0)
+	put("RSSI", d.RSSI, d.RSSI != 0)
+	put("Pairing", string(d.Pairing), d.Pairing != "")
+	put("Secret", d.Secret, d.Secret != "")
 	return m
 }
 
@@ -211,6 +247,14 @@ func (s *Sim) Pair(adapter, device string) error {
 	return s.call(context.Background(), "PairDevice", adapter, device)
 }
 
+// EnterPasskey is a keyboard of a DisplayPasskey pairing typing passkey
+// and Enter: the pending Device1.Pair succeeds when passkey is the one
+// the agent was shown, and fails with org.bluez.Error.AuthenticationFailed
+// otherwise. It fails when the device is not waiting for a passkey.
+func (s *Sim) EnterPasskey(adapter, device string, passkey uint32) error {
+	return s.call(context.Background(), "EnterPasskey", adapter, device, passkey)
+}
+
 // Connect brings the device's link up: Connected, then ServicesResolved.
 func (s *Sim) Connect(adapter, device string) error {
 	return s.call(context.Background(), "ConnectDevice", adapter, device)
@@ -281,6 +325,10 @@ type Registrations struct {
 	Discovery []struct {
 		Adapter, Sender string
 	} `json:"discovery"`
+	// AgentCalls are the Agent1 calls made by pairings, in order.
+	AgentCalls []struct {
+		Method, Device string
+	} `json:"agentCalls"`
 }
 
 // Registrations returns the agents, media endpoints, players, applications

@@ -1,0 +1,42 @@
+package pairing
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the controller's Prometheus series.
+type metrics struct {
+	connected, claimed, battery *prometheus.GaugeVec
+	reconcile                   prometheus.Histogram
+	errors                      prometheus.Counter
+	outcomes                    *prometheus.CounterVec
+}
+
+// newMetrics registers with r (nil: the series exist and go nowhere):
+//
+//	bluetooth_peripheral_connected{peripheral}      1 while the link is up
+//	bluetooth_peripheral_claimed{peripheral}        1 while a prepared claim holds it
+//	bluetooth_peripheral_battery_percent{peripheral} its charge, 0 to 100
+//	bluetooth_reconcile_duration_seconds            one pass of the pairing API
+//	bluetooth_reconcile_errors_total                objects a pass failed to write or act on
+//	bluetooth_pairing_outcomes_total{outcome}       Paired, Failed, Expired
+func newMetrics(r prometheus.Registerer) *metrics {
+	m := &metrics{
+		connected: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "bluetooth_peripheral_connected",
+			Help: "1 while the Peripheral's link is up."}, []string{"peripheral"}),
+		claimed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "bluetooth_peripheral_claimed",
+			Help: "1 while a prepared ResourceClaim holds the Peripheral."}, []string{"peripheral"}),
+		battery: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "bluetooth_peripheral_battery_percent",
+			Help: "The Peripheral's battery charge in percent, where it reports one."}, []string{"peripheral"}),
+		reconcile: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "bluetooth_reconcile_duration_seconds",
+			Help: "Duration of one pass over Adapters, Peripherals and PairingRequests.", Buckets: prometheus.ExponentialBuckets(0.001, 4, 8)}),
+		errors: prometheus.NewCounter(prometheus.CounterOpts{Name: "bluetooth_reconcile_errors_total",
+			Help: "Objects a pass failed to write or act on."}),
+		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bluetooth_pairing_outcomes_total",
+			Help: "PairingRequests finished, by phase."}, []string{"outcome"}),
+	}
+	if r != nil {
+		r.MustRegister(m.connected, m.claimed, m.battery, m.reconcile, m.errors, m.outcomes)
+	}
+	return m
+}
