@@ -345,3 +345,24 @@ func (s *Sim) Registrations() (Registrations, error) {
 	}
 	return r, nil
 }
+
+// AdapterProperty reads an Adapter1 property of adapter as a client
+// would (Properties.Get), as its Go value (bool, string, uint32).
+func (s *Sim) AdapterProperty(adapter, name string) (any, error) {
+	return s.property(AdapterPath(adapter), AdapterInterface, name)
+}
+
+// DeviceProperty reads a Device1 property of a device of adapter.
+func (s *Sim) DeviceProperty(adapter, device, name string) (any, error) {
+	return s.property(DevicePath(adapter, device), DeviceInterface, name)
+}
+
+func (s *Sim) property(path dbus.ObjectPath, iface, name string) (any, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
+	defer cancel()
+	var v dbus.Variant
+	if err := s.conn.Object(Service, path).CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, iface, name).Store(&v); err != nil {
+		return nil, fmt.Errorf("bluezsim: %s %s.%s: %w", path, iface, name, err)
+	}
+	return v.Value(), nil
+}

@@ -1,0 +1,364 @@
+package pairing
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/test/bluezsim"
+)
+
+const hid = "00001124-0000-1000-8000-00805f9b34fb"
+
+func cond(conds []metav1.Condition, typ string) metav1.Condition {
+	if c := meta.FindStatusCondition(conds, typ); c != nil {
+		return *c
+	}
+	return metav1.Condition{}
+}
+
+// adapterProps reads hci0's Adapter1 properties from the simulator's bus.
+func (r *rig) radio() map[string]any {
+	r.t.Helper()
+	regs, err := r.sim.Registrations()
+	must(r.t, err)
+	out := map[string]any{"agents": len(regs.Agents), "discovery": len(regs.Discovery)}
+	for _, name := range []string{"Discoverable", "Pairable", "DiscoverableTimeout", "PairableTimeout", "Connectable"} {
+		v, err := r.sim.AdapterProperty("hci0", name)
+		must(r.t, err)
+		out[name] = v
+	}
+	return out
+}
+
+// TestAdoption: every bond BlueZ holds gets a Peripheral owned by the
+// Adapter, which is created with its finalizer and the radio's status; a
+// device BlueZ merely saw gets none; deleting the Adapter while the radio
+// is present is refused with a reason.
+func TestAdoption(t *testing.T) {
+	r := newRig(t, "00:1A:7D:DA:71:01")
+	pad, speaker, stranger := "E4:17:D8:C5:67:01", "A0:AB:51:33:B7:01", "11:22:33:44:55:01"
+	_, err := r.sim.AddDevice("hci0", pad, bluezsim.Device{Name: "8Bitdo NES30 Pro", Class: 0x002508, UUIDs: []string{hid}, Trusted: true})
+	must(t, err)
+	_, err = r.sim.AddDevice("hci0", speaker, bluezsim.Device{Name: "Kitchen", Class: 0x240414})
+	must(t, err)
+	_, err = r.sim.AddDevice("hci0", stranger, bluezsim.Device{Name: "Phone"})
+	must(t, err)
+	must(t, r.sim.Pair("hci0", pad))
+	must(t, r.sim.Pair("hci0", speaker))
+	must(t, r.sim.Connect("hci0", speaker))
+	r.start()
+
+	var adapter *btv1.Adapter
+	eventually(t, "the Adapter", func() (bool, string) {
+		var err error
+		adapter, err = getObj[btv1.Adapter](r, btv1.AdaptersResource, r.key)
+		if err != nil {
+			return false, err.Error()
+		}
+		return adapter.Status.Bonds == 2 && isTrue(adapter.Status.Conditions, btv1.ConditionPresent), fmt.Sprintf("%+v", adapter.Status)
+	})
+	if !slices.Contains(adapter.Finalizers, btv1.AdapterFinalizer) || len(adapter.OwnerReferences) != 0 ||
+		adapter.Status.Address != r.adapter || adapter.Status.BluezVersion != "5.66" || !adapter.Status.Powered {
+		t.Errorf("Adapter: finalizers %v owners %v status %+v", adapter.Finalizers, adapter.OwnerReferences, adapter.Status)
+	}
+	for _, c := range []struct {
+		addr, reason string
+		connected    bool
+	}{{pad, btv1.ReasonAsleep, false}, {speaker, btv1.ReasonConnected, true}} {
+		name := strings.ToLower(strings.ReplaceAll(c.addr, ":", "-"))
+		var per *btv1.Peripheral
+		eventually(t, "Peripheral "+name, func() (bool, string) {
+			var err error
+			per, err = getObj[btv1.Peripheral](r, btv1.PeripheralsResource, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			return cond(per.Status.Conditions, btv1.ConditionConnected).Reason == c.reason, fmt.Sprintf("%+v", per.Status)
+		})
+		if len(per.OwnerReferences) != 1 || per.OwnerReferences[0].UID != adapter.UID || !slices.Contains(per.Finalizers, btv1.PeripheralFinalizer) ||
+			per.Status.Bond == nil || !per.Status.Bond.Held || per.Status.Bond.Request != "" || per.Status.Adapter != r.key {
+			t.Errorf("Peripheral %s: owners %v finalizers %v status %+v", name, per.OwnerReferences, per.Finalizers, per.Status)
+		}
+	}
+	if _, err := getObj[btv1.Peripheral](r, btv1.PeripheralsResource, "11-22-33-44-55-01"); err == nil {
+		t.Error("a device BlueZ only saw got a Peripheral")
+	}
+
+	must(t, r.dyn.Resource(btv1.AdaptersResource).Delete(t.Context(), r.key, metav1.DeleteOptions{}))
+	eventually(t, "the refusal", func() (bool, string) {
+		a, err := getObj[btv1.Adapter](r, btv1.AdaptersResource, r.key)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := cond(a.Status.Conditions, btv1.ConditionPresent)
+		return c.Reason == btv1.ReasonDeletionRefused && strings.Contains(c.Message, "would unpair"), c.Message
+	})
+}
+
+// TestPairJustWorks: a request opens the window (timeouts first, agent,
+// discovery), the seen list merges and caps, the approval pairs and
+// trusts the device and makes its Peripheral, the window closes, and a
+// TTL of 0 deletes the request.
+func TestPairJustWorks(t *testing.T) {
+	r := newRig(t, "00:1A:7D:DA:71:02")
+	r.start()
+	ttl := int32(0)
+	r.create("pad", btv1.PairingRequestSpec{WindowSeconds: 120, TTLSecondsAfterFinished: &ttl})
+	req := r.waitRequest("pad", "Open", func(p *btv1.PairingRequest) bool {
+		return p.Status.Phase == btv1.PhaseOpen && isTrue(p.Status.Conditions, btv1.ConditionWindowOpen)
+	})
+	if want := r.clock.Now().Add(120 * time.Second); !req.Status.WindowClosesAt.Time.Equal(want) {
+		t.Errorf("windowClosesAt %v, want %v", req.Status.WindowClosesAt, want)
+	}
+	eventually(t, "the radio's window", func() (bool, string) {
+		got := r.radio()
+		return got["Discoverable"] == true && got["Pairable"] == true && got["agents"] == 1 && got["discovery"] == 1 &&
+			got["DiscoverableTimeout"] == uint32(120) && got["PairableTimeout"] == uint32(120), fmt.Sprint(got)
+	})
+
+	// 18 devices answer, the nearest first; a name of 10 KB is cut.
+	long := strings.Repeat("é", 5<<10)
+	for i := range 18 {
+		addr := fmt.Sprintf("E4:17:D8:C5:68:%02X", i)
+		name := fmt.Sprintf("dev %d", i)
+		if i == 0 {
+			name = long
+		}
+		_, err := r.sim.AddDevice("hci0", addr, bluezsim.Device{Name: name, Class: 0x002508, UUIDs: []string{hid}, RSSI: int16(-40 - i)})
+		must(t, err)
+	}
+	req = r.waitRequest("pad", "16 seen", func(p *btv1.PairingRequest) bool { return len(p.Status.Seen) == btv1.MaxSeen })
+	first := req.Status.Seen[0]
+	if len(first.Name) > btv1.MaxNameBytes || !strings.HasPrefix(long, first.Name) || first.RSSI == nil || *first.RSSI != -40 || first.Class != 0x002508 {
+		t.Errorf("seen[0] = %q (%d bytes) rssi %v class %#x", first.Name[:10], len(first.Name), first.RSSI, first.Class)
+	}
+	// A later answer updates the entry in place; order and firstSeen stay.
+	r.clock.Advance(5 * time.Second)
+	must(t, r.sim.SetDeviceProperty("hci0", req.Status.Seen[3].Address, "RSSI", int16(-20)))
+	after := r.waitRequest("pad", "RSSI merged", func(p *btv1.PairingRequest) bool {
+		return len(p.Status.Seen) == 16 && p.Status.Seen[3].RSSI != nil && *p.Status.Seen[3].RSSI == -20
+	})
+	for i := range after.Status.Seen {
+		if after.Status.Seen[i].Address != req.Status.Seen[i].Address || !after.Status.Seen[i].FirstSeen.Equal(&req.Status.Seen[i].FirstSeen) {
+			t.Errorf("seen[%d] moved: %+v, was %+v", i, after.Status.Seen[i], req.Status.Seen[i])
+		}
+	}
+
+	pad := req.Status.Seen[1].Address
+	r.patch("pad", map[string]any{"device": strings.ToLower(pad)})
+	// Paired, then deleted at once (TTL 0): the Peripheral tells.
+	name := strings.ToLower(strings.ReplaceAll(pad, ":", "-"))
+	var per *btv1.Peripheral
+	eventually(t, "the Peripheral", func() (bool, string) {
+		var err error
+		per, err = getObj[btv1.Peripheral](r, btv1.PeripheralsResource, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		return per.Status.Bond != nil && per.Status.Bond.Request == r.ns+"/pad", fmt.Sprintf("%+v", per.Status)
+	})
+	if per.Spec.Trusted == nil || !*per.Spec.Trusted {
+		t.Errorf("spec.trusted %v", per.Spec.Trusted)
+	}
+	if v, err := r.sim.DeviceProperty("hci0", pad, "Trusted"); err != nil || v != true {
+		t.Errorf("Trusted after pairing: %v, %v", v, err)
+	}
+	eventually(t, "the request deleted after its TTL", func() (bool, string) {
+		_, err := r.request("pad")
+		return err != nil && strings.Contains(err.Error(), "not found"), fmt.Sprint(err)
+	})
+	eventually(t, "the window closed", func() (bool, string) {
+		got := r.radio()
+		return got["Discoverable"] == false && got["Pairable"] == false && got["agents"] == 0 && got["discovery"] == 0, fmt.Sprint(got)
+	})
+}
+
+// TestPasskeys: a keyboard shows its passkey in status and a right one
+// pairs; a wrong one fails visibly; numeric comparison waits for
+// spec.passkeyConfirmed; a legacy device waits for spec.pin; a radio
+// failure ends Failed with BlueZ's error.
+func TestPasskeys(t *testing.T) {
+	r := newRig(t, "00:1A:7D:DA:71:03")
+	r.start()
+	add := func(addr string, d bluezsim.Device) {
+		_, err := r.sim.AddDevice("hci0", addr, d)
+		must(t, err)
+	}
+	kbd, kbd2, phone, legacy, broken := "C0:00:00:00:00:01", "C0:00:00:00:00:02", "C0:00:00:00:00:03", "C0:00:00:00:00:04", "C0:00:00:00:00:05"
+	add(kbd, bluezsim.Device{Name: "Keyboard", Class: 0x002540, UUIDs: []string{hid}, Pairing: bluezsim.DisplayPasskey})
+	add(kbd2, bluezsim.Device{Name: "Keyboard 2", Class: 0x002540, UUIDs: []string{hid}, Pairing: bluezsim.DisplayPasskey})
+	add(phone, bluezsim.Device{Name: "Phone", Class: 0x5a020c, Pairing: bluezsim.Confirm})
+	add(legacy, bluezsim.Device{Name: "Old pad", Class: 0x002508, Pairing: bluezsim.PinCode, Secret: "0000", LegacyPairing: true})
+	add(broken, bluezsim.Device{Name: "Far away", Pairing: bluezsim.PairFail, Secret: "org.bluez.Error.ConnectionAttemptFailed"})
+
+	// Keyboard, typed right.
+	r.create("kbd", btv1.PairingRequestSpec{Device: kbd})
+	req := r.waitRequest("kbd", "the passkey shown", func(p *btv1.PairingRequest) bool { return p.Status.Passkey != nil })
+	if pk := req.Status.Passkey; pk.Action != btv1.PasskeyType || len(pk.Value) != 6 || pk.Device != kbd ||
+		cond(req.Status.Conditions, btv1.ConditionPaired).Reason != btv1.ReasonAwaitingPasskey {
+		t.Errorf("passkey %+v, condition %+v", pk, cond(req.Status.Conditions, btv1.ConditionPaired))
+	}
+	var n uint32
+	fmt.Sscanf(req.Status.Passkey.Value, "%d", &n)
+	must(t, r.sim.EnterPasskey("hci0", kbd, n))
+	req = r.waitRequest("kbd", "Paired", func(p *btv1.PairingRequest) bool { return p.Status.Phase == btv1.PhasePaired })
+	if req.Status.Passkey != nil || req.Status.Peripheral != "c0-00-00-00-00-01" || req.Status.FinishedAt == nil {
+		t.Errorf("paired status %+v", req.Status)
+	}
+
+	// Keyboard, typed wrong.
+	r.create("kbd2", btv1.PairingRequestSpec{Device: kbd2})
+	req = r.waitRequest("kbd2", "the passkey shown", func(p *btv1.PairingRequest) bool { return p.Status.Passkey != nil })
+	fmt.Sscanf(req.Status.Passkey.Value, "%d", &n)
+	must(t, r.sim.EnterPasskey("hci0", kbd2, (n+1)%1000000))
+	req = r.waitRequest("kbd2", "Failed", func(p *btv1.PairingRequest) bool { return p.Status.Phase == btv1.PhaseFailed })
+	if c := cond(req.Status.Conditions, btv1.ConditionPaired); c.Reason != btv1.ReasonPairingFailed || !strings.Contains(c.Message, "AuthenticationFailed") {
+		t.Errorf("wrong passkey: %+v", c)
+	}
+
+	// Numeric comparison: an answer given before the number shows does
+	// not count; one after it does.
+	r.create("phone", btv1.PairingRequestSpec{Device: phone, PasskeyConfirmed: new(true)})
+	req = r.waitRequest("phone", "the number to compare", func(p *btv1.PairingRequest) bool {
+		return p.Status.Passkey != nil && p.Status.Passkey.Action == btv1.PasskeyConfirm
+	})
+	time.Sleep(time.Second)
+	if got, _ := r.request("phone"); got.Status.Phase != btv1.PhaseOpen {
+		t.Fatalf("a confirmation given before the passkey showed paired: %+v", got.Status)
+	}
+	r.patch("phone", map[string]any{"passkeyConfirmed": nil})
+	r.patch("phone", map[string]any{"passkeyConfirmed": true})
+	r.waitRequest("phone", "Paired", func(p *btv1.PairingRequest) bool { return p.Status.Phase == btv1.PhasePaired })
+
+	// Legacy PIN.
+	r.create("legacy", btv1.PairingRequestSpec{Device: legacy})
+	r.waitRequest("legacy", "asks for a PIN", func(p *btv1.PairingRequest) bool {
+		return cond(p.Status.Conditions, btv1.ConditionPaired).Reason == btv1.ReasonAwaitingPIN
+	})
+	r.patch("legacy", map[string]any{"pin": "0000"})
+	r.waitRequest("legacy", "Paired", func(p *btv1.PairingRequest) bool { return p.Status.Phase == btv1.PhasePaired })
+
+	// A radio failure.
+	r.create("broken", btv1.PairingRequestSpec{Device: broken})
+	req = r.waitRequest("broken", "Failed", func(p *btv1.PairingRequest) bool { return p.Status.Phase == btv1.PhaseFailed })
+	if c := cond(req.Status.Conditions, btv1.ConditionPaired); !strings.Contains(c.Message, "ConnectionAttemptFailed") {
+		t.Errorf("radio failure: %+v", c)
+	}
+	regs, _ := r.sim.Registrations()
+	t.Logf("agent calls: %+v", regs.AgentCalls)
+}
+
+// TestExpiryAndRestart: a window closes Expired at its deadline, and an
+// operator restarted mid-window opens it again for an Open request, and
+// closes a radio left discoverable when no request is open.
+func TestExpiryAndRestart(t *testing.T) {
+	r := newRig(t, "00:1A:7D:DA:71:04")
+	r.start()
+	r.create("short", btv1.PairingRequestSpec{WindowSeconds: 60})
+	r.waitRequest("short", "Open", func(p *btv1.PairingRequest) bool { return p.Status.Phase == btv1.PhaseOpen })
+	eventually(t, "open", func() (bool, string) { got := r.radio(); return got["Discoverable"] == true, fmt.Sprint(got) })
+
+	// The operator dies mid-window; the radio is left open (BlueZ's own
+	// timeout would close it). A new one takes the window over.
+	r.stop()
+	r.clock.Advance(20 * time.Second)
+	r.start()
+	eventually(t, "reopened", func() (bool, string) {
+		got := r.radio()
+		return got["Discoverable"] == true && got["agents"] == 1 && got["discovery"] == 1, fmt.Sprint(got)
+	})
+	r.clock.Advance(41 * time.Second)
+	req := r.waitRequest("short", "Expired", func(p *btv1.PairingRequest) bool { return p.Status.Phase == btv1.PhaseExpired })
+	if req.Status.FinishedAt == nil || cond(req.Status.Conditions, btv1.ConditionPaired).Reason != btv1.ReasonExpired {
+		t.Errorf("expired status %+v", req.Status)
+	}
+	eventually(t, "closed", func() (bool, string) {
+		got := r.radio()
+		return got["Discoverable"] == false && got["Pairable"] == false && got["discovery"] == 0 && got["agents"] == 0, fmt.Sprint(got)
+	})
+
+	// A radio someone left discoverable, with no request open, is closed
+	// by an operator that never opened it.
+	r.stop()
+	must(t, r.sim.SetAdapterProperty("hci0", "Discoverable", true))
+	must(t, r.sim.SetAdapterProperty("hci0", "Pairable", true))
+	r.start()
+	eventually(t, "closed after a restart", func() (bool, string) {
+		got := r.radio()
+		return got["Discoverable"] == false && got["Pairable"] == false, fmt.Sprint(got)
+	})
+}
+
+// TestUnknownAdapter: a request for an adapter that does not exist says
+// so and never opens this radio's window.
+func TestUnknownAdapter(t *testing.T) {
+	r := newRig(t, "00:1A:7D:DA:71:05")
+	r.start()
+	r.create("nowhere", btv1.PairingRequestSpec{Adapter: "00-00-00-00-00-99"})
+	req := r.waitRequest("nowhere", "AdapterNotFound", func(p *btv1.PairingRequest) bool {
+		return cond(p.Status.Conditions, btv1.ConditionAccepted).Reason == btv1.ReasonAdapterNotFound
+	})
+	if c := cond(req.Status.Conditions, btv1.ConditionAccepted); !strings.Contains(c.Message, r.key) || req.Status.Phase != "" {
+		t.Errorf("status %+v", req.Status)
+	}
+	if got := r.radio(); got["Discoverable"] != false {
+		t.Errorf("radio %v", got)
+	}
+}
+
+// TestUnpair: deleting a Peripheral disconnects the device, waits while a
+// prepared claim holds it, keeps it out of the slice, removes it from
+// BlueZ (the bond's files go), and then releases the finalizer.
+func TestUnpair(t *testing.T) {
+	r := newRig(t, "00:1A:7D:DA:71:06")
+	pad := "E4:17:D8:C5:67:06"
+	name := "e4-17-d8-c5-67-06"
+	_, err := r.sim.AddDevice("hci0", pad, bluezsim.Device{Name: "Pad", Class: 0x002508, UUIDs: []string{hid}, Trusted: true})
+	must(t, err)
+	must(t, r.sim.Pair("hci0", pad))
+	must(t, r.sim.Connect("hci0", pad))
+	r.mu.Lock()
+	r.holders[name] = dra.ClaimRef{Namespace: "games", Name: "player-pad"}
+	r.mu.Unlock()
+	r.start()
+	eventually(t, "the Peripheral", func() (bool, string) {
+		p, err := getObj[btv1.Peripheral](r, btv1.PeripheralsResource, name)
+		return err == nil && p.Status.Claim != nil, fmt.Sprint(err)
+	})
+	must(t, r.dyn.Resource(btv1.PeripheralsResource).Delete(t.Context(), name, metav1.DeleteOptions{}))
+	eventually(t, "waiting for the claim", func() (bool, string) {
+		p, err := getObj[btv1.Peripheral](r, btv1.PeripheralsResource, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := cond(p.Status.Conditions, btv1.ConditionReady)
+		return c.Reason == btv1.ReasonUnpairing && strings.Contains(c.Message, "games/player-pad"), c.Message
+	})
+	if v, _ := r.sim.DeviceProperty("hci0", pad, "Connected"); v != false {
+		t.Errorf("Connected while unpairing: %v", v)
+	}
+	info := filepath.Join(r.sim.StorageDir(), r.adapter, pad, "info")
+	if _, err := os.Stat(info); err != nil {
+		t.Fatalf("the bond went while a claim held it: %v", err)
+	}
+	r.mu.Lock()
+	delete(r.holders, name)
+	r.mu.Unlock()
+	eventually(t, "the Peripheral gone", func() (bool, string) {
+		_, err := getObj[btv1.Peripheral](r, btv1.PeripheralsResource, name)
+		return err != nil && strings.Contains(err.Error(), "not found"), fmt.Sprint(err)
+	})
+	if _, err := os.Stat(info); !os.IsNotExist(err) {
+		t.Errorf("the bond's info after the unpair: %v", err)
+	}
+}
