@@ -1,0 +1,37 @@
+// Command kubectl-liken-bluetooth is the Bluetooth operator's kubectl
+// plugin, for pairing without a shell on any node:
+//
+//	kubectl liken bluetooth pair [--adapter X] [--node N] [--device MAC] [--window D] [--pin P]
+//	kubectl liken bluetooth list
+//	kubectl liken bluetooth unpair NAME
+//	kubectl liken bluetooth completion bash|zsh|fish|powershell
+//
+// It takes kubectl's connection flags (--kubeconfig, --context,
+// --namespace, ...) and needs no more than create and update on
+// PairingRequests in the namespace to pair (get and watch to follow the
+// request; the bluetooth-pairing role grants them), and read access to
+// Adapters and Peripherals for list and for pair without --adapter.
+//
+// Exit status: 0 when the command did what it says (pair: the device is
+// Paired), 1 otherwise, with the reason on stderr.
+package main
+
+import (
+	"context"
+	"os"
+	"os/signal"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/liken-sh/operators/internal/bluetoothcli"
+)
+
+// version is the release, set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
+	os.Exit(bluetoothcli.Execute(ctx, version, streams, os.Args[1:]))
+}

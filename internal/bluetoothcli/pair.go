@@ -1,0 +1,370 @@
+package bluetoothcli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
+	"github.com/liken-sh/operators/internal/bdaddr"
+)
+
+// pollInterval is how often pair reads its request back.
+const pollInterval = 500 * time.Millisecond
+
+type pairOptions struct {
+	adapter, node, device, pin string
+	window                     time.Duration
+	keep                       bool
+}
+
+func newPair(e *env) *cobra.Command {
+	var o pairOptions
+	cmd := &cobra.Command{
+		Use:   "pair [--adapter ADAPTER] [--node NODE] [--device MAC]",
+		Short: "Open a pairing window, pick a device that answers, and wait until it is paired",
+		Long: "Creates a PairingRequest for the adapter (the only one there is, or the one on --node, or\n" +
+			"--adapter). Put the device in pairing mode: the devices that answer appear in a table; type\n" +
+			"the number or address of yours (or give --device in advance). A keyboard gets a passkey to type,\n" +
+			"a phone a number to compare, an old device is asked for its PIN. The command ends when the device\n" +
+			"is Paired (exit 0) or the request Failed or Expired (exit 1).",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return e.pair(cmd.Context(), o) },
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.adapter, "adapter", "", "the Adapter to pair with (its name, or its address with colons)")
+	f.StringVar(&o.node, "node", "", "use the adapter on this node")
+	f.StringVar(&o.device, "device", "", "pair this device (XX:XX:XX:XX:XX:XX) as soon as it answers, without asking")
+	f.StringVar(&o.pin, "pin", "", "the PIN a legacy device asks for (often 0000)")
+	f.DurationVar(&o.window, "window", 180*time.Second, "how long the adapter stays discoverable, 15s to 15m")
+	f.BoolVar(&o.keep, "keep", false, "leave the request in place when the command is interrupted (by default it is deleted)")
+	return cmd
+}
+
+// pair is the whole pair command.
+func (e *env) pair(ctx context.Context, o pairOptions) error {
+	d, ns, err := e.client()
+	if err != nil {
+		return err
+	}
+	if o.window < btv1.MinWindowSeconds*time.Second || o.window > btv1.MaxWindowSeconds*time.Second {
+		return fmt.Errorf("--window %v is outside %ds to %ds", o.window, btv1.MinWindowSeconds, btv1.MaxWindowSeconds)
+	}
+	device := ""
+	if o.device != "" {
+		a, err := bdaddr.Parse(o.device)
+		if err != nil {
+			return fmt.Errorf("--device %q is not a Bluetooth address (XX:XX:XX:XX:XX:XX)", o.device)
+		}
+		device = a.String()
+	}
+	adapter, err := chooseAdapter(ctx, d, o.adapter, o.node)
+	if err != nil {
+		return err
+	}
+	req := &btv1.PairingRequest{
+		ObjectMeta: metav1.ObjectMeta{GenerateName: "pair-", Namespace: ns},
+		Spec:       btv1.PairingRequestSpec{Adapter: adapter, WindowSeconds: int32(o.window / time.Second), Device: device, PIN: o.pin},
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(req)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion(btv1.GroupVersion.String())
+	u.SetKind("PairingRequest")
+	res := d.Resource(btv1.PairingRequestsResource).Namespace(ns)
+	created, err := res.Create(ctx, u, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("creating the PairingRequest: %w", err)
+	}
+	name := created.GetName()
+	fmt.Fprintf(e.streams.ErrOut, "pairingrequest %s/%s: the adapter %s is discoverable for %v; put the device in pairing mode\n", ns, name, adapter, o.window)
+	s := &session{e: e, res: res, name: name, device: device, lines: readLines(e.streams.In)}
+	s.tty = isTerminal(e.streams.Out)
+	err = s.run(ctx)
+	if ctx.Err() != nil && !o.keep {
+		// Interrupted: the window should not stay open for nobody.
+		_ = res.Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
+		return errors.New("interrupted; the request was deleted")
+	}
+	return err
+}
+
+// chooseAdapter returns the Adapter name to pair with.
+func chooseAdapter(ctx context.Context, d dynamic.Interface, adapter, node string) (string, error) {
+	if adapter != "" {
+		a, err := bdaddr.Parse(adapter)
+		if err != nil {
+			return "", fmt.Errorf("--adapter %q is neither an Adapter name nor an address", adapter)
+		}
+		return a.Key(), nil
+	}
+	l, err := d.Resource(btv1.AdaptersResource).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			return "", fmt.Errorf("you may not list Adapters, so give --adapter (ask for the bluetooth-viewer role to choose by --node): %w", err)
+		}
+		return "", fmt.Errorf("listing Adapters: %w", err)
+	}
+	var list btv1.AdapterList
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(l.UnstructuredContent(), &list); err != nil {
+		return "", err
+	}
+	var fit, all []string
+	for _, a := range list.Items {
+		all = append(all, fmt.Sprintf("%s (node %s)", a.Name, a.Status.Node))
+		if node != "" && a.Status.Node != node {
+			continue
+		}
+		if c := meta.FindStatusCondition(a.Status.Conditions, btv1.ConditionPresent); c == nil || c.Status != metav1.ConditionTrue {
+			continue
+		}
+		fit = append(fit, a.Name)
+	}
+	switch {
+	case len(fit) == 1:
+		return fit[0], nil
+	case len(all) == 0:
+		return "", errors.New("there is no Adapter: is the bluetooth operator running on a node with a radio?")
+	case len(fit) == 0 && node != "":
+		return "", fmt.Errorf("no present adapter on node %s; the adapters are: %s", node, strings.Join(all, ", "))
+	case len(fit) == 0:
+		return "", fmt.Errorf("no adapter is present; the adapters are: %s", strings.Join(all, ", "))
+	}
+	return "", fmt.Errorf("there are %d adapters; choose one with --adapter or --node: %s", len(fit), strings.Join(all, ", "))
+}
+
+// session follows one request until it finishes.
+type session struct {
+	e      *env
+	res    dynamic.ResourceInterface
+	name   string
+	device string // approved
+	tty    bool
+	lines  <-chan string
+
+	shownSeen  int
+	shownTable string
+	prompted   string // the prompt last shown
+	last       string // the last condition message shown
+}
+
+func (s *session) run(ctx context.Context) error {
+	tick := time.NewTicker(pollInterval)
+	defer tick.Stop()
+	var cur *btv1.PairingRequest
+	for {
+		u, err := s.res.Get(ctx, s.name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return fmt.Errorf("pairingrequest %s was deleted", s.name)
+		case err != nil && ctx.Err() != nil:
+			return ctx.Err()
+		case err != nil:
+			fmt.Fprintf(s.e.streams.ErrOut, "reading the request: %v\n", err)
+		default:
+			cur = &btv1.PairingRequest{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, cur); err != nil {
+				return err
+			}
+			if done, err := s.show(cur); done {
+				return err
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		case line, ok := <-s.lines:
+			if !ok {
+				s.lines = nil
+				continue
+			}
+			if cur != nil {
+				if err := s.answer(ctx, cur, strings.TrimSpace(line)); err != nil {
+					fmt.Fprintln(s.e.streams.ErrOut, err)
+				}
+			}
+		}
+	}
+}
+
+// show prints what changed; done is true when the request finished.
+func (s *session) show(r *btv1.PairingRequest) (done bool, err error) {
+	out := s.e.streams.Out
+	accepted := meta.FindStatusCondition(r.Status.Conditions, btv1.ConditionAccepted)
+	if accepted != nil && accepted.Status == metav1.ConditionFalse && r.Status.Phase == "" {
+		return true, fmt.Errorf("%s: %s", accepted.Reason, accepted.Message)
+	}
+	switch r.Status.Phase {
+	case btv1.PhasePaired:
+		fmt.Fprintf(out, "Paired: peripheral %s\n", r.Status.Peripheral)
+		return true, nil
+	case btv1.PhaseFailed, btv1.PhaseExpired:
+		c := meta.FindStatusCondition(r.Status.Conditions, btv1.ConditionPaired)
+		msg := string(r.Status.Phase)
+		if c != nil {
+			msg += ": " + c.Message
+		}
+		return true, errors.New(msg)
+	}
+	if s.device == "" {
+		s.table(r)
+	}
+	paired := meta.FindStatusCondition(r.Status.Conditions, btv1.ConditionPaired)
+	if paired == nil {
+		return false, nil
+	}
+	prompt := ""
+	switch paired.Reason {
+	case btv1.ReasonAwaitingPasskey:
+		if pk := r.Status.Passkey; pk != nil {
+			prompt = fmt.Sprintf("Type %s on the device, then Enter.", pk.Value)
+		}
+	case btv1.ReasonAwaitingConfirmation:
+		if pk := r.Status.Passkey; pk != nil {
+			prompt = fmt.Sprintf("Does the device show %s? [y/n] ", pk.Value)
+		}
+	case btv1.ReasonAwaitingPIN:
+		prompt = "The device asks for a PIN (or the number it shows): "
+	case btv1.ReasonAwaitingApproval:
+		if s.shownSeen > 0 {
+			prompt = "Type the number or address of the device to pair: "
+		}
+	}
+	if prompt != "" && prompt != s.prompted {
+		s.prompted = prompt
+		fmt.Fprintln(out, prompt)
+	} else if prompt == "" && paired.Message != s.last && paired.Reason != btv1.ReasonAwaitingApproval {
+		s.last = paired.Message
+		fmt.Fprintln(s.e.streams.ErrOut, paired.Message)
+	}
+	return false, nil
+}
+
+// table prints the devices that answered: redrawn in place on a
+// terminal, new rows only otherwise.
+func (s *session) table(r *btv1.PairingRequest) {
+	var b strings.Builder
+	w := tabwriter.NewWriter(&b, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "#\tADDRESS\tNAME\tKIND\tRSSI")
+	for i, d := range r.Status.Seen {
+		rssi := "-"
+		if d.RSSI != nil {
+			rssi = fmt.Sprintf("%d dBm", *d.RSSI)
+		}
+		name := d.Name
+		if len(name) > 40 {
+			name = name[:40] + "…"
+		}
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\n", i+1, d.Address, name, d.Icon, rssi)
+	}
+	_ = w.Flush()
+	text := b.String()
+	if text == s.shownTable || len(r.Status.Seen) == 0 {
+		return
+	}
+	if s.tty {
+		if s.shownTable != "" {
+			// Move up over the last table and redraw it.
+			fmt.Fprintf(s.e.streams.Out, "\x1b[%dA\x1b[J", strings.Count(s.shownTable, "\n")+1)
+		}
+		fmt.Fprint(s.e.streams.Out, text)
+		fmt.Fprintln(s.e.streams.Out, "Type the number or address of the device to pair:")
+		s.prompted = "table"
+	} else {
+		lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+		start := 0
+		if s.shownTable != "" {
+			start = s.shownSeen + 1
+		}
+		for _, l := range lines[min(start, len(lines)):] {
+			fmt.Fprintln(s.e.streams.Out, l)
+		}
+	}
+	s.shownTable, s.shownSeen = text, len(r.Status.Seen)
+}
+
+// answer applies one line the person typed.
+func (s *session) answer(ctx context.Context, r *btv1.PairingRequest, line string) error {
+	if line == "" {
+		return nil
+	}
+	paired := meta.FindStatusCondition(r.Status.Conditions, btv1.ConditionPaired)
+	reason := ""
+	if paired != nil {
+		reason = paired.Reason
+	}
+	switch {
+	case reason == btv1.ReasonAwaitingConfirmation:
+		yes := strings.HasPrefix(strings.ToLower(line), "y")
+		return s.patch(ctx, map[string]any{"passkeyConfirmed": yes})
+	case reason == btv1.ReasonAwaitingPIN:
+		return s.patch(ctx, map[string]any{"pin": line})
+	case s.device == "":
+		addr := line
+		if n, err := strconv.Atoi(line); err == nil {
+			if n < 1 || n > len(r.Status.Seen) {
+				return fmt.Errorf("%d is not a row of the table (1 to %d)", n, len(r.Status.Seen))
+			}
+			addr = r.Status.Seen[n-1].Address
+		}
+		a, err := bdaddr.Parse(addr)
+		if err != nil {
+			return fmt.Errorf("%q is neither a row number nor an address", line)
+		}
+		s.device = a.String()
+		fmt.Fprintf(s.e.streams.ErrOut, "pairing with %s\n", s.device)
+		return s.patch(ctx, map[string]any{"device": s.device})
+	}
+	return nil
+}
+
+func (s *session) patch(ctx context.Context, spec map[string]any) error {
+	data, err := json.Marshal(map[string]any{"spec": spec})
+	if err != nil {
+		return err
+	}
+	_, err = s.res.Patch(ctx, s.name, types.MergePatchType, data, metav1.PatchOptions{})
+	return err
+}
+
+// readLines delivers in's lines until it ends.
+func readLines(in io.Reader) <-chan string {
+	ch := make(chan string)
+	go func() {
+		defer close(ch)
+		if in == nil {
+			return
+		}
+		sc := bufio.NewScanner(in)
+		for sc.Scan() {
+			ch <- sc.Text()
+		}
+	}()
+	return ch
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
