@@ -172,7 +172,10 @@ func TestManagedObjectsReadsAdaptersAndDevices(t *testing.T) {
 	if len(objs.Problems) > 0 {
 		t.Errorf("problems: %v", objs.Problems)
 	}
-	wantAdapter := Adapter{Path: hci0, Address: "00:01:02:03:04:05", Alias: "liken-node", Powered: true, Pairable: true, ReportsConnectable: true}
+	// dbusmock's bluez5 template: a discoverable timeout of 180 s, a
+	// Device ID of BlueZ's vendor (0x1d6b) with product 0x0245.
+	wantAdapter := Adapter{Path: hci0, Address: "00:01:02:03:04:05", Alias: "liken-node", Powered: true, Pairable: true, ReportsConnectable: true,
+		DiscoverableTimeout: 180, Modalias: "usb:v1D6Bp0245d050A"}
 	if !reflect.DeepEqual(objs.Adapters, []Adapter{wantAdapter}) {
 		t.Errorf("adapters:\n got %+v\nwant %+v", objs.Adapters, []Adapter{wantAdapter})
 	}
@@ -194,11 +197,13 @@ func TestManagedObjectsReadsAdaptersAndDevices(t *testing.T) {
 		Name: "8Bitdo NES30 Pro", Alias: "8Bitdo NES30 Pro",
 		Paired: true, Bonded: true, Connected: true, Trusted: true,
 		Class: 0x002508, Icon: "input-gaming", Modalias: "usb:v2DC8p3820d0100",
-		UUIDs: []string{"00001124-0000-1000-8000-00805f9b34fb", "00001200-0000-1000-8000-00805f9b34fb"},
+		UUIDs:         []string{"00001124-0000-1000-8000-00805f9b34fb", "00001200-0000-1000-8000-00805f9b34fb"},
+		LegacyPairing: true, RSSI: -79, HasRSSI: true, // the template's
 	}
 	wantMouse := Device{
 		Path: mousePath, Adapter: hci0, Address: mouseAddr, AddressType: "random",
 		Name: "Basilisk X HyperSpeed", Alias: "Basilisk X HyperSpeed", Appearance: 0x03c2, UUIDs: []string{},
+		RSSI: -79, HasRSSI: true,
 	}
 	if len(objs.Devices) != 2 {
 		t.Fatalf("devices: %+v", objs.Devices)
@@ -453,5 +458,19 @@ func TestCallsAreBounded(t *testing.T) {
 			t.Errorf("%s returned after %v, bound was 300ms", name, d)
 		}
 		t.Logf("%s: %v after %v", name, err, d)
+	}
+}
+
+func TestBlueZVersion(t *testing.T) {
+	for modalias, want := range map[string]string{
+		"usb:v1D6Bp0246d0542": "5.66", // Debian 12
+		"usb:v1D6Bp0246d0548": "5.72",
+		"usb:v1D6Bp0245d050A": "", // another product
+		"usb:v2DC8p3820d0100": "", // a device's, not BlueZ's
+		"":                    "",
+	} {
+		if got := (Adapter{Modalias: modalias}).BlueZVersion(); got != want {
+			t.Errorf("BlueZVersion(%q) = %q, want %q", modalias, got, want)
+		}
 	}
 }

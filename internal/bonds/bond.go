@@ -59,7 +59,7 @@ func checkBonded(info []byte) error {
 		return fmt.Errorf("info is not a BlueZ key file: %w", err)
 	}
 	if !parsed.Bonded() && !parsed.Keyless() {
-		return errors.New("info holds no link key or long term key and the device is not trusted: not a bond")
+		return errors.New("info holds no link key or long term key: not a bond")
 	}
 	return nil
 }

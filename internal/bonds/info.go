@@ -54,14 +54,23 @@ type Info struct {
 	IdentityResolvingKey *[16]byte
 	// Trusted is [General] Trusted=true.
 	Trusted bool
+	// Vendor and Product are [DeviceID] Vendor and Product (decimal in
+	// the file), 0 when absent.
+	Vendor, Product uint16
 }
 
-// Keyless reports whether the file is a trusted device with no key: how
-// BlueZ's sixaxis plugin (plugins/sixaxis.c) stores a DualShock 3 or
-// Navigation controller paired over USB, which then connects over
-// Bluetooth without any key exchange. Such a file is a bond too: without
-// it the controller is refused.
-func (i *Info) Keyless() bool { return !i.Bonded() && i.Trusted }
+// Keyless reports whether the file is a bond that holds no key: a
+// DualShock 3 or Navigation controller set up over USB by BlueZ's
+// sixaxis plugin (plugins/sixaxis.c), which stores the controller
+// trusted, with its Device ID (Sony, vendor 0x054c; products 0x0268 and
+// 0x042f), and no key, because those controllers connect over Bluetooth
+// without one. Without this file bluetoothd refuses the controller, so
+// it is written back and restored like any bond. Any other trusted file
+// without a key (a device trusted but never bonded, a failed re-pair) is
+// no bond.
+func (i *Info) Keyless() bool {
+	return !i.Bonded() && i.Trusted && i.Vendor == 0x054c && (i.Product == 0x0268 || i.Product == 0x042f)
+}
 
 // LinkKey is a [LinkKey] group.
 type LinkKey struct {
@@ -138,6 +147,15 @@ func ParseInfo(data []byte) (*Info, error) {
 					info.Technologies = append(info.Technologies, s)
 				}
 			}
+		}
+	}
+	if g := f.Group("DeviceID"); g != nil {
+		v, _ := g.Get("Vendor")
+		p, _ := g.Get("Product")
+		vendor, err1 := strconv.ParseUint(strings.TrimSpace(v), 10, 16)
+		product, err2 := strconv.ParseUint(strings.TrimSpace(p), 10, 16)
+		if err1 == nil && err2 == nil {
+			info.Vendor, info.Product = uint16(vendor), uint16(product)
 		}
 	}
 	if g := f.Group(GroupLinkKey); g != nil {

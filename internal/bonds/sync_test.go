@@ -151,3 +151,30 @@ func TestSyncRefusesAnInfoWithoutKeys(t *testing.T) {
 		t.Fatalf("a Secret was created for a device without a bond: %v", err)
 	}
 }
+
+// A DualShock 3 set up by BlueZ's sixaxis plugin is stored trusted with
+// no key: it is a bond, written back like any other, but never over a
+// Secret that holds a key.
+func TestSyncStoresKeylessSixaxisBonds(t *testing.T) {
+	ctx := context.Background()
+	ds3 := bdaddr.MustParse("00:1B:FB:11:22:33")
+	info := []byte("[General]\nName=PLAYSTATION(R)3 Controller\nClass=0x000508\nTrusted=true\n\n[DeviceID]\nSource=2\nVendor=1356\nProduct=616\nVersion=0\n")
+	client := fake.NewClientset()
+	report, err := Sync(ctx, client, "ns", []Bond{{Adapter: adapter, Device: ds3, Info: info}})
+	if err != nil || len(report.Created) != 1 {
+		t.Fatalf("report %+v, %v; want the DualShock 3 stored", report, err)
+	}
+	s, err := client.CoreV1().Secrets("ns").Get(ctx, SecretName(adapter, ds3), metav1.GetOptions{})
+	if err != nil || !bytes.Equal(s.Data[InfoKey(ds3)], info) {
+		t.Fatalf("stored %q, %v", s.Data[InfoKey(ds3)], err)
+	}
+	// The same file over a Secret that holds a key for it is refused.
+	keyed := recordedBonds(t)[0]
+	client = fake.NewClientset(EncodeSecret("ns", keyed))
+	if _, err := Sync(ctx, client, "ns", []Bond{{Adapter: adapter, Device: keyed.Device, Info: info}}); err == nil || !strings.Contains(err.Error(), "holds a key") {
+		t.Errorf("a keyless info over a keyed Secret: %v", err)
+	}
+	if s, _ := client.CoreV1().Secrets("ns").Get(ctx, SecretName(adapter, keyed.Device), metav1.GetOptions{}); !bytes.Equal(s.Data[InfoKey(keyed.Device)], keyed.Info) {
+		t.Error("the keyed Secret was overwritten")
+	}
+}

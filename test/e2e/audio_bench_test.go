@@ -161,7 +161,7 @@ func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
 
 // buildCommand builds cmd/<name> as the image does (static, -trimpath)
 // into a temporary directory.
-func buildCommand(b *testing.B, name string) string {
+func buildCommand(b testing.TB, name string) string {
 	b.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {

@@ -1,0 +1,247 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2/ktesting"
+
+	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
+	"github.com/liken-sh/operators/internal/bluetooth"
+	"github.com/liken-sh/operators/internal/bluez"
+	"github.com/liken-sh/operators/internal/bonds"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/test/bluezsim"
+	"github.com/liken-sh/operators/test/e2e/harness"
+)
+
+// plugin runs kubectl-liken-bluetooth as a person would, with their
+// kubeconfig and impersonation flags.
+type plugin struct {
+	bin, kubeconfig string
+	as              []string
+}
+
+func (p plugin) command(ctx context.Context, args ...string) *exec.Cmd {
+	return exec.CommandContext(ctx, p.bin, append(append([]string{"--kubeconfig", p.kubeconfig}, p.as...), args...)...)
+}
+
+// TestPairingThroughThePlugin: a person bound to bluetooth-pairing (and
+// bluetooth-viewer) pairs a gamepad by picking it from the plugin's
+// table and a keyboard by typing the passkey it shows, with nothing but
+// the plugin; the operator serves only the adapter it claimed; the bonds
+// reach Secrets owned by their Peripherals; `list` shows them; `unpair`
+// removes the bond and garbage collection its Secret.
+func TestPairingThroughThePlugin(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
+	must(t, err)
+	t.Cleanup(cluster.Stop)
+	client := cluster.Client()
+	must(t, cluster.AddLikenNode(ctx, node))
+	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/bluetooth/deviceclasses.yaml"))
+	must(t, cluster.ApplyCRDs(ctx, "deploy/bluetooth/crds"))
+	for _, ns := range []string{"liken-system", "alice"} {
+		_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		must(t, err)
+	}
+	for _, args := range [][]string{
+		{"apply", "-f", "deploy/bluetooth/pairing-roles.yaml"},
+		{"create", "rolebinding", "alice-pairs", "-n", "alice", "--clusterrole=bluetooth-pairing", "--user=alice"},
+		{"create", "clusterrolebinding", "alice-views", "--clusterrole=bluetooth-viewer", "--user=alice"},
+	} {
+		if out, err := cluster.Kubectl(ctx, args...); err != nil {
+			t.Fatalf("kubectl %v: %v\n%s", args, err, out)
+		}
+	}
+	dyn, err := dynamic.NewForConfig(cluster.RESTConfig())
+	must(t, err)
+
+	dir := t.TempDir()
+	sim := bluezsim.New(t, bluezsim.Options{StorageDir: filepath.Join(dir, "bluetooth")})
+	must(t, ignore(sim.AddAdapter("hci0", adapterAddr)))
+	// Another adapter on the node, with a bond of its own: left alone.
+	const otherAdapter, otherPad = "00:1A:7D:DA:71:99", "E4:17:D8:C5:67:99"
+	must(t, ignore(sim.AddAdapter("hci1", otherAdapter)))
+	must(t, ignore(sim.AddDevice("hci1", otherPad, bluezsim.Device{Name: "Not ours", Class: 0x002508, UUIDs: []string{hidUUID}})))
+	must(t, sim.Pair("hci1", otherPad))
+
+	opCtx, stopOp := context.WithCancel(ctx)
+	opDone := make(chan error, 1)
+	go func() {
+		opDone <- bluetooth.Run(opCtx, bluetooth.Config{
+			NodeName: node, Namespace: "liken-system", KubeClient: client, Dynamic: dyn,
+			Adapter: mustAddr(t, adapterAddr),
+			Bus:     bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
+			SysRoot: filepath.Join(dir, "sys"), DevRoot: "/dev",
+			DRA: dra.Options{
+				RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", bluetooth.DriverName),
+				CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
+			},
+			BondSettle: 300 * time.Millisecond,
+		})
+	}()
+	t.Cleanup(func() { stopOp(); <-opDone })
+
+	alice := plugin{bin: buildCommand(t, "kubectl-liken-bluetooth"), kubeconfig: cluster.Kubeconfig(), as: []string{"--as=alice", "-n", "alice"}}
+	admin := plugin{bin: alice.bin, kubeconfig: cluster.Kubeconfig()}
+	adapterKey := mustAddr(t, adapterAddr).Key()
+	waitUntil(t, "the Adapter", func() (bool, string) {
+		_, err := dyn.Resource(btv1.AdaptersResource).Get(ctx, adapterKey, metav1.GetOptions{})
+		return err == nil, errString(err)
+	})
+
+	// The gamepad, picked from the table.
+	const gamepad = "E4:17:D8:C5:67:6D"
+	must(t, ignore(sim.AddDevice("hci0", gamepad, bluezsim.Device{Name: "8Bitdo NES30 Pro", Class: 0x002508, UUIDs: []string{hidUUID}, RSSI: -48})))
+	out := converse(t, ctx, alice.command(ctx, "pair", "--window", "60s"), func(line string, stdin io.Writer) {
+		if strings.HasPrefix(line, "Type the number or address") {
+			fmt.Fprintln(stdin, "1")
+		}
+	})
+	if !strings.Contains(out, "8Bitdo NES30 Pro") || !strings.Contains(out, "Paired: peripheral e4-17-d8-c5-67-6d") {
+		t.Errorf("pair output:\n%s", out)
+	}
+
+	// The keyboard, with the passkey it shows typed on it.
+	const keyboard = "C0:FF:EE:00:00:01"
+	must(t, ignore(sim.AddDevice("hci0", keyboard, bluezsim.Device{Name: "Keyboard", Class: 0x002540, UUIDs: []string{hidUUID}, Pairing: bluezsim.DisplayPasskey})))
+	typeRE := regexp.MustCompile(`^Type ([0-9]{6}) on the device`)
+	out = converse(t, ctx, alice.command(ctx, "pair", "--device", strings.ToLower(keyboard)), func(line string, _ io.Writer) {
+		if m := typeRE.FindStringSubmatch(line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			must(t, sim.EnterPasskey("hci0", keyboard, uint32(n)))
+		}
+	})
+	if !strings.Contains(out, "Paired: peripheral c0-ff-ee-00-00-01") {
+		t.Errorf("pair output:\n%s", out)
+	}
+
+	// A wrong passkey fails visibly, with exit status 1.
+	const keyboard2 = "C0:FF:EE:00:00:02"
+	must(t, ignore(sim.AddDevice("hci0", keyboard2, bluezsim.Device{Name: "Keyboard 2", Class: 0x002540, UUIDs: []string{hidUUID}, Pairing: bluezsim.DisplayPasskey})))
+	cmd := alice.command(ctx, "pair", "--device", keyboard2)
+	out, err = converseErr(ctx, cmd, func(line string, _ io.Writer) {
+		if m := typeRE.FindStringSubmatch(line); m != nil {
+			must(t, sim.EnterPasskey("hci0", keyboard2, 999999))
+		}
+	})
+	if err == nil || !strings.Contains(out, "AuthenticationFailed") {
+		t.Errorf("a wrong passkey: %v\n%s", err, out)
+	}
+
+	// The bonds are in Secrets owned by their Peripherals; hci1's is not.
+	for _, dev := range []string{gamepad, keyboard} {
+		waitForBondSecret(t, ctx, cluster, sim.StorageDir(), dev)
+		s, err := client.CoreV1().Secrets("liken-system").Get(ctx, bonds.SecretName(mustAddr(t, adapterAddr), mustAddr(t, dev)), metav1.GetOptions{})
+		must(t, err)
+		if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].Kind != "Peripheral" || s.OwnerReferences[0].Name != mustAddr(t, dev).Key() {
+			t.Errorf("Secret %s owners %+v", s.Name, s.OwnerReferences)
+		}
+	}
+	if _, err := client.CoreV1().Secrets("liken-system").Get(ctx, bonds.SecretName(mustAddr(t, otherAdapter), mustAddr(t, otherPad)), metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the other adapter's bond was written back: %v", err)
+	}
+
+	listed, err := alice.command(ctx, "list").CombinedOutput()
+	must(t, err)
+	for _, want := range []string{adapterKey, "e4-17-d8-c5-67-6d", "c0-ff-ee-00-00-01", "8Bitdo NES30 Pro"} {
+		if !strings.Contains(string(listed), want) {
+			t.Errorf("list lacks %q:\n%s", want, listed)
+		}
+	}
+	if strings.Contains(string(listed), "e4-17-d8-c5-67-99") || strings.Contains(string(listed), "00-1a-7d-da-71-99") {
+		t.Errorf("list shows the adapter the operator did not claim:\n%s", listed)
+	}
+	t.Logf("kubectl liken bluetooth list:\n%s", listed)
+
+	// alice may not unpair; the admin may, and the Secret goes.
+	if out, err := alice.command(ctx, "unpair", "e4-17-d8-c5-67-6d").CombinedOutput(); err == nil {
+		t.Errorf("alice unpaired:\n%s", out)
+	}
+	if out, err := admin.command(ctx, "unpair", "e4-17-d8-c5-67-6d", "--timeout", "60s").CombinedOutput(); err != nil {
+		t.Fatalf("unpair: %v\n%s", err, out)
+	}
+	waitUntil(t, "the gamepad's bond Secret collected", func() (bool, string) {
+		_, err := client.CoreV1().Secrets("liken-system").Get(ctx, bonds.SecretName(mustAddr(t, adapterAddr), mustAddr(t, gamepad)), metav1.GetOptions{})
+		return apierrors.IsNotFound(err), errString(err)
+	})
+	if v, err := sim.DeviceProperty("hci0", gamepad, "Paired"); err == nil {
+		t.Errorf("the gamepad is still in BlueZ after the unpair: Paired=%v", v)
+	}
+}
+
+// converse runs cmd, calls onLine with every line it prints (stdout and
+// stderr), and requires it to exit 0 within 60 s; it returns the output.
+func converse(t *testing.T, ctx context.Context, cmd *exec.Cmd, onLine func(line string, stdin io.Writer)) string {
+	t.Helper()
+	out, err := converseErr(ctx, cmd, onLine)
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+	return out
+}
+
+func converseErr(ctx context.Context, cmd *exec.Cmd, onLine func(line string, stdin io.Writer)) (string, error) {
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return "", err
+	}
+	pr, pw := io.Pipe()
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	var all strings.Builder
+	lines := make(chan struct{})
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			all.WriteString(sc.Text() + "\n")
+			onLine(sc.Text(), stdin)
+		}
+	}()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait(); pw.Close() }()
+	select {
+	case err = <-done:
+	case <-time.After(60 * time.Second):
+		_ = cmd.Process.Kill()
+		err = fmt.Errorf("no end within 60 s")
+		<-done
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	<-lines
+	stdin.Close()
+	return all.String(), err
+}
+
+// waitUntil polls check for up to 30 s.
+func waitUntil(t *testing.T, what string, check func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, last = check(); ok {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("%s: never happened (last: %s)", what, last)
+}
