@@ -102,13 +102,14 @@ type Controller struct {
 	wake     chan struct{}
 	kernel   string
 
-	mu        sync.Mutex
-	attempts  map[string]*attempt // by request key, while Device1.Pair runs or its result waits
-	retiring  map[string]bool     // peer keys kept out of the slice
-	retired   map[string]bool     // ... and a slice without them was written
-	opened    bool                // this process opened the window
-	windowErr string              // why the radio refused the window last pass
-	logged    map[string]bool     // one-time log lines
+	mu         sync.Mutex
+	attempts   map[string]*attempt // by request key, while Device1.Pair runs or its result waits
+	retiring   map[string]bool     // peer keys kept out of the slice
+	retired    map[string]bool     // ... and a slice without them was written
+	opened     bool                // this process opened the window
+	windowErr  string              // why the radio refused the window last pass
+	timeoutFor time.Time           // the deadline BlueZ's timeouts were written for
+	logged     map[string]bool     // one-time log lines
 }
 
 // New makes a Controller; Start runs its informers.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/godbus/dbus/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -66,7 +67,7 @@ func (p *pass) syncPeripherals() {
 			continue
 		}
 		devices[addr.Key()] = d
-		if (d.Paired || d.Bonded) && have[addr.Key()] == nil {
+		if (d.Paired || d.Bonded) && have[addr.Key()] == nil && !p.pairing(d.Path) {
 			per, err := p.createPeripheral(addr, d, d.Trusted, "")
 			if err != nil {
 				p.fail("adopting the bond of %s: %v", d.Address, err)
@@ -93,6 +94,19 @@ func (p *pass) syncPeripherals() {
 		}
 		p.syncPeripheral(key, per, dev)
 	}
+}
+
+// pairing reports whether a request's attempt holds the device: its
+// Peripheral is the request's to make, with the request named.
+func (p *pass) pairing(device dbus.ObjectPath) bool {
+	p.c.mu.Lock()
+	defer p.c.mu.Unlock()
+	for _, a := range p.c.attempts {
+		if a.device == device {
+			return true
+		}
+	}
+	return false
 }
 
 // createPeripheral creates the Peripheral of a bond, owned by our

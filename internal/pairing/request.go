@@ -47,7 +47,7 @@ func (p *pass) syncRequests() {
 		return
 	}
 	if !open.IsZero() && p.radio.Powered {
-		err := p.c.openWindow(p.ctx, p.radio, open.Sub(p.now))
+		err := p.c.openWindow(p.ctx, p.radio, open, p.now)
 		p.c.mu.Lock()
 		p.c.windowErr = ""
 		if err != nil {

@@ -8,17 +8,18 @@ import (
 	"github.com/liken-sh/operators/internal/bluez"
 )
 
-// openWindow makes the radio discoverable, pairable and scanning for
-// remaining, with the agent registered. The timeouts go first, and only
-// while the flag is off: bluetoothd restarts a flag's countdown when its
-// timeout is written, so written once they make BlueZ itself close the
-// window at the deadline even if this operator dies, and rewritten on
-// every pass they would restart the count each time (BlueZ
-// doc/org.bluez.Adapter.rst, DiscoverableTimeout and PairableTimeout).
-// Only properties that differ are written, so a pass writes nothing on a
-// window already open and no PropertiesChanged wakes it again.
-func (c *Controller) openWindow(ctx context.Context, a *bluez.Adapter, remaining time.Duration) error {
-	secs := uint32((remaining + time.Second - 1) / time.Second)
+// openWindow makes the radio discoverable, pairable and scanning until
+// deadline, with the agent registered. The timeouts go first, so that
+// BlueZ itself closes the window at the deadline even if this operator
+// dies, and only once per deadline: bluetoothd restarts a flag's
+// countdown whenever its timeout is written (BlueZ
+// doc/org.bluez.Adapter.rst, DiscoverableTimeout and PairableTimeout;
+// src/adapter.c trigger_pairable_timeout), so a rewrite on every pass
+// would keep pushing BlueZ's own deadline out. Only properties that
+// differ are written, so a pass on a window already open writes nothing
+// and no PropertiesChanged wakes it again.
+func (c *Controller) openWindow(ctx context.Context, a *bluez.Adapter, deadline, now time.Time) error {
+	secs := uint32((deadline.Sub(now) + time.Second - 1) / time.Second)
 	if secs == 0 {
 		secs = 1
 	}
@@ -31,11 +32,15 @@ func (c *Controller) openWindow(ctx context.Context, a *bluez.Adapter, remaining
 			errs = append(errs, err)
 		}
 	}
-	if !a.Pairable {
+	c.mu.Lock()
+	written := c.timeoutFor.Equal(deadline)
+	c.mu.Unlock()
+	if !written || a.PairableTimeout == 0 || a.DiscoverableTimeout == 0 {
 		set("PairableTimeout", secs)
-	}
-	if !a.Discoverable {
 		set("DiscoverableTimeout", secs)
+		c.mu.Lock()
+		c.timeoutFor = deadline
+		c.mu.Unlock()
 	}
 	if !a.Pairable {
 		set("Pairable", true)
@@ -62,7 +67,7 @@ func (c *Controller) openWindow(ctx context.Context, a *bluez.Adapter, remaining
 func (c *Controller) closeWindow(ctx context.Context, a *bluez.Adapter) error {
 	c.mu.Lock()
 	opened := c.opened
-	c.opened = false
+	c.opened, c.timeoutFor = false, time.Time{}
 	c.mu.Unlock()
 	if !opened && !a.Discoverable && !a.Pairable && !a.Discovering {
 		return nil
