@@ -26,6 +26,7 @@ import (
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/test/bluezsim"
 	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/fakesys"
 )
 
 // plugin runs kubectl-liken-bluetooth as a person would, with their
@@ -79,6 +80,10 @@ func TestPairingThroughThePlugin(t *testing.T) {
 	must(t, ignore(sim.AddDevice("hci1", otherPad, bluezsim.Device{Name: "Not ours", Class: 0x002508, UUIDs: []string{hidUUID}})))
 	must(t, sim.Pair("hci1", otherPad))
 
+	// The gamepad's HID device, as the kernel registers it once connected.
+	const gamepad = "E4:17:D8:C5:67:6D"
+	must(t, ignore(fakesys.BluetoothHID(filepath.Join(dir, "sys"), "0005:2DC8:3820.0001", "8Bitdo NES30 Pro", gamepad, adapterAddr, 7)))
+
 	opCtx, stopOp := context.WithCancel(ctx)
 	opDone := make(chan error, 1)
 	go func() {
@@ -105,7 +110,6 @@ func TestPairingThroughThePlugin(t *testing.T) {
 	})
 
 	// The gamepad, picked from the table.
-	const gamepad = "E4:17:D8:C5:67:6D"
 	must(t, ignore(sim.AddDevice("hci0", gamepad, bluezsim.Device{Name: "8Bitdo NES30 Pro", Class: 0x002508, UUIDs: []string{hidUUID}, RSSI: -48})))
 	out := converse(t, ctx, alice.command(ctx, "pair", "--window", "60s"), func(line string, stdin io.Writer) {
 		if strings.HasPrefix(line, "Type the number or address") {
