@@ -270,6 +270,8 @@ func TestRestore(t *testing.T) {
 		"bluetooth/" + a + "/cache/" + pad.String():       "-rw------- " + string(padCache),
 		"bluetooth/" + a + "/" + mouse.String():           "drwx------",
 		"bluetooth/" + a + "/" + mouse.String() + "/info": "-rw------- " + string(mouseInfo),
+		// For the operator container: the adapter it serves.
+		"bluetooth/" + bonds.ClaimedFile: "-rw-r--r-- " + a + "\n",
 	} {
 		want[rel] = v
 	}
@@ -328,8 +330,12 @@ func TestNoSecretsIsSuccess(t *testing.T) {
 	if code != 0 || !strings.Contains(stderr.String(), "no stored bonds for "+claimed.String()+" (0 secrets") {
 		t.Fatalf("exit %d:\n%s", code, stderr.String())
 	}
-	if entries, _ := os.ReadDir(root); len(entries) != 0 {
+	// Only the record of the claimed adapter, for the operator.
+	if entries, _ := os.ReadDir(root); len(entries) != 1 || entries[0].Name() != bonds.ClaimedFile {
 		t.Fatalf("wrote %v", entries)
+	}
+	if a, ok, err := bonds.ReadClaimed(root); err != nil || !ok || a != claimed {
+		t.Errorf("recorded %v, %v, %v; want %v", a, ok, err, claimed)
 	}
 }
 

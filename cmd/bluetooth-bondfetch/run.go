@@ -145,12 +145,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		logf("%s, below the claimed USB device %s, is the adapter at %s", adapter.Info.Name, adapter.USB.Path, address)
 	}
 
-	// The operator container serves only this adapter; it reads which
-	// one from the tree they share.
-	if err := bonds.WriteClaimed(opts.root, address); err != nil {
-		return fail("%v", err)
-	}
-
 	fetched, err := bonds.Fetch(ctx, client, namespace, address)
 	if err != nil {
 		return fail("%v", err)
@@ -158,9 +152,17 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	for _, s := range fetched.Skipped {
 		logf("%v", s)
 	}
+	// The operator container serves only this adapter; it reads which
+	// one from the tree they share.
+	claimed := func() int {
+		if err := bonds.WriteClaimed(opts.root, address); err != nil {
+			return fail("%v", err)
+		}
+		return 0
+	}
 	if len(fetched.Bonds) == 0 {
 		logf("no stored bonds for %s (%d secrets labelled %s=%s)", address, fetched.Secrets, bonds.AdapterLabel, address.Key())
-		return 0
+		return claimed()
 	}
 	report, err := bonds.WriteTree(opts.root, address, fetched.Bonds)
 	for _, p := range report.Kept {
@@ -179,5 +181,5 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	logf("restored %d bonds of %s from %d secrets under %s: %d files written, %d unchanged, %d kept, %d secret keys skipped",
 		len(fetched.Bonds), address, fetched.Secrets, bonds.AdapterDir(opts.root, address),
 		len(report.Written), len(report.Unchanged), len(report.Kept), len(fetched.Skipped))
-	return 0
+	return claimed()
 }

@@ -24,6 +24,9 @@ const ClaimedFile = ".liken-claimed-adapter"
 // WriteClaimed records adapter in root/ClaimedFile (mode 0644, replaced
 // atomically). Errors name the file.
 func WriteClaimed(root string, adapter bdaddr.Address) error {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("recording the claimed adapter: %w", err)
+	}
 	path := filepath.Join(root, ClaimedFile)
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(adapter.String()+"\n"), 0o644); err != nil {
