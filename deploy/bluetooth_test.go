@@ -167,9 +167,9 @@ func checkBluetoothVerbs(t *testing.T, k *kube) {
 
 // checkPairingPerson binds bluetooth-pairing to alice in her namespace
 // and gives bob a Role with only create and update on PairingRequests:
-// both can open a window and approve a device, and neither can read a
-// bond Secret, exec into a pod, write a request's status, unpair, or
-// pair in another namespace.
+// both can open a window and approve a device (bob at creation), and
+// neither can read a bond Secret, run or exec into a pod, write a
+// request's status, unpair, or pair in another namespace.
 func checkPairingPerson(t *testing.T, k *kube) {
 	ctx := t.Context()
 	const adapter = "00-1a-7d-da-71-13"
@@ -188,19 +188,25 @@ func checkPairingPerson(t *testing.T, k *kube) {
 
 	for _, who := range []string{"alice", "bob"} {
 		as := []string{"--as=" + who}
-		if _, err := k.runAs(ctx, as, requestJSON(t, who, "pad", map[string]any{"adapter": adapter}), "create", "-f", "-"); err != nil {
+		// alice opens a window and approves a device that answered by
+		// updating the request; bob, who cannot read it back, names the
+		// device at creation, which pairs it as soon as it answers.
+		spec := map[string]any{"adapter": adapter}
+		if who == "bob" {
+			spec["device"] = "E4:17:D8:C5:67:6D"
+		}
+		if _, err := k.runAs(ctx, as, requestJSON(t, who, "pad", spec), "create", "-f", "-"); err != nil {
 			t.Errorf("%s opening a window: %v", who, err)
 			continue
 		}
-		// Approval is an update. bob cannot read, so he sends the whole
-		// object with the device set (kubectl replace does a PUT).
-		if _, err := k.runAs(ctx, as, requestJSON(t, who, "pad", map[string]any{"adapter": adapter, "device": "E4:17:D8:C5:67:6D", "windowSeconds": 180}),
-			"replace", "-f", "-"); err != nil {
-			t.Errorf("%s approving a device: %v", who, err)
+		if who == "alice" {
+			if _, err := k.runAs(ctx, as, "", "patch", "pairingrequest", "pad", "-n", who, "--type=merge", "-p", `{"spec":{"device":"E4:17:D8:C5:67:6D"}}`); err != nil {
+				t.Errorf("%s approving a device: %v", who, err)
+			}
 		}
 		refused := [][]string{
 			{"get", "secrets", "-n", namespace},
-			{"create", "pod", "x", "-n", namespace, "--image=x", "--dry-run=server"},
+			{"run", "x", "-n", namespace, "--image=x", "--dry-run=server"},
 			{"auth", "can-i", "create", "pods/exec", "-n", namespace},
 			{"delete", "peripheral", "e4-17-d8-c5-67-6d"},
 			{"patch", "pairingrequest", "pad", "-n", who, "--subresource=status", "--type=merge", "-p", `{"status":{"phase":"Paired"}}`},
@@ -225,8 +231,10 @@ func checkPairingPerson(t *testing.T, k *kube) {
 			}
 		}
 	}
-	if got, _ := k.run(ctx, nil, "get", "pairingrequest", "pad", "-n", "bob", "-o", "jsonpath={.spec.device}"); got != "E4:17:D8:C5:67:6D" {
-		t.Errorf("bob's approval stored as %q", got)
+	for _, who := range []string{"alice", "bob"} {
+		if got, _ := k.run(ctx, nil, "get", "pairingrequest", "pad", "-n", who, "-o", "jsonpath={.spec.device}"); got != "E4:17:D8:C5:67:6D" {
+			t.Errorf("%s's approval stored as %q", who, got)
+		}
 	}
 }
 
