@@ -179,7 +179,10 @@ func TestPairingThroughThePlugin(t *testing.T) {
 	if out, err := admin.command(ctx, "unpair", "e4-17-d8-c5-67-6d", "--timeout", "60s").CombinedOutput(); err != nil {
 		t.Fatalf("unpair: %v\n%s", err, out)
 	}
-	waitUntil(t, "the gamepad's bond Secret collected", func() (bool, string) {
+	// The garbage collector learns of a new CRD's resource at its next
+	// discovery resync (every 30 s in kube-controller-manager), so this
+	// may take a while on a fresh cluster.
+	waitUntilFor(t, 120*time.Second, "the gamepad's bond Secret collected", func() (bool, string) {
 		_, err := client.CoreV1().Secrets("liken-system").Get(ctx, bonds.SecretName(mustAddr(t, adapterAddr), mustAddr(t, gamepad)), metav1.GetOptions{})
 		return apierrors.IsNotFound(err), errString(err)
 	})
@@ -223,7 +226,7 @@ func converseErr(ctx context.Context, cmd *exec.Cmd, onLine func(line string, st
 	go func() { done <- cmd.Wait(); pw.Close() }()
 	select {
 	case err = <-done:
-	case <-time.After(60 * time.Second):
+	case <-time.After(90 * time.Second):
 		_ = cmd.Process.Kill()
 		err = fmt.Errorf("no end within 60 s")
 		<-done
@@ -238,7 +241,13 @@ func converseErr(ctx context.Context, cmd *exec.Cmd, onLine func(line string, st
 // waitUntil polls check for up to 30 s.
 func waitUntil(t *testing.T, what string, check func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	waitUntilFor(t, 30*time.Second, what, check)
+}
+
+// waitUntilFor polls check for up to timeout.
+func waitUntilFor(t *testing.T, timeout time.Duration, what string, check func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
 	var last string
 	for time.Now().Before(deadline) {
 		var ok bool
