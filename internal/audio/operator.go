@@ -128,9 +128,7 @@ func Run(ctx context.Context, cfg Config) error {
 		defer stop()
 	}
 	op.watchCards(ctx)
-	if cfg.Remote.RuntimeDir != "" {
-		op.watchTrusted(ctx)
-	}
+	op.watchTrusted(ctx)
 
 	failures, answered := 0, false
 	backstop := time.NewTicker(cfg.Backstop)

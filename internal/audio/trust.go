@@ -38,7 +38,7 @@ func (o *operator) trustedGraph(ctx context.Context, g *pipewire.Graph) *pipewir
 	if g == nil {
 		return nil
 	}
-	trust, err := gate.ReadTrusted(o.cfg.Remote.RuntimeDir)
+	trust, err := gate.ReadTrusted(o.cfg.runtimeDir())
 	if err != nil && o.trustErr != err.Error() {
 		o.trustErr = err.Error()
 		klog.FromContext(ctx).Error(err, "The record of declared nodes cannot be read; no node is taken as declared")
@@ -65,7 +65,7 @@ func (o *operator) trustedGraph(ctx context.Context, g *pipewire.Graph) *pipewir
 // the record, and the outputs have no sink until a pass reads both. With
 // no watch the backstop covers it.
 func (o *operator) watchTrusted(ctx context.Context) {
-	dir := o.cfg.Remote.RuntimeDir
+	dir := o.cfg.runtimeDir()
 	w, err := fsnotify.NewWatcher()
 	if err == nil {
 		err = w.Add(dir)
