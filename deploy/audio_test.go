@@ -88,7 +88,7 @@ func checkAPIAccess(t *testing.T, k *kube) {
 		{api, []string{"get", "configmaps/kubeadm-config", "-n", "kube-system"}, false},
 		{api, []string{"list", "pods", "-n", namespace}, true},
 		{api, []string{"list", "pods", "-n", "default"}, false},
-		{api, []string{"create", "pods/portforward", "-n", namespace}, false},
+		{api, []string{"create", "pods", "--subresource=portforward", "-n", namespace}, false},
 		{op, []string{"create", "tokenreviews.authentication.k8s.io"}, true},
 		{op, []string{"create", "subjectaccessreviews.authorization.k8s.io"}, false},
 		{"--as=alice", []string{"get", "sinks.audio.liken.sh/kitchen", "--subresource=audio"}, false},
@@ -121,8 +121,8 @@ func checkAPIAccess(t *testing.T, k *kube) {
 		{[]string{"get", "sinks.audio.liken.sh/kitchen", "--subresource=status"}, "no"},
 		{[]string{"update", "sinks.audio.liken.sh/kitchen"}, "no"},
 		{[]string{"get", "configmaps/audio-api-ca", "-n", namespace}, "yes"},
-		{[]string{"create", "pods/portforward", "-n", namespace}, "yes"},
-		{[]string{"create", "pods/portforward", "-n", "default"}, "no"},
+		{[]string{"create", "pods", "--subresource=portforward", "-n", namespace}, "yes"},
+		{[]string{"create", "pods", "--subresource=portforward", "-n", "default"}, "no"},
 		{[]string{"get", "secrets/audio-api-tls", "-n", namespace}, "no"},
 	} {
 		out, _ := k.run(ctx, nil, append([]string{"auth", "can-i", "--as=alice"}, c.args...)...)

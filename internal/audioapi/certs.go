@@ -303,10 +303,13 @@ func (c *CertConfig) syncCapture(ctx context.Context, ca *authority, m *Material
 	names := []string{CaptureServerName}
 	where := c.Namespace + "/" + CaptureSecret
 	sec, err := c.secrets().Get(ctx, CaptureSecret, metav1.GetOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
+	switch {
+	case apierrors.IsNotFound(err):
+		sec = nil // the client returns an empty object with the error
+	case err != nil:
 		return fmt.Errorf("reading Secret %s: %w", where, err)
 	}
-	if err == nil {
+	if sec != nil {
 		leaf, perr := parseLeaf(sec.Data[corev1.TLSCertKey], sec.Data[corev1.TLSPrivateKeyKey])
 		if sec.Annotations[MintedBy] != "audio-api" {
 			if perr != nil || !signedBy(leaf, ca) {

@@ -91,7 +91,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		return nil, err
 	}
 	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "api.yaml"} {
-		if _, err := c.Kubectl(ctx, "apply", "-f", filepath.Join(root, "deploy/audio", f)); err != nil {
+		if _, err := c.Kubectl(ctx, "apply", "-n", Namespace, "-f", filepath.Join(root, "deploy/audio", f)); err != nil {
 			return nil, err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ func expiredToken(t *testing.T, ctx context.Context, c *harness.Cluster, ns, nam
 
 // bindViewer binds ClusterRole audio-capture-viewer to the ServiceAccount
 // ns/name, as a cluster owner does to let someone listen.
-func bindViewer(t *testing.T, ctx context.Context, c *harness.Cluster, ns, name string) {
+func bindViewer(t testing.TB, ctx context.Context, c *harness.Cluster, ns, name string) {
 	t.Helper()
 	_, err := c.Client().RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-listens"},
@@ -72,9 +73,24 @@ func bindViewer(t *testing.T, ctx context.Context, c *harness.Cluster, ns, name 
 	must(t, err)
 }
 
+// bindClient binds Role audio-capture-client in liken-system to the
+// ServiceAccount ns/name: what kubectl liken audio needs besides the
+// grant to listen.
+func bindClient(t *testing.T, ctx context.Context, c *harness.Cluster, ns, name string) {
+	t.Helper()
+	_, err := c.Client().RbacV1().RoleBindings("liken-system").Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name + "-audio-client"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "audio-capture-client"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: ns, Name: name}},
+	}, metav1.CreateOptions{})
+	if err != nil && !strings.Contains(err.Error(), "already exists") {
+		t.Fatal(err)
+	}
+}
+
 // createEndpoint creates a Sink or Source named name whose status names
 // node (none when node is empty), as the audio operator would.
-func createEndpoint(t *testing.T, ctx context.Context, dyn dynamic.Interface, kind, name, node string) {
+func createEndpoint(t testing.TB, ctx context.Context, dyn dynamic.Interface, kind, name, node string) {
 	t.Helper()
 	gvr := audiov1.SinksResource
 	if kind == "Source" {

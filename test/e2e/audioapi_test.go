@@ -144,7 +144,7 @@ func TestAudioAPI(t *testing.T) {
 	t.Cleanup(c.Stop)
 	must(t, c.ApplyCRDs(ctx, "deploy/audio/crds"))
 	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "api.yaml"} {
-		kubectl(t, ctx, c, "apply", "-f", filepath.Join("deploy/audio", f))
+		kubectl(t, ctx, c, "apply", "-n", "liken-system", "-f", filepath.Join("deploy/audio", f))
 	}
 	_, err = c.WaitForServiceAccount(ctx, "default", "default")
 	must(t, err)
@@ -185,7 +185,10 @@ func TestAudioAPI(t *testing.T) {
 	listener := serviceAccountToken(t, ctx, c, "default", "listener", audioapi.Audience)
 	bindViewer(t, ctx, c, "default", "listener")
 	nobody := serviceAccountToken(t, ctx, c, "default", "nobody", audioapi.Audience)
-	wrongAudience := serviceAccountToken(t, ctx, c, "default", "listener", "https://kubernetes.default.svc")
+	// What a person's kubeconfig holds: a token for the API server itself.
+	listenerKube := serviceAccountToken(t, ctx, c, "default", "listener", "https://kubernetes.default.svc")
+	bindClient(t, ctx, c, "default", "listener")
+	wrongAudience := serviceAccountToken(t, ctx, c, "default", "listener", "https://example.com/another-service")
 	https := clientFor(t, ctx, c, ns, nil)
 	tap := base + "/v1/audio/sinks/kitchen/audio.wav?t=0,0.3"
 
@@ -355,7 +358,16 @@ func TestAudioAPI(t *testing.T) {
 		}
 	})
 
-	t.Run("cli", func(t *testing.T) { checkCLI(t, ctx, c, addr, listener, nobody) })
+	t.Run("kubeconfig token", func(t *testing.T) {
+		resp := get(t, ctx, https, tap, listenerKube)
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || n < 1024 {
+			t.Errorf("a token for the API server's audience: %d, %d bytes", resp.StatusCode, n)
+		}
+	})
+
+	t.Run("cli", func(t *testing.T) { checkCLI(t, ctx, c, addr, listenerKube, nobodyKube(t, ctx, c)) })
 	t.Run("certificates", func(t *testing.T) { checkCertificates(t, ctx, c, captureToken) })
 }
 
@@ -462,6 +474,15 @@ func checkCLI(t *testing.T, ctx context.Context, c *harness.Cluster, addr, liste
 	if err != nil || !strings.Contains(stdout, "desk-mic") {
 		t.Errorf("completing a Source name: %v %q", err, stdout)
 	}
+}
+
+// nobodyKube is a kubeconfig token of a ServiceAccount bound to the
+// plugin's Role but not to audio-capture-viewer: it reaches audio-api and
+// may not listen.
+func nobodyKube(t *testing.T, ctx context.Context, c *harness.Cluster) string {
+	tok := serviceAccountToken(t, ctx, c, "default", "nobody", "https://kubernetes.default.svc")
+	bindClient(t, ctx, c, "default", "nobody")
+	return tok
 }
 
 // tokenKubeconfig writes a kubeconfig for c that authenticates with token

@@ -159,7 +159,9 @@ func TestCaptureThroughAudioAPI(t *testing.T) {
 		t.Fatalf("building the plugin: %v\n%s", err, b)
 	}
 	wav := filepath.Join(dir, "now.wav")
-	cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+tokenKubeconfig(t, c, listener), "--api-address="+st.APIAddress, "--force",
+	kube := serviceAccountToken(t, ctx, c, "default", "listener", "https://kubernetes.default.svc")
+	bindClient(t, ctx, c, "default", "listener")
+	cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+tokenKubeconfig(t, c, kube), "--api-address="+st.APIAddress, "--force",
 		"capture", tapSink, "-t", ",1.5", "-o", wav)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kubectl-liken-audio capture: %v\n%s", err, b)
