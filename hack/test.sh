@@ -70,6 +70,10 @@ if [ "${BENCH:-1}" != 0 ]; then
 	go test "${flags[@]}" -run '^$' -bench 'AudioOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 	echo "capture container (audio-operator capture, which executes audio-capture) idle, then 10 s taps of a 44.1 kHz 4-channel sink on real PipeWire (targets: rss-max at most 16 MiB, its request; wav-cores 0.01 and opus-cores 0.05 of one core, recorder and encoder included; first byte through the container alone):"
 	go test "${flags[@]}" -run '^$' -bench 'Capture(IdleRSS|Tap)' -benchtime 1x ./internal/capture/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
+	echo "time to the first audio byte of a tap through audio-api, the capture container and pw-record (target: p50 under 200 ms):"
+	go test "${flags[@]}" -run '^$' -bench 'AudioAPIFirstByte' -benchtime 10x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    |time to)' || status=1
+	echo "audio-api's resident set relaying four concurrent taps (target: under its 32 MiB request; limit 128 MiB):"
+	go test "${flags[@]}" -run '^$' -bench 'AudioAPIRSS4Taps' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    |audio-api relaying)' || status=1
 fi
 
 echo "== VM tier: the kernel-facing tests on a real kernel under qemu"
