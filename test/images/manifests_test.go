@@ -27,8 +27,8 @@ import (
 // read-only root needs nothing created.
 func TestManifestsRunWhatTheImagesHold(t *testing.T) {
 	unpackedImages := map[string]unpacked{}
-	for _, base := range []string{"audio", "bluetooth"} {
-		for _, ds := range daemonSets(t, filepath.Join(moduleRoot(t), "deploy", base, "operator.yaml")) {
+	for _, manifest := range []string{"audio/operator.yaml", "bluetooth/operator.yaml", "inventory/driver.yaml"} {
+		for _, ds := range daemonSets(t, filepath.Join(moduleRoot(t), "deploy", manifest)) {
 			spec := ds.Spec.Template.Spec
 			for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
 				repo, tag, _ := strings.Cut(c.Image, ":")
