@@ -171,7 +171,17 @@ func kubeletRestart(t *testing.T, ctx context.Context) {
 	began := time.Now()
 	must(t, theNode.StartKubelet(ctx))
 	// A new claim of each driver is prepared only by a registered plugin.
-	r, _, _, _ := startConsumer(t, ctx, claimFor("speaker2", "audio-sink", "!("+monitorSink+")"), consumerPod("speaker2", "report", "speaker2", false))
+	r, _, p2, _ := startConsumer(t, ctx, claimFor("speaker2", "audio-sink", "!("+monitorSink+")"), consumerPod("speaker2", "report", "speaker2", false))
+	for _, c := range p2.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			t.Logf("speaker2 scheduled %s after the kubelet's restart (%s)", c.LastTransitionTime.Sub(began).Round(time.Second), c.Message)
+		}
+	}
+	if events, err := cluster.Client().CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=speaker2"}); err == nil {
+		for _, e := range events.Items {
+			t.Logf("speaker2 event: %s %s: %s", e.Reason, e.Type, e.Message)
+		}
+	}
 	if r.Env["PIPEWIRE_NODE"] == "" || r.Env["PIPEWIRE_NODE"] == speakerNode {
 		t.Errorf("the second speaker got PIPEWIRE_NODE %q", r.Env["PIPEWIRE_NODE"])
 	}
