@@ -1,0 +1,66 @@
+package audiocli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+func TestImageTag(t *testing.T) {
+	for ref, want := range map[string]string{
+		"ghcr.io/liken-sh/audio-operator:v0.1.0":            "v0.1.0",
+		"registry.example.com:5000/audio-operator:2026.1.1": "2026.1.1",
+		"registry.example.com:5000/audio-operator":          "",
+		"ghcr.io/liken-sh/audio-operator@sha256:abcd":       "",
+		"ghcr.io/liken-sh/audio-operator:v1@sha256:abcd":    "v1",
+	} {
+		if got := imageTag(ref); got != want {
+			t.Errorf("imageTag(%q) = %q, want %q", ref, got, want)
+		}
+	}
+}
+
+// Bad flags are refused before anything is dialled, naming the flag.
+func TestCaptureFlagsRefusedFirst(t *testing.T) {
+	for args, want := range map[string]string{
+		"capture x --format mp3":              "--format",
+		"capture x -t 70,80":                  "-t 70,80",
+		"capture x -t 5,2":                    "-t 5,2",
+		"capture x --bitrate 64":              "--bitrate applies to --format opus only",
+		"capture x --format opus --bitrate 2": "--bitrate",
+		"capture":                             "accepts 1 arg",
+		"completion tcsh":                     "tcsh",
+	} {
+		var out, errOut bytes.Buffer
+		code := Execute(t.Context(), "test", genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+			append(strings.Fields(args), "--kubeconfig=/nonexistent"))
+		if code != 1 || !strings.Contains(errOut.String(), want) {
+			t.Errorf("%s: exit %d, stderr %q, want %q", args, code, errOut.String(), want)
+		}
+	}
+}
+
+func TestVersionAndCompletion(t *testing.T) {
+	var out bytes.Buffer
+	if code := Execute(t.Context(), "v1.2.3", genericiooptions.IOStreams{Out: &out, ErrOut: &out}, []string{"--version"}); code != 0 || out.String() != "kubectl-liken-audio v1.2.3\n" {
+		t.Errorf("--version: %d %q", code, out.String())
+	}
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		out.Reset()
+		if code := Execute(t.Context(), "v1", genericiooptions.IOStreams{Out: &out, ErrOut: &out}, []string{"completion", shell}); code != 0 || !strings.Contains(out.String(), "kubectl-liken-audio") {
+			t.Errorf("completion %s: %d %.200q", shell, code, out.String())
+		}
+	}
+}
+
+func FuzzImageTag(f *testing.F) {
+	f.Add("ghcr.io/liken-sh/audio-operator:v0.1.0")
+	f.Add("a:b/c@d:e")
+	f.Fuzz(func(t *testing.T, ref string) {
+		if tag := imageTag(ref); strings.Contains(tag, "/") || strings.Contains(tag, "@") {
+			t.Fatalf("imageTag(%q) = %q", ref, tag)
+		}
+	})
+}
