@@ -148,11 +148,10 @@ func (p *pass) request(r *btv1.PairingRequest) (closes time.Time) {
 	}
 
 	window := time.Duration(cmp.Or(r.Spec.WindowSeconds, btv1.DefaultWindowSeconds)) * time.Second
-	if window < btv1.MinWindowSeconds*time.Second || window > btv1.MaxWindowSeconds*time.Second {
-		// The schema bounds it; a CRD installed without the schema does
+	if err := ValidateSpec(r.Spec); err != nil {
+		// The schema refuses such a spec; a CRD served without it does
 		// not.
-		p.finish(r, next, btv1.PhaseFailed, btv1.ConditionAccepted, btv1.ReasonInvalidSpec,
-			fmt.Sprintf("spec.windowSeconds %d is outside %d to %d", r.Spec.WindowSeconds, btv1.MinWindowSeconds, btv1.MaxWindowSeconds))
+		p.finish(r, next, btv1.PhaseFailed, btv1.ConditionAccepted, btv1.ReasonInvalidSpec, err.Error())
 		return time.Time{}
 	}
 	if st.Phase == "" || st.WindowClosesAt == nil {
