@@ -56,13 +56,13 @@ func TestDeclareModeTakesItsFlagsAndNothingElse(t *testing.T) {
 		args []string
 		want string
 	}{
-		"stray argument":       {[]string{"NODE_NAME=desk"}, []string{"declare", "-pipewire-dir", pw, "extra"}, "unexpected arguments"},
-		"no node name":         {[]string{"NODE_NAME="}, []string{"declare", "-pipewire-dir", pw}, "NODE_NAME must be set"},
-		"unknown mode":         {nil, []string{"operator"}, "unknown mode"},
-		"unknown flag":         {nil, []string{"declare", "-bogus"}, "-bogus"},
-		"not built yet":        {nil, []string{"api"}, "not built yet"},
-		"no capture beside it": {nil, []string{"capture"}, "audio-capture"},
-		"operator no env":      {[]string{"NODE_NAME="}, nil, "NODE_NAME must be set"},
+		"stray argument":        {[]string{"NODE_NAME=desk"}, []string{"declare", "-pipewire-dir", pw, "extra"}, "unexpected arguments"},
+		"no node name":          {[]string{"NODE_NAME="}, []string{"declare", "-pipewire-dir", pw}, "NODE_NAME must be set"},
+		"unknown mode":          {nil, []string{"operator"}, "unknown mode"},
+		"unknown flag":          {nil, []string{"declare", "-bogus"}, "-bogus"},
+		"api with no namespace": {[]string{"POD_NAMESPACE="}, []string{"api"}, "POD_NAMESPACE must be set"},
+		"no capture beside it":  {nil, []string{"capture"}, "audio-capture"},
+		"operator no env":       {[]string{"NODE_NAME="}, nil, "NODE_NAME must be set"},
 	} {
 		out, code := run(c.env, c.args...)
 		if code == 0 || !strings.Contains(out, c.want) {
