@@ -33,6 +33,7 @@ func NewCommand(version string, streams genericiooptions.IOStreams) *cobra.Comma
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate("kubectl-liken-bluetooth {{.Version}}\n")
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.ErrOut)

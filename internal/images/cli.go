@@ -16,6 +16,18 @@ func AudioOperatorCLI(bin, tag string) image.Spec {
 	})
 }
 
+// BluetoothOperatorCLI is the Bluetooth operator's kubectl plugin image,
+// <bluetooth-operator image>-cli, laid out as AudioOperatorCLI is:
+// `kubectl liken bluetooth` and nothing else.
+func BluetoothOperatorCLI(bin, tag string) image.Spec {
+	return with(image.Spec{
+		Ref:        ref("bluetooth-operator-cli", tag),
+		Add:        []image.Add{goBinary(bin, "kubectl-liken-bluetooth", "kubectl-liken-bluetooth")},
+		Entrypoint: []string{"/usr/local/bin/kubectl-liken-bluetooth"},
+		Labels:     labels("bluetooth-operator-cli"),
+	})
+}
+
 // CLIImages are the images of Specs that hold a kubectl plugin for a
 // person's machine rather than a program a pod runs.
-var CLIImages = []string{"audio-operator-cli"}
+var CLIImages = []string{"audio-operator-cli", "bluetooth-operator-cli"}
