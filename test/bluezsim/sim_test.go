@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -706,4 +707,64 @@ func TestBadRequests(t *testing.T) {
 			t.Errorf("%s: %v, want an error containing %q", tc.name, tc.err, tc.want)
 		}
 	}
+}
+
+// TestMediaEndpointAdvertised registers an A2DP source endpoint as
+// WirePlumber does: the adapter's UUIDs gain the profile, as bluetoothd
+// adds its SDP record, and lose it when the endpoint goes or its caller
+// leaves the bus.
+func TestMediaEndpointAdvertised(t *testing.T) {
+	s := New(t, Options{})
+	hci0, err := s.AddAdapter("hci0", "00:1A:7D:DA:71:13")
+	if err != nil {
+		t.Fatal(err)
+	}
+	const source = "0000110a-0000-1000-8000-00805f9b34fb"
+	uuids := func(c *client) []string {
+		t.Helper()
+		return variantStrings(t, c.managedObjects()[hci0][AdapterInterface]["UUIDs"])
+	}
+	c := newClient(t, s)
+	if slices.Contains(uuids(c), source) {
+		t.Fatalf("a fresh adapter advertises the audio source: %v", uuids(c))
+	}
+	props := map[string]dbus.Variant{"UUID": dbus.MakeVariant(source), "Codec": dbus.MakeVariant(byte(0))}
+	if err := c.conn.Object(Service, hci0).Call(MediaInterface+".RegisterEndpoint", 0, dbus.ObjectPath("/ep/source"), props).Err; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(uuids(c), source) {
+		t.Fatalf("the registered endpoint's profile is not advertised: %v", uuids(c))
+	}
+	if err := c.conn.Object(Service, hci0).Call(MediaInterface+".UnregisterEndpoint", 0, dbus.ObjectPath("/ep/source")).Err; err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(uuids(c), source) {
+		t.Fatalf("the unregistered endpoint's profile is still advertised: %v", uuids(c))
+	}
+
+	// The caller leaving the bus drops its endpoints.
+	other := newClient(t, s)
+	if err := other.conn.Object(Service, hci0).Call(MediaInterface+".RegisterEndpoint", 0, dbus.ObjectPath("/ep/source"), props).Err; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(uuids(c), source) {
+		t.Fatalf("the second caller's endpoint is not advertised: %v", uuids(c))
+	}
+	other.conn.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for slices.Contains(uuids(c), source) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the profile of a caller that left is still advertised: %v", uuids(c))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func variantStrings(t *testing.T, v dbus.Variant) []string {
+	t.Helper()
+	var out []string
+	if err := dbus.Store([]any{v.Value()}, &out); err != nil {
+		t.Fatalf("UUIDs %v: %v", v, err)
+	}
+	return out
 }
