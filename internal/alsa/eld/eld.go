@@ -147,7 +147,9 @@ func Parse(b []byte) (*ELD, error) {
 		return nil, invalid("monitor name of %d bytes runs past the end of the %d-byte block", mnl, len(b))
 	}
 	e.MonitorName = cleanName(b[FixedBytes : FixedBytes+mnl])
-	e.SADs = make([]SAD, sadCount)
+	if sadCount > 0 { // none stays nil, as ParseProc leaves it
+		e.SADs = make([]SAD, sadCount)
+	}
 	for i := range sadCount {
 		off := FixedBytes + mnl + 3*i
 		if off+3 > len(b) {
