@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"slices"
 
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -47,7 +50,12 @@ func (p *pass) syncAdapter() {
 			Labels:     map[string]string{btv1.AdapterLabel: key},
 			Finalizers: []string{btv1.AdapterFinalizer},
 		}}
-		if err := p.c.store.create(p.ctx, btv1.AdaptersResource, "Adapter", obj, ""); err != nil {
+		if err := p.c.store.create(p.ctx, btv1.AdaptersResource, "Adapter", obj, ""); apierrors.IsAlreadyExists(err) {
+			// Created by an earlier pass the informer has not caught up
+			// with; the next pass reads it.
+			p.after(time.Second)
+			return
+		} else if err != nil {
 			p.fail("creating Adapter %s: %v", key, err)
 			return
 		}

@@ -1,6 +1,7 @@
 package pairing
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/godbus/dbus/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
 	"github.com/liken-sh/operators/internal/bdaddr"
@@ -134,13 +136,38 @@ func (p *pass) createPeripheral(addr bdaddr.Address, d bluez.Device, trusted boo
 		per.Spec.Trusted = &trusted
 		return per
 	}
-	per := mk(addr.Key())
-	err := p.c.store.create(p.ctx, btv1.PeripheralsResource, "Peripheral", per, "")
-	if apierrors.IsAlreadyExists(err) {
-		per = mk(addr.Key() + "." + p.c.cfg.Adapter.Key())
-		err = p.c.store.create(p.ctx, btv1.PeripheralsResource, "Peripheral", per, "")
+	for _, name := range []string{addr.Key(), addr.Key() + "." + p.c.cfg.Adapter.Key()} {
+		per := mk(name)
+		err := p.c.store.create(p.ctx, btv1.PeripheralsResource, "Peripheral", per, "")
+		if !apierrors.IsAlreadyExists(err) {
+			return per, err
+		}
+		// Ours, made by an earlier pass the informer has not caught up
+		// with, or another adapter's bond with the same device.
+		got, gerr := getPeripheral(p, name)
+		if gerr != nil {
+			return nil, gerr
+		}
+		if got.Labels[btv1.AdapterLabel] == p.c.cfg.Adapter.Key() {
+			return got, nil
+		}
 	}
-	return per, err
+	return nil, fmt.Errorf("Peripherals %s and %s.%s belong to other adapters", addr.Key(), addr.Key(), p.c.cfg.Adapter.Key())
+}
+
+// getPeripheral reads a Peripheral from the API server.
+func getPeripheral(p *pass, name string) (*btv1.Peripheral, error) {
+	ctx, cancel := context.WithTimeout(p.ctx, requestTimeout)
+	defer cancel()
+	u, err := p.c.store.client.Resource(btv1.PeripheralsResource).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var out btv1.Peripheral
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // syncPeripheral writes a live Peripheral's spec to BlueZ and its status.

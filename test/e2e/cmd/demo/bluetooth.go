@@ -6,14 +6,19 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/dynamic"
 
+	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
 	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/bluetooth"
+	"github.com/liken-sh/operators/internal/bluetoothcli"
 	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/bonds"
 	"github.com/liken-sh/operators/internal/dbusd"
@@ -42,6 +47,13 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 	if err := c.ApplyDeviceClassesFile(ctx, "deploy/bluetooth/deviceclasses.yaml"); err != nil {
 		return nil, err
 	}
+	if err := c.ApplyCRDs(ctx, "deploy/bluetooth/crds"); err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return nil, err
+	}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bondsNS}}, metav1.CreateOptions{}); err != nil {
 		return nil, err
 	}
@@ -60,8 +72,6 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 			_, err := sim.AddDevice("hci0", speakerAddr, bluezsim.Device{Name: "Kitchen speaker", Class: 0x240414, UUIDs: []string{"0000110b-0000-1000-8000-00805f9b34fb"}})
 			return err
 		},
-		func() error { return sim.Pair("hci0", padAddr) },
-		func() error { return sim.Connect("hci0", padAddr) },
 		func() error { return sim.Pair("hci0", speakerAddr) },
 		func() error { return sim.Connect("hci0", speakerAddr) },
 		func() error {
@@ -83,12 +93,38 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 	done := make(chan error, 1)
 	go func() {
 		done <- bluetooth.Run(opCtx, bluetooth.Config{
-			NodeName: nodeName, Namespace: bondsNS, KubeClient: client,
+			NodeName: nodeName, Namespace: bondsNS, KubeClient: client, Dynamic: dyn, Adapter: bdaddr.MustParse(adapterAddr),
 			Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
 			SysRoot: filepath.Join(root, "sys"), DevRoot: "/dev", DRA: opts, BondSettle: 300 * time.Millisecond,
 		})
 	}()
 	stop = func() { cancel(); <-done; sim.Stop() }
+
+	// The operator creates the radio's Adapter on its first pass.
+	for i := 0; ; i++ {
+		if _, err := dyn.Resource(btv1.AdaptersResource).Get(ctx, bdaddr.MustParse(adapterAddr).Key(), metav1.GetOptions{}); err == nil {
+			break
+		} else if i == 600 {
+			stop()
+			return nil, fmt.Errorf("the operator never created the Adapter: %w", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// The gamepad is in pairing mode: a person pairs it with the plugin
+	// alone, then it connects as a paired pad does.
+	fmt.Printf("\n$ kubectl liken bluetooth pair --device %s\n", padAddr)
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: os.Stdout, ErrOut: os.Stdout}
+	if code := bluetoothcli.Execute(ctx, "demo", streams, []string{"--kubeconfig", c.Kubeconfig(), "-n", "default",
+		"pair", "--device", padAddr, "--window", "60s"}); code != 0 {
+		stop()
+		return nil, fmt.Errorf("kubectl liken bluetooth pair exited %d", code)
+	}
+	if err := sim.Connect("hci0", padAddr); err != nil {
+		stop()
+		return nil, err
+	}
+	fmt.Printf("\n$ kubectl liken bluetooth list\n")
+	_ = bluetoothcli.Execute(ctx, "demo", streams, []string{"--kubeconfig", c.Kubeconfig(), "list"})
 
 	pad := bluetooth.ControllerName(bdaddr.MustParse(padAddr))
 	if err := waitForSlice(ctx, c, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool { return hasDevice(s, pad) }); err != nil {
