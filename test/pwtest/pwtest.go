@@ -313,6 +313,10 @@ func (d *Daemons) StartPipeWire(ctx context.Context) error {
 		}
 		args = append(args, "pipewire")
 	}
+	// Taken before the start: on a loaded machine the gate may record
+	// this PipeWire before this goroutine runs again, and a time taken
+	// after the start would then be later than the record.
+	started := time.Now()
 	p, err := child.Start(filepath.Join(d.Root, fmt.Sprintf("pipewire.%d.log", d.n)), d.DaemonEnv(), name, args...)
 	if err != nil {
 		d.mu.Unlock()
@@ -324,7 +328,6 @@ func (d *Daemons) StartPipeWire(ctx context.Context) error {
 	}
 	gated := d.stopGate != nil
 	d.mu.Unlock()
-	started := time.Now()
 	// Ready is a socket that accepts, not a pw-dump that answers: a test
 	// may start a PipeWire on purpose that does not answer this client.
 	// PipeWire serves a connection only after it has loaded its
