@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -300,11 +301,13 @@ func TestExpiryAndRestart(t *testing.T) {
 }
 
 // TestUnknownAdapter: a request for an adapter that does not exist says
-// so and never opens this radio's window.
+// so and never opens this radio's window; when its window would have
+// closed it ends Expired with that reason, and its TTL then deletes it.
 func TestUnknownAdapter(t *testing.T) {
 	r := newRig(t, "00:1A:7D:DA:71:05")
 	r.start()
-	r.create("nowhere", btv1.PairingRequestSpec{Adapter: "00-00-00-00-00-99"})
+	ttl := int32(2)
+	r.create("nowhere", btv1.PairingRequestSpec{Adapter: "00-00-00-00-00-99", WindowSeconds: btv1.MinWindowSeconds, TTLSecondsAfterFinished: &ttl})
 	req := r.waitRequest("nowhere", "AdapterNotFound", func(p *btv1.PairingRequest) bool {
 		return cond(p.Status.Conditions, btv1.ConditionAccepted).Reason == btv1.ReasonAdapterNotFound
 	})
@@ -314,6 +317,18 @@ func TestUnknownAdapter(t *testing.T) {
 	if got := r.radio(); got["Discoverable"] != false {
 		t.Errorf("radio %v", got)
 	}
+	// The window would have closed 15 s after the API server created it.
+	r.clock.Advance(req.CreationTimestamp.Add((btv1.MinWindowSeconds + 1) * time.Second).Sub(r.clock.Now()))
+	expired := r.waitRequest("nowhere", "Expired", func(p *btv1.PairingRequest) bool { return p.Status.Phase == btv1.PhaseExpired })
+	if c := cond(expired.Status.Conditions, btv1.ConditionPaired); c.Reason != btv1.ReasonAdapterNotFound || expired.Status.FinishedAt == nil ||
+		!expired.Status.FinishedAt.Equal(&metav1.Time{Time: expired.CreationTimestamp.Add(btv1.MinWindowSeconds * time.Second)}) {
+		t.Errorf("expired status %+v", expired.Status)
+	}
+	r.clock.Advance(time.Duration(ttl+1) * time.Second)
+	eventually(t, "the expired request deleted after its TTL", func() (bool, string) {
+		_, err := r.request("nowhere")
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
 }
 
 // TestUnpair: deleting a Peripheral disconnects the device, waits while a

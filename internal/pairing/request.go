@@ -70,9 +70,12 @@ func key(r *btv1.PairingRequest) string { return r.Namespace + "/" + r.Name }
 // foreignRequest reports, on a request that no operator took, that its
 // adapter does not exist or is absent. Every operator writes the same
 // status, so their writes agree; the adapter's own operator, once there,
-// takes the request over.
+// takes the request over. A request no operator took before its window
+// would have closed (creation plus windowSeconds) ends Expired with that
+// reason, so a request naming a radio that never comes does not wait for
+// ever, and it is deleted after its TTL like any finished request.
 func (p *pass) foreignRequest(r *btv1.PairingRequest, adapters []btv1.Adapter) {
-	if r.Status.Phase != "" || r.DeletionTimestamp != nil {
+	if r.DeletionTimestamp != nil {
 		return
 	}
 	var found *btv1.Adapter
@@ -81,24 +84,68 @@ func (p *pass) foreignRequest(r *btv1.PairingRequest, adapters []btv1.Adapter) {
 			found = &adapters[i]
 		}
 	}
+	unserved := found == nil || !isTrue(found.Status.Conditions, btv1.ConditionPresent)
+	if r.Status.Phase.Finished() {
+		if unserved {
+			p.expireForeign(r)
+		}
+		return
+	}
+	if r.Status.Phase != "" {
+		return
+	}
 	next := r.DeepCopy()
+	var reason, msg string
 	switch {
 	case found == nil:
 		var names []string
 		for _, a := range adapters {
 			names = append(names, a.Name)
 		}
-		setCondition(&next.Status.Conditions, btv1.ConditionAccepted, false, btv1.ReasonAdapterNotFound,
-			fmt.Sprintf("no Adapter is named %s; the adapters are: %s (kubectl get adapters)", r.Spec.Adapter, strings.Join(names, ", ")), r.Generation)
-	case !isTrue(found.Status.Conditions, btv1.ConditionPresent):
-		setCondition(&next.Status.Conditions, btv1.ConditionAccepted, false, btv1.ReasonAdapterAbsent,
-			fmt.Sprintf("the radio %s is on no node now (last seen on %s); the request waits for it", r.Spec.Adapter, found.Status.Node), r.Generation)
+		reason, msg = btv1.ReasonAdapterNotFound, fmt.Sprintf("no Adapter is named %s; the adapters are: %s (kubectl get adapters)", r.Spec.Adapter, strings.Join(names, ", "))
+	case unserved:
+		reason, msg = btv1.ReasonAdapterAbsent, fmt.Sprintf("the radio %s is on no node now (last seen on %s); the request waits for it", r.Spec.Adapter, found.Status.Node)
 	default:
 		return // its operator will take it
+	}
+	setCondition(&next.Status.Conditions, btv1.ConditionAccepted, false, reason, msg, r.Generation)
+	window := time.Duration(cmp.Or(r.Spec.WindowSeconds, btv1.DefaultWindowSeconds)) * time.Second
+	if closes := r.CreationTimestamp.Add(window); p.now.Before(closes) {
+		p.after(closes.Sub(p.now))
+	} else {
+		// The same time from every operator, so their writes agree.
+		t := metav1.NewTime(closes)
+		next.Status.Phase, next.Status.FinishedAt = btv1.PhaseExpired, &t
+		msg += "; the request expired when its window would have closed"
+		setCondition(&next.Status.Conditions, btv1.ConditionPaired, false, reason, msg, r.Generation)
+		p.after(p.ttl(r) + time.Second)
 	}
 	if err := p.c.store.writeStatus(p.ctx, btv1.PairingRequestsResource, "PairingRequest", next, r.Status, next.Status, r.Namespace); err != nil {
 		p.fail("PairingRequest %s status: %v", key(r), err)
 	}
+}
+
+// expireForeign deletes a request that ended unserved once its TTL has
+// passed; any operator may, and a request already gone is no error.
+func (p *pass) expireForeign(r *btv1.PairingRequest) {
+	if r.Status.FinishedAt == nil {
+		return
+	}
+	if left := r.Status.FinishedAt.Add(p.ttl(r)).Sub(p.now); left > 0 {
+		p.after(left)
+		return
+	}
+	if err := p.c.store.deleteRequest(p.ctx, r); err != nil {
+		p.fail("deleting PairingRequest %s after its TTL: %v", key(r), err)
+	}
+}
+
+// ttl is how long a finished request is kept.
+func (p *pass) ttl(r *btv1.PairingRequest) time.Duration {
+	if r.Spec.TTLSecondsAfterFinished != nil {
+		return time.Duration(*r.Spec.TTLSecondsAfterFinished) * time.Second
+	}
+	return time.Duration(btv1.DefaultTTLSecondsAfterFinished) * time.Second
 }
 
 func isTrue(conds []metav1.Condition, typ string) bool {
