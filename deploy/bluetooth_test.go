@@ -131,7 +131,25 @@ func checkPairingSchema(t *testing.T, k *kube) {
 		!strings.Contains(err.Error(), "spec.alias") {
 		t.Errorf("an Adapter alias of 249 bytes: %v, want a refusal naming spec.alias", err)
 	}
-	for _, obj := range [][]string{{"pairingrequest", "valid"}, {"peripheral", "e4-17-d8-c5-67-6d"}} {
+	// Bytes, not characters: 200 "é" are 400 bytes; and no control
+	// character, which would reach the terminal of whoever lists it.
+	for what, alias := range map[string]string{"400 bytes in 200 characters": strings.Repeat("é", 200), "an escape sequence": "desk\x1b]0;pwned\x07", "a newline": "desk\nX"} {
+		for _, kind := range []string{"Peripheral", "Adapter"} {
+			name := "e4-17-d8-c5-67-6f"
+			if kind == "Adapter" {
+				name = "00-1a-7d-da-71-14"
+			}
+			if _, err := k.run(ctx, strings.NewReader(strings.Replace(per(name, map[string]any{"alias": alias}), "Peripheral", kind, 1)), "create", "-f", "-"); err == nil ||
+				!strings.Contains(err.Error(), "spec.alias") {
+				t.Errorf("a %s alias with %s: %v, want a refusal naming spec.alias", kind, what, err)
+				_, _ = k.run(ctx, nil, "delete", strings.ToLower(kind), name)
+			}
+		}
+	}
+	if _, err := k.run(ctx, strings.NewReader(per("e4-17-d8-c5-67-70", map[string]any{"alias": strings.Repeat("é", 124)})), "create", "-f", "-"); err != nil {
+		t.Errorf("a 248-byte alias of 124 characters: %v, want it accepted", err)
+	}
+	for _, obj := range [][]string{{"pairingrequest", "valid"}, {"peripheral", "e4-17-d8-c5-67-6d"}, {"peripheral", "e4-17-d8-c5-67-70"}} {
 		_, _ = k.run(ctx, nil, "delete", obj[0], obj[1])
 	}
 }

@@ -48,7 +48,12 @@ type AdapterSpec struct {
 	// Alias is the name the radio shows to devices that scan for it
 	// (Adapter1.Alias), at most 248 bytes as the Core specification's
 	// local name (Vol 4 Part E 7.3.11). Empty leaves BlueZ's alias alone.
+	// The schema counts bytes as BlueZ does (MaxLength counts characters,
+	// and "é" is two bytes), and refuses control characters, which would
+	// reach every terminal that lists the alias.
 	// +kubebuilder:validation:MaxLength=248
+	// +kubebuilder:validation:XValidation:rule="size(bytes(self)) <= 248",message="alias is longer than 248 bytes (UTF-8)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[\\x00-\\x1f\\x7f]')",message="alias holds a control character"
 	// +optional
 	Alias string `json:"alias,omitempty"`
 	// Powered switches the radio on or off (Adapter1.Powered). Off stops

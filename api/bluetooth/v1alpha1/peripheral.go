@@ -47,7 +47,12 @@ type PeripheralSpec struct {
 	// Alias is the name BlueZ shows for the device (Device1.Alias); it is
 	// stored with the bond, so it travels with the Secret. Empty leaves
 	// BlueZ's alias alone.
+	// The schema counts bytes as BlueZ does (MaxLength counts characters,
+	// and "é" is two bytes), and refuses control characters, which would
+	// reach every terminal that lists the alias.
 	// +kubebuilder:validation:MaxLength=248
+	// +kubebuilder:validation:XValidation:rule="size(bytes(self)) <= 248",message="alias is longer than 248 bytes (UTF-8)"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[\\x00-\\x1f\\x7f]')",message="alias holds a control character"
 	// +optional
 	Alias string `json:"alias,omitempty"`
 	// Trusted is Device1.Trusted. Without trust BlueZ asks an agent to
