@@ -173,7 +173,7 @@ func (o *operator) steerControls(ctx context.Context, obj *corev1.ObjectReferenc
 		}
 		v, err := c.ParseIntOrString(want)
 		if err != nil {
-			o.warn(ctx, obj, "InvalidControlValue", fmt.Sprintf("spec.controls[%q] = %s: %v; skipped", key, want.String(), err))
+			o.warn(ctx, obj, "InvalidControlValue", fmt.Sprintf("spec.controls[%q] = %q: %v; skipped", key, want.String(), err))
 			continue
 		}
 		if slices.Equal(v.Ints, c.Value) {

@@ -96,7 +96,13 @@ type EndpointSpec struct {
 	// have or a value the control refuses is skipped and reported with an
 	// Event. Two endpoints of one card that set one control: the last
 	// write wins.
+	// Names are at most 64 characters (the kernel's are at most 44 bytes, plus an
+	// index) and text values at most 1024 (128 comma-joined channel
+	// values), so a spec cannot carry kilobytes into every Event that
+	// reports it.
 	// +kubebuilder:validation:MaxProperties=128
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 64)",message="a control name is longer than 64 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, type(self[k]) != string || size(self[k]) <= 1024)",message="a control value is longer than 1024 characters"
 	// +optional
 	Controls map[string]intstr.IntOrString `json:"controls,omitempty"`
 }

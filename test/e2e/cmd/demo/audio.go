@@ -138,11 +138,32 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 // turning the DP output down through its Sink.
 func sinksDemo(ctx context.Context, c *harness.Cluster, objs dynamic.Interface, dp string) error {
 	sinks := objs.Resource(audiov1.SinksResource)
+	sources := objs.Resource(audiov1.SourcesResource)
+	// Shown once the operator has an object for every device it
+	// publishes and the claimed Sink names its claim, not half way.
 	if err := until(ctx, 30*time.Second, func() bool {
-		l, err := sinks.List(ctx, metav1.ListOptions{})
-		return err == nil && len(l.Items) > 0
+		slices, err := c.Client().ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + audio.DriverName})
+		if err != nil {
+			return false
+		}
+		devices := 0
+		for _, sl := range slices.Items {
+			devices += len(sl.Spec.Devices)
+		}
+		ls, err1 := sinks.List(ctx, metav1.ListOptions{})
+		lo, err2 := sources.List(ctx, metav1.ListOptions{})
+		if err1 != nil || err2 != nil || devices == 0 || len(ls.Items)+len(lo.Items) < devices {
+			return false
+		}
+		for _, u := range ls.Items {
+			if u.GetName() == dp {
+				claim, _, _ := unstructured.NestedString(u.Object, "status", "claim", "name")
+				return claim != ""
+			}
+		}
+		return false
 	}); err != nil {
-		return fmt.Errorf("no Sinks: %w", err)
+		return fmt.Errorf("the Sinks and Sources of every published device: %w", err)
 	}
 	out, err := c.Kubectl(ctx, "get", "sinks,sources", "-o", "wide")
 	if err != nil {
