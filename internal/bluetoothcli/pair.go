@@ -97,14 +97,21 @@ func (e *env) pair(ctx context.Context, o pairOptions) error {
 		return fmt.Errorf("creating the PairingRequest: %w", err)
 	}
 	name := created.GetName()
-	fmt.Fprintf(e.streams.ErrOut, "pairingrequest %s/%s: the adapter %s is discoverable for %v; put the device in pairing mode\n", ns, name, adapter, o.window)
-	s := &session{e: e, res: res, name: name, device: device, lines: readLines(e.streams.In)}
+	fmt.Fprintf(e.streams.ErrOut, "pairingrequest %s/%s: asking the operator of adapter %s for a %v pairing window\n", ns, name, adapter, o.window)
+	s := &session{e: e, res: res, name: name, device: device, adapter: adapter, lines: readLines(e.streams.In)}
 	s.tty = isTerminal(e.streams.Out)
 	err = s.run(ctx)
 	if ctx.Err() != nil && !o.keep {
 		// Interrupted: the window should not stay open for nobody.
 		_ = res.Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{})
 		return errors.New("interrupted; the request was deleted")
+	}
+	if err != nil && !o.keep && !s.finished {
+		// Refused before it ran (no such adapter, or its radio is on no
+		// node): nothing is left waiting for a radio that may come later.
+		if derr := res.Delete(context.WithoutCancel(ctx), name, metav1.DeleteOptions{}); derr == nil {
+			return fmt.Errorf("%w; the request was deleted", err)
+		}
 	}
 	return err
 }
@@ -166,6 +173,9 @@ type session struct {
 	shownTable string
 	prompted   string // the prompt last shown
 	last       string // the last condition message shown
+	adapter    string
+	announced  bool // the open window was announced
+	finished   bool // the request reached a final phase
 }
 
 func (s *session) run(ctx context.Context) error {
@@ -214,6 +224,13 @@ func (s *session) show(r *btv1.PairingRequest) (done bool, err error) {
 	accepted := meta.FindStatusCondition(r.Status.Conditions, btv1.ConditionAccepted)
 	if accepted != nil && accepted.Status == metav1.ConditionFalse && r.Status.Phase == "" {
 		return true, fmt.Errorf("%s: %s", accepted.Reason, accepted.Message)
+	}
+	if r.Status.Phase.Finished() {
+		s.finished = true
+	}
+	if w := meta.FindStatusCondition(r.Status.Conditions, btv1.ConditionWindowOpen); w != nil && w.Status == metav1.ConditionTrue && !s.announced {
+		s.announced = true
+		fmt.Fprintf(s.e.streams.ErrOut, "the adapter %s is discoverable now (%s); put the device in pairing mode\n", s.adapter, w.Message)
 	}
 	switch r.Status.Phase {
 	case btv1.PhasePaired:

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2/ktesting"
 
@@ -171,6 +172,21 @@ func TestPairingThroughThePlugin(t *testing.T) {
 		t.Errorf("list shows the adapter the operator did not claim:\n%s", listed)
 	}
 	t.Logf("kubectl liken bluetooth list:\n%s", listed)
+
+	// A request for an adapter that does not exist is refused by name,
+	// and the plugin leaves no request behind waiting for it.
+	refused, err := alice.command(ctx, "pair", "--adapter", "11:22:33:44:55:66").CombinedOutput()
+	if err == nil || !strings.Contains(string(refused), "AdapterNotFound") || !strings.Contains(string(refused), "the request was deleted") ||
+		strings.Contains(string(refused), "discoverable now") {
+		t.Errorf("pair with an unknown adapter: %v\n%s", err, refused)
+	}
+	left, err := dyn.Resource(btv1.PairingRequestsResource).Namespace("alice").List(ctx, metav1.ListOptions{})
+	must(t, err)
+	for _, r := range left.Items {
+		if spec, _, _ := unstructured.NestedString(r.Object, "spec", "adapter"); spec == "11-22-33-44-55-66" {
+			t.Errorf("the refused request %s is still there", r.GetName())
+		}
+	}
 
 	// alice may not unpair; the admin may, and the Secret goes.
 	if out, err := alice.command(ctx, "unpair", "e4-17-d8-c5-67-6d").CombinedOutput(); err == nil {
