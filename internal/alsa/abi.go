@@ -10,8 +10,8 @@ import (
 // (protocol SNDRV_CTL_VERSION 2.0.x). The structures below mirror the C
 // layouts field for field; C "long" is Go int64, since the real backend is
 // built only for 64-bit Linux (hw.go). abi_test.go checks every size and
-// ioctl number against the values measured on a real amd64 kernel
-// (reference-audio.md §2.2, vm-tier.md §3a).
+// ioctl number against the values measured on a real amd64 kernel in
+// the VM tier (hack/vm-test.sh).
 
 // ioctl direction bits of the generic encoding (include/uapi/asm-generic/ioctl.h,
 // used by x86 and arm64): dir<<30 | size<<16 | type<<8 | nr.

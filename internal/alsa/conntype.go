@@ -2,7 +2,7 @@ package alsa
 
 import "regexp"
 
-// Values of the connectionType attribute (reference-audio.md §2.5).
+// Values of the connectionType attribute of an audio device.
 const (
 	ConnHDMI        = "hdmi"
 	ConnDisplayPort = "displayport"

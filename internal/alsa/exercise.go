@@ -13,7 +13,7 @@ import (
 )
 
 // The real-kernel checks. This machine has no sound card, so the ioctls
-// of HWControl run only in the VM tier (issue 6), which boots a kernel with
+// of HWControl run only in the VM tier (hack/vm-test.sh), which boots a kernel with
 // snd-dummy, snd-aloop and snd-hda-intel and calls ExerciseDevSnd from a
 // test of its own. Everything here goes through the Control interface, so
 // the package's tests run the same checks against recorded cards.

@@ -29,7 +29,7 @@ import (
 	"github.com/liken-sh/operators/test/pwtest"
 )
 
-// Bad input (issue 3): a corrupt ELD, an unreadable control node, a
+// Bad input: a corrupt ELD, an unreadable control node, a
 // missing drop-in and a garbled graph each give a line naming the card,
 // PCM and problem, leave every other output published as it was, and never
 // end the operator. The operator runs whole (Run) on the recorded XPS 17,

@@ -6,8 +6,7 @@
 // "E4:17:D8:C5:67:6D"; that is the name of its storage directories and the
 // Address property on D-Bus. Kubernetes names, label values and Secret keys
 // allow neither colons nor uppercase, so there the same address is written
-// in lowercase with dashes, "e4-17-d8-c5-67-6d" (reference-bluetooth.md
-// §3.2). The kernel holds the octets in the other order: its bdaddr_t puts
+// in lowercase with dashes, "e4-17-d8-c5-67-6d". The kernel holds the octets in the other order: its bdaddr_t puts
 // the least significant octet first (include/net/bluetooth/bluetooth.h).
 package bdaddr
 

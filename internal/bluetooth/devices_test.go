@@ -165,7 +165,7 @@ func TestControllers(t *testing.T) {
 			"audioSink": true, "avrcpTarget": true, "avrcpController": true, "handsfree": true, "headset": true,
 		}, Taints: []string{disconnected}},
 	}, {
-		// reference-bluetooth.md §6.3's worked example.
+		// A receiver of the kind the attribute rules were written for.
 		name: "B06+ receiver",
 		device: bluez.Device{
 			Path: "/org/bluez/hci0/dev_00_0D_18_A1_B2_C3", Adapter: hci0, Address: "00:0D:18:A1:B2:C3",

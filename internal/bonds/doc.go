@@ -2,7 +2,7 @@
 // Kubernetes Secrets, one Secret per bond.
 //
 // BlueZ keeps a bond as two files under its storage directory
-// (/var/lib/bluetooth), both GLib key files (reference-bluetooth.md §3.1):
+// (/var/lib/bluetooth), both GLib key files (BlueZ's doc/settings-storage.txt):
 //
 //	<ADAPTER>/<DEVICE>/info   the bond: link key or LE keys, name, class, services
 //	<ADAPTER>/cache/<DEVICE>  what BlueZ learnt from the device: SDP records, GATT

@@ -12,7 +12,7 @@ import (
 	"github.com/liken-sh/operators/internal/bdaddr"
 )
 
-// The Secret layout (reference-bluetooth.md §3.3).
+// The layout of a bond's Secret: its labels and data keys.
 const (
 	// AdapterLabel carries the adapter's address in key spelling
 	// (bdaddr.Address.Key): the bonds of a radio are the Secrets with this

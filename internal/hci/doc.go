@@ -2,7 +2,7 @@
 // address from the kernel.
 //
 // The claim on the adapter delivers one thing into the container: the
-// adapter's usbfs node, /dev/bus/usb/BBB/DDD (reference-bluetooth.md §4).
+// adapter's usbfs node, /dev/bus/usb/BBB/DDD.
 // [ClaimedUSBNodes] reads it from the container's /dev, [FindAdapter]
 // follows sysfs from that USB device to the hciN the kernel registered
 // below it, and [Socket.DevInfo] asks the kernel for that hciN's address over

@@ -89,8 +89,7 @@ func (s Side) String() string {
 //  4. Any other name, one with no direction such as "Auto-Mute Mode" or
 //     "Speaker Switch", goes to the sinks.
 //
-// This is the reference's rule (reference-audio.md §5.3) with the
-// microphone names added, which it lacks: without them the recorded SOF
+// The microphone names are part of the rule because without them the recorded SOF
 // card's "Headset Mic Switch" and the Razer's "Auto Gain Control" would
 // land on speakers and headphones.
 func SideOf(id alsa.ElemID, slots map[int]int) Side {

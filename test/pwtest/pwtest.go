@@ -5,8 +5,7 @@
 // WirePlumber fragments (pipewire.WriteWirePlumberFragments), with
 // WirePlumber running `--profile=main-embedded`.
 //
-// The set-up is the one measured in ../../../shared/design/infra.md §5
-// (PipeWire 1.4.2, WirePlumber 0.5.8): no udev, no systemd, no session
+// The set-up was measured with PipeWire 1.4.2 and WirePlumber 0.5.8: no udev, no systemd, no session
 // bus. XDG_RUNTIME_DIR and PIPEWIRE_RUNTIME_DIR name the directory the
 // socket is created in; XDG_CONFIG_HOME holds the drop-ins (PipeWire and
 // WirePlumber merge $XDG_CONFIG_HOME/<name>/<name>.conf.d with their
