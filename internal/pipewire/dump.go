@@ -68,10 +68,11 @@ func ParseDump(data []byte) (*Graph, error) {
 type object struct {
 	index      int // its place in the array
 	id         uint32
-	removed    bool  // monitor mode's {"id": N, "info": null}
-	unreadable bool  // an entry with a readable id and nothing else usable
-	node       *Node // for TypeNode
-	link       *Link // for TypeLink
+	removed    bool    // monitor mode's {"id": N, "info": null}
+	unreadable bool    // an entry with a readable id and nothing else usable
+	node       *Node   // for TypeNode
+	link       *Link   // for TypeLink
+	device     *Device // for TypeDevice
 	cookie     *uint32
 }
 
@@ -170,6 +171,12 @@ func parseObject(raw []byte) (o object, idKnown bool, err error) {
 			return o, true, fmt.Errorf("link %d: %v", o.id, err)
 		}
 		o.link = l
+	case TypeDevice:
+		d, err := parseDevice(o.id, r.Info)
+		if err != nil {
+			return o, true, fmt.Errorf("device %d: %v", o.id, err)
+		}
+		o.device = d
 	case TypeCore:
 		var c struct {
 			Cookie *uint32 `json:"cookie"`
@@ -383,8 +390,12 @@ func wholeNumber(v any) int {
 }
 
 // graphOf builds a Graph from the current objects.
-func graphOf(nodes map[uint32]*Node, links map[uint32]*Link, objects int, cookie uint32) *Graph {
+func graphOf(nodes map[uint32]*Node, links map[uint32]*Link, devices map[uint32]*Device, objects int, cookie uint32) *Graph {
 	g := &Graph{Objects: objects, Cookie: cookie, Nodes: make([]Node, 0, len(nodes)), Links: make([]Link, 0, len(links))}
+	for _, d := range devices {
+		g.Devices = append(g.Devices, *d)
+	}
+	slices.SortFunc(g.Devices, func(a, b Device) int { return cmpID(a.ID, b.ID) })
 	for _, n := range nodes {
 		g.Nodes = append(g.Nodes, *n)
 	}

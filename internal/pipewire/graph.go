@@ -24,8 +24,8 @@ const (
 	NodeStateRunning   = "running"
 )
 
-// Graph is one reading of PipeWire's objects: the nodes and links, each
-// sorted by id. Other objects (ports, clients, modules, metadata) are
+// Graph is one reading of PipeWire's objects: the nodes, links and
+// devices, each sorted by id. Other objects (ports, clients, modules, metadata) are
 // counted, not kept. A Graph is never modified after it is returned, so
 // it may be shared between goroutines; callers treat its slices and maps
 // as read-only, since snapshots share them.
@@ -34,6 +34,8 @@ type Graph struct {
 	Nodes []Node
 	// Links are the PipeWire:Interface:Link objects, by ascending id.
 	Links []Link
+	// Devices are the PipeWire:Interface:Device objects, by ascending id.
+	Devices []Device
 	// Objects is the number of objects of every type in the reading.
 	Objects int
 	// Cookie is the Core object's info.cookie, a random number the

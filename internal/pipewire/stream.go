@@ -19,6 +19,7 @@ type Stream struct {
 	all     map[uint32]bool // every live id, of any type
 	nodes   map[uint32]*Node
 	links   map[uint32]*Link
+	devices map[uint32]*Device
 	cookie  uint32
 	batches int
 	skipped []error // of the latest batch
@@ -26,7 +27,7 @@ type Stream struct {
 
 // NewStream returns an empty Stream.
 func NewStream() *Stream {
-	return &Stream{all: map[uint32]bool{}, nodes: map[uint32]*Node{}, links: map[uint32]*Link{}}
+	return &Stream{all: map[uint32]bool{}, nodes: map[uint32]*Node{}, links: map[uint32]*Link{}, devices: map[uint32]*Device{}}
 }
 
 // Apply parses one monitor-mode batch (one JSON array) and applies it
@@ -66,6 +67,7 @@ func (s *Stream) apply(o object) {
 	prev := s.nodes[o.id]
 	delete(s.nodes, o.id)
 	delete(s.links, o.id)
+	delete(s.devices, o.id)
 	if o.removed {
 		delete(s.all, o.id)
 		return
@@ -87,6 +89,9 @@ func (s *Stream) apply(o object) {
 	if o.link != nil {
 		s.links[o.id] = o.link
 	}
+	if o.device != nil {
+		s.devices[o.id] = o.device
+	}
 }
 
 // Batches returns how many batches have been applied.
@@ -96,7 +101,7 @@ func (s *Stream) Batches() int { return s.batches }
 // change.
 // Its Skipped is the latest batch's.
 func (s *Stream) Graph() *Graph {
-	g := graphOf(s.nodes, s.links, len(s.all), s.cookie)
+	g := graphOf(s.nodes, s.links, s.devices, len(s.all), s.cookie)
 	g.Skipped = s.skipped
 	return g
 }

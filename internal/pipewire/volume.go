@@ -124,18 +124,25 @@ func (r Remote) SetVolume(ctx context.Context, node uint32, w VolumeWrite) error
 	if err != nil {
 		return err
 	}
+	return r.setParam(ctx, node, "Props", lit)
+}
+
+// setParam runs `pw-cli set-param <id> <param> <literal>`, bounded by
+// DefaultWriteTimeout when ctx has no deadline, and reads pw-cli's stderr
+// for the failure it prints with a zero exit.
+func (r Remote) setParam(ctx context.Context, object uint32, param, lit string) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultWriteTimeout)
 		defer cancel()
 	}
-	id := strconv.FormatUint(uint64(node), 10)
-	cmd := r.tool(ctx, r.pwCli(), "set-param", id, "Props", lit)
+	id := strconv.FormatUint(uint64(object), 10)
+	cmd := r.tool(ctx, r.pwCli(), "set-param", id, param, lit)
 	// pw-cli prints the param it sends on stdout; only stderr says
 	// whether it went anywhere.
 	stderr := &tailBuffer{max: 2048}
 	cmd.Stderr = stderr
-	what := "pw-cli set-param " + id + " Props " + lit
+	what := "pw-cli set-param " + id + " " + param + " " + lit
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
