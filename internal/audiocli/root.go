@@ -28,8 +28,10 @@ type Options struct {
 	// Force silences the version drift warning.
 	Force bool
 	// APIAddress, if set, is a host:port at which audio-api is dialled
-	// directly instead of through a port-forward. Hidden: for tests
-	// against a control plane with no kubelet to port-forward through.
+	// directly instead of through a port-forward to its pod: for a
+	// control plane with no kubelet to port-forward through (the demo,
+	// tests), or an audio-api a person exposed themselves. The server's
+	// certificate is still verified against ConfigMap audio-api-ca.
 	APIAddress string
 	// Version is the plugin's own release.
 	Version string
@@ -63,8 +65,7 @@ func NewCommand(version string, streams genericiooptions.IOStreams) *cobra.Comma
 	o.Kube.AddFlags(pf)
 	pf.StringVarP(&o.Namespace, "namespace", "n", DefaultNamespace, "the namespace of the audio operator and audio-api")
 	pf.BoolVar(&o.Force, "force", false, "do not warn when the operator's version differs from this plugin's")
-	pf.StringVar(&o.APIAddress, "api-address", "", "dial audio-api at host:port instead of port-forwarding (tests)")
-	_ = pf.MarkHidden("api-address")
+	pf.StringVar(&o.APIAddress, "api-address", "", "dial audio-api at host:port instead of port-forwarding to its pod (its certificate is still verified)")
 	root.AddCommand(newCaptureCommand(o), newListCommand(o), newCompletionCommand(root))
 	return root
 }

@@ -39,7 +39,7 @@ func (p *pass) syncAdapter() {
 			setCondition(&next.Status.Conditions, btv1.ConditionPresent, false, btv1.ReasonAbsent,
 				fmt.Sprintf("bluetoothd on node %s does not report the radio", p.c.cfg.Node), cur.Generation)
 			if err := p.c.store.writeStatus(p.ctx, btv1.AdaptersResource, "Adapter", next, cur.Status, next.Status, ""); err != nil {
-				p.fail("Adapter %s status: %v", key, err)
+				p.statusFailed("Adapter "+key, err)
 			}
 		}
 		return
@@ -113,7 +113,7 @@ func (p *pass) syncAdapter() {
 			"nothing has been paired with this radio yet", cur.Generation)
 	}
 	if err := p.c.store.writeStatus(p.ctx, btv1.AdaptersResource, "Adapter", next, cur.Status, next.Status, ""); err != nil {
-		p.fail("Adapter %s status: %v", key, err)
+		p.statusFailed("Adapter "+key, err)
 	}
 }
 

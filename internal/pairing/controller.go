@@ -11,6 +11,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
@@ -207,6 +208,25 @@ type pass struct {
 
 func (p *pass) fail(format string, args ...any) {
 	p.errs = append(p.errs, fmt.Errorf(format, args...))
+}
+
+// conflictRetry is how soon a pass follows a status write refused as a
+// conflict: the informer is about to deliver the newer object, which
+// the next pass starts from.
+const conflictRetry = 250 * time.Millisecond
+
+// statusFailed records a failed status write of what (kind and name).
+// A conflict (HTTP 409: the object changed since the informer saw it,
+// usually by a write of a person or of the plugin racing this pass) is
+// not a fault: the write is redone soon from the newer object, and only
+// logged at verbosity 2. Any other error fails the pass.
+func (p *pass) statusFailed(what string, err error) {
+	if apierrors.IsConflict(err) {
+		p.log.V(2).Info("Status write raced a newer object; redoing it", "object", what)
+		p.after(conflictRetry)
+		return
+	}
+	p.fail("%s status: %v", what, err)
 }
 
 // after asks for a pass within d.

@@ -183,7 +183,7 @@ func (p *pass) syncPeripheral(key string, per *btv1.Peripheral, d *bluez.Device)
 	next := per.DeepCopy()
 	p.peripheralStatus(key, next, d)
 	if err := p.c.store.writeStatus(p.ctx, btv1.PeripheralsResource, "Peripheral", next, per.Status, next.Status, ""); err != nil {
-		p.fail("Peripheral %s status: %v", per.Name, err)
+		p.statusFailed("Peripheral "+per.Name, err)
 	}
 }
 
@@ -324,7 +324,7 @@ func (p *pass) unpair(key string, per *btv1.Peripheral, d *bluez.Device) {
 		p.peripheralStatus(key, next, d)
 		setCondition(&next.Status.Conditions, btv1.ConditionReady, false, btv1.ReasonUnpairing, msg, per.Generation)
 		if err := p.c.store.writeStatus(p.ctx, btv1.PeripheralsResource, "Peripheral", next, per.Status, next.Status, ""); err != nil {
-			p.fail("Peripheral %s status: %v", per.Name, err)
+			p.statusFailed("Peripheral "+per.Name, err)
 		}
 		p.after(2 * 1e9)
 	}

@@ -121,7 +121,7 @@ func (p *pass) foreignRequest(r *btv1.PairingRequest, adapters []btv1.Adapter) {
 		p.after(p.ttl(r) + time.Second)
 	}
 	if err := p.c.store.writeStatus(p.ctx, btv1.PairingRequestsResource, "PairingRequest", next, r.Status, next.Status, r.Namespace); err != nil {
-		p.fail("PairingRequest %s status: %v", key(r), err)
+		p.statusFailed("PairingRequest "+key(r), err)
 	}
 }
 
@@ -167,7 +167,7 @@ func (p *pass) request(r *btv1.PairingRequest) (closes time.Time) {
 	st.ObservedGeneration = gen
 	defer func() {
 		if err := p.c.store.writeStatus(p.ctx, btv1.PairingRequestsResource, "PairingRequest", next, r.Status, next.Status, r.Namespace); err != nil {
-			p.fail("PairingRequest %s status: %v", key(r), err)
+			p.statusFailed("PairingRequest "+key(r), err)
 		}
 	}()
 

@@ -149,8 +149,9 @@ func (s *store) create(ctx context.Context, gvr schema.GroupVersionResource, kin
 }
 
 // writeStatus PUTs obj's status when it differs from old's, carrying
-// obj's resourceVersion: a conflict is an error for this pass and the
-// next one retries with what the informer then holds.
+// obj's resourceVersion, so a status computed from a stale object is
+// refused (a conflict) rather than written over a newer one; the pass
+// then redoes it from what the informer holds next (pass.statusFailed).
 func (s *store) writeStatus(ctx context.Context, gvr schema.GroupVersionResource, kind string, obj runtime.Object, oldStatus, newStatus any, ns string) error {
 	if equality.Semantic.DeepEqual(oldStatus, newStatus) {
 		return nil

@@ -27,7 +27,7 @@ import (
 // sound hardware with real PipeWire and WirePlumber, then shows a claim on
 // the output whose monitor is a Samsung U28E590, and the monitor being
 // unplugged.
-func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error) (stop func(), listen func() error, err error) {
+func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error) (stop func(), listen func() (stop func(), apiAddress, sink string, err error), err error) {
 	root := filepath.Join(c.Dir(), "node")
 	if err := c.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"); err != nil {
 		return nil, nil, err
@@ -78,7 +78,7 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	// pod's pipewire sidecar does it.
 	unfollow := pw.FollowDeclaration(ctx, func(err error) { log.Printf("restarting PipeWire: %v", err) })
 	stop = func() { cancel(); <-done; unfollow(); pw.Stop() }
-	fail := func(err error) (func(), func() error, error) { stop(); return nil, nil, err }
+	fail := func(err error) (func(), func() (func(), string, string, error), error) { stop(); return nil, nil, err }
 
 	dp := nodeName + "-pci-0000-00-1f-3-hdmi-3"
 	untainted := func(s *resourceapi.ResourceSlice) bool {
@@ -124,13 +124,21 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	}
 	fmt.Printf("\nthe monitor was unplugged (its ELD went, an ALSA control event): %s gained %s:NoExecute and %s:NoSchedule after %s\n",
 		dp, audio.TaintDisconnected, audio.TaintNoMonitor, time.Since(start).Round(10*time.Millisecond))
-	var sinkNode string
+	// What is captured is the USB headset (its channel map says stereo),
+	// still connected, rather than the monitor just unplugged.
+	var speaker, sinkNode string
 	for _, o := range outputs {
-		if o.Output == dp {
-			sinkNode = o.Name
+		if o.Output == nodeName+"-usb-1532-0526-00000000-usb-audio" {
+			speaker, sinkNode = o.Output, o.Name
 		}
 	}
-	listen = func() error { return listenDemo(ctx, c, pw, nodeName, dp, sinkNode) }
+	if speaker == "" {
+		return fail(fmt.Errorf("the recorded laptop declared no output for its USB headset"))
+	}
+	listen = func() (func(), string, string, error) {
+		stop, addr, err := listenDemo(ctx, c, pw, nodeName, speaker, sinkNode)
+		return stop, addr, speaker, err
+	}
 	return stop, listen, nil
 }
 

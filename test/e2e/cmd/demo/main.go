@@ -73,19 +73,19 @@ func run(nodeName string, wait bool) error {
 		return err
 	}
 	defer stopInventory()
-	if err := printDevices(ctx, os.Stdout, c); err != nil {
+	if err := printDevices(ctx, os.Stdout, c, "liken.sh"); err != nil {
 		return err
 	}
 
 	fmt.Println("\n== Bluetooth: bluetooth.liken.sh on a simulated radio with a paired gamepad and speaker")
-	stopBT, err := bluetoothDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c) })
+	stopBT, err := bluetoothDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c, "bluetooth.liken.sh") })
 	if err != nil {
 		return err
 	}
 	defer stopBT()
 
 	fmt.Println("\n== Audio: audio.liken.sh on a recorded laptop's cards with real PipeWire and WirePlumber")
-	stopAudio, listen, err := audioDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c) })
+	stopAudio, listen, err := audioDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c, "audio.liken.sh") })
 	if err != nil {
 		return err
 	}
@@ -119,16 +119,20 @@ func run(nodeName string, wait bool) error {
 	}
 
 	fmt.Println("\n== Every device the node publishes now")
-	if err := printDevices(ctx, os.Stdout, c); err != nil {
+	if err := printDevices(ctx, os.Stdout, c, ""); err != nil {
 		return err
 	}
-	fmt.Println("\n== Listening: what the monitor's Sink plays, captured through audio-api")
-	if err := listen(); err != nil {
+	fmt.Println("\n== Listening: what the USB headset's Sink plays, captured through audio-api")
+	stopListen, listenAddr, listenSink, err := listen()
+	if err != nil {
 		return err
 	}
+	defer stopListen()
 	if wait {
-		fmt.Printf("\nThe cluster keeps running until Ctrl-C. With the matching kubectl:\n  export KUBECONFIG=%s\n  %s get resourceslices,resourceclaims,pods -A\n",
+		fmt.Printf("\nThe cluster, audio-api and the tone keep running until Ctrl-C. With the matching kubectl:\n  export KUBECONFIG=%s\n  %s get resourceslices,resourceclaims,sinks,peripherals -A\n",
 			c.Kubeconfig(), filepath.Join(binDir(ctx), "kubectl"))
+		fmt.Printf("and the plugin (go build -o kubectl-liken-audio ./cmd/kubectl-liken-audio; it dials audio-api directly, there being no kubelet to port-forward through):\n  ./kubectl-liken-audio --api-address %s capture %s -t 0,5 -o now.wav\n",
+			listenAddr, listenSink)
 		<-ctx.Done()
 	} else {
 		fmt.Println("\n(The work directory with these files is removed now; run with -wait to keep the cluster and look around.)")

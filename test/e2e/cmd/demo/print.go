@@ -35,10 +35,15 @@ func waitForSlice(ctx context.Context, c *harness.Cluster, driver string, ok fun
 	return fmt.Errorf("the %s driver published no ResourceSlice in the expected state within 30s", driver)
 }
 
-// printDevices writes one line per published device: driver, pool,
-// device, attributes and taints.
-func printDevices(ctx context.Context, w io.Writer, c *harness.Cluster) error {
-	list, err := c.Client().ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+// printDevices writes one line per device driver publishes (every
+// driver's when driver is ""): driver, pool, device, taints and
+// attributes.
+func printDevices(ctx context.Context, w io.Writer, c *harness.Cluster, driver string) error {
+	opts := metav1.ListOptions{}
+	if driver != "" {
+		opts.FieldSelector = "spec.driver=" + driver
+	}
+	list, err := c.Client().ResourceV1().ResourceSlices().List(ctx, opts)
 	if err != nil {
 		return err
 	}
