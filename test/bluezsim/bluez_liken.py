@@ -37,6 +37,7 @@ import json
 import os
 import re
 import secrets
+import socket
 import tempfile
 
 import dbus
@@ -61,6 +62,7 @@ INPUT_IFACE = 'org.bluez.Input1'
 PROPS_IFACE = dbus.PROPERTIES_IFACE
 INTROSPECT_IFACE = 'org.freedesktop.DBus.Introspectable'
 ENDPOINT_IFACE = 'org.bluez.MediaEndpoint1'
+TRANSPORT_IFACE = 'org.bluez.MediaTransport1'
 
 ERR = 'org.bluez.Error.'
 DBUS_ERR = 'org.freedesktop.DBus.Error.'
@@ -69,6 +71,7 @@ BASE_UUID = '-0000-1000-8000-00805f9b34fb'
 HID_UUID = '00001124' + BASE_UUID
 # Media1.SupportedUUIDs of a BR/EDR adapter: A2DP source and sink.
 MEDIA_UUIDS = ['0000110a' + BASE_UUID, '0000110b' + BASE_UUID]
+A2DP_SOURCE_UUID, A2DP_SINK_UUID = MEDIA_UUIDS
 AGENT_CAPABILITIES = ('DisplayOnly', 'DisplayYesNo', 'KeyboardOnly',
                       'NoInputNoOutput', 'KeyboardDisplay')
 DISCOVERY_FILTERS = ['UUIDs', 'RSSI', 'Pathloss', 'Transport',
@@ -81,7 +84,8 @@ ADAPTER_WRITABLE = {'Alias': 's', 'Powered': 'b', 'Connectable': 'b',
                     'PairableTimeout': 'u', 'DiscoverableTimeout': 'u'}
 DEVICE_WRITABLE = {'Trusted': 'b', 'Blocked': 'b', 'WakeAllowed': 'b',
                    'Alias': 's'}
-SIGNATURE_TYPES = {'s': dbus.String, 'b': dbus.Boolean, 'u': dbus.UInt32}
+TRANSPORT_WRITABLE = {'Volume': 'q'}
+SIGNATURE_TYPES = {'s': dbus.String, 'b': dbus.Boolean, 'u': dbus.UInt32, 'q': dbus.UInt16}
 
 ADDRESS_RE = re.compile(r'^[0-9A-F]{2}(:[0-9A-F]{2}){5}$')
 ADAPTER_NAME_RE = re.compile(r'^hci[0-9]+$')
@@ -99,7 +103,9 @@ class SimState:
         self.late_write_ms = late_write_ms
         self.agents = {}           # sender -> (path, capability)
         self.default_agent = None  # (sender, path)
-        self.endpoints = {}        # (adapter, sender, path) -> {UUID, Codec}
+        self.endpoints = {}        # (adapter, sender, path) -> {UUID, Codec, Capabilities}, in registration order
+        self.transports = {}       # transport path -> Transport
+        self.transport_count = 0   # numbers transport paths, as bluetoothd's static counter does
         self.players = {}          # (adapter, sender, path) -> {}
         self.applications = {}     # (adapter, sender, root) -> [endpoint paths]
         self.discovery = {}        # adapter path -> {sender: filter}
@@ -116,6 +122,10 @@ class SimState:
         for table in (self.endpoints, self.players, self.applications):
             for key in [k for k in table if k[1] == sender]:
                 del table[key]
+        for transport in [t for t in self.transports.values() if t.sender == sender]:
+            transport.destroy(notify=False)
+        for transport in [t for t in self.transports.values() if t.owner == sender]:
+            transport.drop_owner()
         for adapter_path in list(self.discovery):
             advertise_endpoints(adapter_path)
         for adapter_path, sessions in self.discovery.items():
@@ -230,7 +240,8 @@ def prop_set(obj, interface, name, value):
         raise error(DBUS_ERR + 'InvalidArgs', f"No such interface '{interface}'")
     if name not in obj.props[interface]:
         raise error(DBUS_ERR + 'UnknownProperty', f"No such property '{name}'")
-    writable = {ADAPTER_IFACE: ADAPTER_WRITABLE, DEVICE_IFACE: DEVICE_WRITABLE}.get(interface, {})
+    writable = {ADAPTER_IFACE: ADAPTER_WRITABLE, DEVICE_IFACE: DEVICE_WRITABLE,
+                TRANSPORT_IFACE: TRANSPORT_WRITABLE}.get(interface, {})
     if name not in writable:
         raise error(DBUS_ERR + 'PropertyReadOnly', f"Property '{name}' is not writable")
     want = SIGNATURE_TYPES[writable[name]]
@@ -239,6 +250,8 @@ def prop_set(obj, interface, name, value):
     value = want(value)
     if interface == ADAPTER_IFACE:
         set_adapter_property(obj, name, value)
+    elif interface == TRANSPORT_IFACE:
+        SIM.transports[obj.path].set_volume(value)
     else:
         set_device_property(obj, name, value)
 
@@ -473,6 +486,40 @@ def store_cached_name(device):
     modify_keyfile(cache_path(device), change)
 
 
+def store_endpoints(device):
+    '''Write the speaker's stream endpoints to the cache file's
+    [Endpoints], as bluetoothd stores what AVDTP discovery found
+    (profiles/audio/a2dp.c store_remote_seps): key the SEID, two hex
+    digits; value SEP type (01, sink), codec type and delay reporting,
+    each two hex digits, then the capabilities in hex, colon-separated.'''
+    if not device.sim_endpoints:
+        return
+
+    def change(groups):
+        groups['Endpoints'] = {
+            '%02x' % (i + 1): '01:%02x:%02x:%s' % (e['Codec'], int(device.sim_delay_reporting), e['Capabilities'].hex())
+            for i, e in enumerate(device.sim_endpoints)}
+    modify_keyfile(cache_path(device), change)
+
+
+def load_endpoints(cache):
+    '''The stream endpoints in a cache file's [Endpoints], and whether they
+    report delay; malformed entries are skipped, as bluetoothd skips them.'''
+    endpoints, delay = [], False
+    for seid in sorted(cache.get('Endpoints', {})):
+        if seid == 'LastUsed':
+            continue
+        parts = cache['Endpoints'][seid].split(':')
+        try:
+            if len(parts) != 4 or int(parts[0], 16) != 1:
+                continue
+            endpoints.append({'Codec': int(parts[1], 16), 'Capabilities': bytes.fromhex(parts[3])})
+            delay = delay or int(parts[2], 16) != 0
+        except ValueError:
+            continue
+    return endpoints, delay
+
+
 def remove_stored(device):
     '''Forget the bond: the device directory goes, and the cache keeps only
     the name (bluetoothd's device_remove_stored).'''
@@ -486,6 +533,7 @@ def remove_stored(device):
         def change(groups):
             groups.pop('ServiceRecords', None)
             groups.pop('Attributes', None)
+            groups.pop('Endpoints', None)
         modify_keyfile(cache, change)
 
 
@@ -686,7 +734,8 @@ def load_devices(adapter_name, adapter):
             continue
         groups = read_keyfile(info)
         general = groups.get('General', {})
-        cache = load_keyfile(os.path.join(base, 'cache', entry)).get('General', {})
+        cache_groups = load_keyfile(os.path.join(base, 'cache', entry))
+        cache = cache_groups.get('General', {})
         bonded = any(g in groups for g in ('LinkKey', 'LongTermKey', 'PeripheralLongTermKey',
                                            'SlaveLongTermKey'))
         techs = general.get('SupportedTechnologies', 'BR/EDR;')
@@ -696,6 +745,10 @@ def load_devices(adapter_name, adapter):
             'Trusted': general.get('Trusted') == 'true',
             'UUIDs': [full_uuid(u) for u in general.get('Services', '').split(';') if u],
         }
+        endpoints, delay = load_endpoints(cache_groups)
+        if endpoints:
+            spec['Endpoints'] = endpoints
+            spec['DelayReporting'] = delay
         name = general.get('Name', cache.get('Name'))
         if name:
             spec['Name'] = name
@@ -783,7 +836,8 @@ def register_endpoint(adapter, endpoint, properties, sender=None):
         raise error(ERR + 'NotSupported', 'Operation is not supported')
     if key in SIM.endpoints:
         raise error(ERR + 'AlreadyExists', 'Already Exists')
-    SIM.endpoints[key] = {'UUID': str(properties['UUID']), 'Codec': int(properties['Codec'])}
+    SIM.endpoints[key] = {'UUID': str(properties['UUID']), 'Codec': int(properties['Codec']),
+                          'Capabilities': bytes(properties.get('Capabilities', b''))}
     advertise_endpoints(adapter.path)
 
 
@@ -792,7 +846,15 @@ def unregister_endpoint(adapter, endpoint, sender=None):
     if key not in SIM.endpoints:
         raise error(ERR + 'DoesNotExist', 'Does Not Exist')
     del SIM.endpoints[key]
+    clear_endpoint(key)
     advertise_endpoints(adapter.path)
+
+
+def clear_endpoint(key):
+    '''An endpoint unregistered loses its streams, as media.c
+    media_endpoint_remove clears each transport.'''
+    for transport in [t for t in SIM.transports.values() if (t.adapter, t.sender, t.endpoint) == key]:
+        transport.destroy(notify=True)
 
 
 def register_player(adapter, player, properties, sender=None):
@@ -824,7 +886,8 @@ def register_application(adapter, root, options, sender=None, reply=None, fail=N
                 props = ifaces[ENDPOINT_IFACE]
                 endpoints.append(str(path))
                 SIM.endpoints[(adapter.path, sender, str(path))] = {
-                    'UUID': str(props.get('UUID', '')), 'Codec': int(props.get('Codec', 0))}
+                    'UUID': str(props.get('UUID', '')), 'Codec': int(props.get('Codec', 0)),
+                    'Capabilities': bytes(props.get('Capabilities', b''))}
         SIM.applications[key] = sorted(endpoints)
         advertise_endpoints(adapter.path)
         reply()
@@ -843,6 +906,7 @@ def unregister_application(adapter, root, sender=None):
         raise error(ERR + 'DoesNotExist', 'Does Not Exist')
     for path in SIM.applications.pop(key):
         SIM.endpoints.pop((adapter.path, sender, path), None)
+        clear_endpoint((adapter.path, sender, path))
     advertise_endpoints(adapter.path)
 
 
@@ -945,6 +1009,14 @@ def create_device(adapter_name, address, spec, loaded=None):
         raise error(SIM_IFACE + '.InvalidArguments', f'pairing {device.sim_pairing!r} is not one of {PAIRING_METHODS}')
     device.sim_secret = str(spec.get('Secret', ''))
     device.sim_pending = None  # (reply, fail, passkey) while a keyboard types
+    device.sim_endpoints = [{'Codec': int(e['Codec']), 'Capabilities': bytes(e['Capabilities'])}
+                            for e in spec.get('Endpoints', [])]
+    if device.sim_endpoints and A2DP_SINK_UUID not in uuids:
+        raise error(SIM_IFACE + '.InvalidArguments', f'a device with stream endpoints must offer {A2DP_SINK_UUID}')
+    device.sim_seps = []
+    device.sim_delay_reporting = bool(spec.get('DelayReporting', False))
+    # AVRCP absolute volume (0-127), where the speaker supports it.
+    device.sim_volume = int(spec['Volume']) if 'Volume' in spec else None
     native_method(device, DEVICE_IFACE, 'Pair', '', '', device_pair_async, sender=True, is_async=True)
     for method, in_sig, func in (
             ('Connect', '', device_connect),
@@ -967,11 +1039,17 @@ def connect(device):
         raise error(ERR + 'AlreadyConnected', 'Already Connected')
     update(device, DEVICE_IFACE, {'Connected': dbus.Boolean(True)})
     update(device, DEVICE_IFACE, {'ServicesResolved': dbus.Boolean(True)})
+    if device.sim_endpoints and device.props[DEVICE_IFACE]['Paired']:
+        # bluetoothd connects A2DP after the link for a bonded audio sink
+        # (src/device.c device_connect_profiles); on an idle callback, so
+        # the Connected signal goes out first.
+        GLib.idle_add(lambda: a2dp_connect(device) and False)
 
 
 def disconnect(device, reason, message):
     if not device.props[DEVICE_IFACE]['Connected']:
         raise error(ERR + 'NotConnected', 'Not Connected')
+    a2dp_disconnect(device)
     update(device, DEVICE_IFACE, {'ServicesResolved': dbus.Boolean(False)})
     update(device, DEVICE_IFACE, {'Connected': dbus.Boolean(False)})
     device.EmitSignal(DEVICE_IFACE, 'Disconnected', 'ss', [reason, message])
@@ -995,6 +1073,7 @@ def pair(device):
     device.sim_services = list(device.sim_uuids)
     store_cached_name(device)
     store_services(device)
+    store_endpoints(device)
     if device.sim_bearer == 'le':
         def late():
             if device.path in mockobject.objects:
@@ -1106,11 +1185,303 @@ def device_connect_profile(device, uuid, sender=None):
         raise error(ERR + 'NotAvailable', 'Operation currently not available')
     if not device.props[DEVICE_IFACE]['Connected']:
         connect(device)
+    elif str(uuid).lower() == A2DP_SINK_UUID:
+        a2dp_connect(device)
 
 
 def device_disconnect_profile(device, uuid, sender=None):
     if str(uuid).lower() not in device.sim_uuids:
         raise error(ERR + 'NotSupported', 'Operation is not supported')
+
+
+# ---------------------------------------------------------------------------
+# A2DP: a speaker's stream endpoints and transports (BlueZ
+# profiles/audio/a2dp.c, media.c, transport.c; doc/org.bluez.MediaEndpoint.rst,
+# org.bluez.MediaTransport.rst)
+#
+# A speaker (a device whose spec has Endpoints) gets, when its link comes
+# up, one org.bluez.MediaEndpoint1 object per stream endpoint it offers, at
+# <device>/sep<N>, as bluetoothd exports the remote SEPs AVDTP discovery
+# found. Then bluetoothd configures a stream: it takes the local A2DP source
+# endpoints in the order they were registered, and for the first whose
+# codec a remote endpoint shares it calls the local endpoint's
+# SelectConfiguration with the remote capabilities, creates a
+# MediaTransport1 at <sep>/fd<N> and calls SetConfiguration with it. A
+# client switches codecs by calling SetConfiguration on a remote endpoint:
+# the old transport is cleared (ClearConfiguration, then the object goes)
+# and a new one is configured. Acquire hands the client one end of a
+# SOCK_SEQPACKET socket pair, the shape of the L2CAP socket bluetoothd
+# passes; the simulator reads the other end and counts what arrives.
+
+A2DP_WRITE_MTU = 895  # an EDR 3-DH5 L2CAP MTU, a common value for speakers
+A2DP_READ_MTU = 895
+
+
+class RemoteSep:
+    '''A speaker's stream endpoint as bluetoothd exports it.'''
+
+    def __init__(self, device, seid, codec, caps, delay_reporting):
+        self.device = device
+        self.path = f'{device.path}/sep{seid}'
+        self.codec = int(codec)
+        self.caps = bytes(caps)
+        props = {
+            'UUID': dbus.String(A2DP_SINK_UUID),
+            'Codec': dbus.Byte(self.codec),
+            'Capabilities': dbus.Array([dbus.Byte(b) for b in self.caps], signature='y'),
+            'Device': dbus.ObjectPath(device.path),
+            'DelayReporting': dbus.Boolean(delay_reporting),
+        }
+        obj = add_object(self.path, ENDPOINT_IFACE, props)
+        sep = self
+
+        def set_configuration(_obj, endpoint, properties, sender=None, reply=None, fail=None):
+            sep.set_configuration(str(endpoint), properties, sender, reply, fail)
+        native_method(obj, ENDPOINT_IFACE, 'SetConfiguration', 'oa{sv}', '', set_configuration,
+                      sender=True, is_async=True)
+
+    def matches(self, endpoint):
+        '''Whether a local endpoint ({UUID, Codec, Capabilities}) can
+        stream to this one: the same codec and, for a vendor codec, the
+        same vendor and vendor codec id (a2dp.c endpoint_match_codec_ind).'''
+        if endpoint['UUID'].lower() != A2DP_SOURCE_UUID or endpoint['Codec'] != self.codec:
+            return False
+        if self.codec == 0xff:
+            return bytes(endpoint.get('Capabilities', b''))[:6] == self.caps[:6]
+        return True
+
+    def accepts(self, config):
+        '''Whether config is a configuration of this endpoint's
+        capabilities, as the speaker's AVDTP Set Configuration answer
+        decides: the same length, nothing chosen that is not offered, and
+        for SBC a bitpool range inside the offered one.'''
+        if len(config) != len(self.caps):
+            return False
+        if self.codec == 0x00:
+            return (config[0] & ~self.caps[0]) == 0 and (config[1] & ~self.caps[1]) == 0 and \
+                self.caps[2] <= config[2] <= config[3] <= self.caps[3]
+        start = 6 if self.codec == 0xff else 0
+        if config[:start] != self.caps[:start]:
+            return False
+        return all((c & ~k) == 0 for c, k in zip(config[start:], self.caps[start:]))
+
+    def set_configuration(self, endpoint_path, properties, sender, reply, fail):
+        adapter = self.device.props[DEVICE_IFACE]['Adapter']
+        key = (str(adapter), sender, endpoint_path)
+        endpoint = SIM.endpoints.get(key)
+        if endpoint is None or not self.matches(endpoint):
+            fail(error(ERR + 'InvalidArguments', 'Invalid arguments in method call'))
+            return
+        config = bytes(properties.get('Capabilities', b''))
+        if not self.accepts(config):
+            fail(error(ERR + 'Failed', 'Invalid argument'))
+            return
+        for transport in device_transports(self.device):
+            transport.destroy(notify=True)
+        start_transport(self.device, self, key, config, reply, fail)
+
+
+class Transport:
+    '''A configured stream: org.bluez.MediaTransport1.'''
+
+    def __init__(self, device, sep, key, config):
+        SIM.transport_count += 1
+        self.path = f'{sep.path}/fd{SIM.transport_count - 1}'
+        self.device = device
+        self.sep = sep
+        self.adapter, self.sender, self.endpoint = key
+        self.codec = sep.codec
+        self.configuration = bytes(config)
+        self.owner = None   # the unique name holding the socket
+        self.mine = None    # the simulator's end of the socket pair
+        self.watch = None
+        self.bytes = 0
+        self.packets = 0
+        self.acquires = 0
+        props = {
+            'Device': dbus.ObjectPath(device.path),
+            'UUID': dbus.String(SIM.endpoints[key]['UUID']),
+            'Codec': dbus.Byte(self.codec),
+            'Configuration': dbus.Array([dbus.Byte(b) for b in self.configuration], signature='y'),
+            'State': dbus.String('idle'),
+            'Endpoint': dbus.ObjectPath(sep.path),
+        }
+        if device.sim_delay_reporting:
+            props['Delay'] = dbus.UInt16(1500)  # 150 ms, in 1/10 ms
+        if device.sim_volume is not None:
+            props['Volume'] = dbus.UInt16(device.sim_volume)
+        self.obj = add_object(self.path, TRANSPORT_IFACE, props)
+        SIM.transports[self.path] = self
+        native_method(self.obj, TRANSPORT_IFACE, 'Acquire', '', 'hqq',
+                      lambda _o, sender=None: self.acquire(sender, try_only=False), sender=True)
+        native_method(self.obj, TRANSPORT_IFACE, 'TryAcquire', '', 'hqq',
+                      lambda _o, sender=None: self.acquire(sender, try_only=True), sender=True)
+        native_method(self.obj, TRANSPORT_IFACE, 'Release', '', '',
+                      lambda _o, sender=None: self.release(sender), sender=True)
+
+    def props(self):
+        return self.obj.props[TRANSPORT_IFACE]
+
+    def acquire(self, sender, try_only):
+        if self.owner is not None:
+            raise error(ERR + 'NotAuthorized', 'Operation Not Authorized')
+        if try_only and self.props()['State'] != 'pending':
+            raise error(ERR + 'NotAvailable', 'Operation currently not available')
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        mine.setblocking(False)
+        self.mine = mine
+        self.owner = sender
+        self.acquires += 1
+        self.watch = GLib.io_add_watch(mine.fileno(), GLib.PRIORITY_DEFAULT,
+                                       GLib.IO_IN | GLib.IO_HUP | GLib.IO_ERR, self.on_data)
+        fd = dbus.types.UnixFd(theirs)  # dbus-python keeps its own duplicate
+        theirs.close()
+
+        def active():
+            if self.owner is not None and self.path in SIM.transports:
+                update(self.obj, TRANSPORT_IFACE, {'State': dbus.String('active')})
+            return False
+        GLib.idle_add(active)
+        return (fd, dbus.UInt16(A2DP_READ_MTU), dbus.UInt16(A2DP_WRITE_MTU))
+
+    def on_data(self, _fd, _condition):
+        if self.mine is None:
+            return False
+        while True:
+            try:
+                data = self.mine.recv(65536)
+            except BlockingIOError:
+                return True
+            except OSError:
+                data = b''
+            if not data:
+                # The client closed its end without Release: the stream
+                # stays configured, and nothing more arrives.
+                self.close_socket()
+                return False
+            self.bytes += len(data)
+            self.packets += 1
+
+    def close_socket(self):
+        if self.watch is not None:
+            GLib.source_remove(self.watch)
+            self.watch = None
+        if self.mine is not None:
+            self.mine.close()
+            self.mine = None
+
+    def release(self, sender):
+        if self.owner != sender:
+            raise error(ERR + 'NotAuthorized', 'Operation Not Authorized')
+        self.drop_owner()
+
+    def drop_owner(self):
+        self.close_socket()
+        self.owner = None
+        update(self.obj, TRANSPORT_IFACE, {'State': dbus.String('idle')})
+
+    def set_volume(self, value):
+        if 'Volume' not in self.props():
+            raise error(DBUS_ERR + 'UnknownProperty', "No such property 'Volume'")
+        if int(value) > 127:
+            raise error(DBUS_ERR + 'InvalidArgs', 'Invalid arguments in method call')
+        self.device.sim_volume = int(value)
+        update(self.obj, TRANSPORT_IFACE, {'Volume': dbus.UInt16(value)})
+
+    def destroy(self, notify):
+        '''The stream closes: ClearConfiguration to the local endpoint
+        (unless its owner is gone), then the object leaves the bus.'''
+        self.close_socket()
+        SIM.transports.pop(self.path, None)
+        if notify:
+            SIM.mock.bus_name.get_bus().call_async(
+                self.sender, self.endpoint, ENDPOINT_IFACE, 'ClearConfiguration', 'o',
+                (dbus.ObjectPath(self.path),), lambda *_a: None, lambda *_a: None, timeout=10.0)
+        if self.path in mockobject.objects:
+            remove_object(self.path)
+
+    def state(self):
+        props = self.props()
+        return {'path': self.path, 'device': self.device.path, 'adapter': self.adapter,
+                'sender': self.sender, 'endpoint': self.endpoint, 'remoteEndpoint': self.sep.path,
+                'uuid': str(props['UUID']), 'codec': self.codec, 'configuration': self.configuration.hex(),
+                'state': str(props['State']), 'volume': int(props['Volume']) if 'Volume' in props else -1,
+                'owner': self.owner or '', 'acquires': self.acquires,
+                'bytes': self.bytes, 'packets': self.packets}
+
+
+def device_transports(device):
+    return [t for t in SIM.transports.values() if t.device is device]
+
+
+def start_transport(device, sep, key, config, reply=None, fail=None):
+    '''Create the transport and hand it to the local endpoint with
+    SetConfiguration; an endpoint that refuses it loses it again.'''
+    transport = Transport(device, sep, key, config)
+    props = dbus.Dictionary(dict(transport.props().items()), signature='sv')
+
+    def done(*_args):
+        if reply:
+            reply()
+
+    def refused(err):
+        transport.destroy(notify=False)
+        if fail:
+            fail(error(ERR + 'Failed', f'SetConfiguration: {err}'))
+    SIM.mock.bus_name.get_bus().call_async(
+        key[1], key[2], ENDPOINT_IFACE, 'SetConfiguration', 'oa{sv}',
+        (dbus.ObjectPath(transport.path), props), done, refused, timeout=10.0)
+
+
+def a2dp_connect(device):
+    '''The A2DP channel comes up: export the speaker's stream endpoints and
+    configure a stream with the first local source endpoint that fits.'''
+    if not device.sim_endpoints or device_transports(device) or device.path not in mockobject.objects:
+        return
+    if not device.props[DEVICE_IFACE]['Connected']:
+        return
+    if not device.sim_seps:
+        device.sim_seps = [RemoteSep(device, i + 1, e['Codec'], e['Capabilities'], device.sim_delay_reporting)
+                           for i, e in enumerate(device.sim_endpoints)]
+    adapter = str(device.props[DEVICE_IFACE]['Adapter'])
+    candidates = [(key, sep) for key, ep in SIM.endpoints.items() if key[0] == adapter
+                  for sep in device.sim_seps if sep.matches(ep)]
+    select_next(device, candidates)
+
+
+def select_next(device, candidates):
+    '''Offer the next (endpoint, remote endpoint) pair: SelectConfiguration,
+    then, with a configuration the speaker accepts, SetConfiguration.'''
+    if not candidates or not device.props[DEVICE_IFACE]['Connected'] or device_transports(device):
+        return
+    (key, sep), rest = candidates[0], candidates[1:]
+    if key not in SIM.endpoints:
+        select_next(device, rest)
+        return
+
+    def selected(config):
+        config = bytes(config)
+        if not device.props[DEVICE_IFACE]['Connected'] or key not in SIM.endpoints or \
+                device_transports(device) or not sep.accepts(config):
+            select_next(device, rest)
+            return
+        start_transport(device, sep, key, config)
+
+    SIM.mock.bus_name.get_bus().call_async(
+        key[1], key[2], ENDPOINT_IFACE, 'SelectConfiguration', 'ay',
+        (dbus.Array([dbus.Byte(b) for b in sep.caps], signature='y'),),
+        selected, lambda _err: select_next(device, rest), timeout=10.0, byte_arrays=True)
+
+
+def a2dp_disconnect(device):
+    '''The A2DP channel goes: every stream closes, and the remote stream
+    endpoints leave the bus.'''
+    for transport in device_transports(device):
+        transport.destroy(notify=True)
+    for sep in getattr(device, 'sim_seps', []):
+        if sep.path in mockobject.objects:
+            remove_object(sep.path)
+    device.sim_seps = []
 
 
 # ---------------------------------------------------------------------------
@@ -1145,7 +1516,9 @@ def RemoveAdapter(_self, name):
     with InterfacesRemoved. Storage stays, as it does on disk.'''
     adapter = get_adapter(str(name))
     prefix = adapter.path + '/'
-    for path in sorted(p for p in mockobject.objects if p.startswith(prefix)):
+    for transport in [t for t in SIM.transports.values() if t.adapter == adapter.path]:
+        transport.destroy(notify=True)
+    for path in sorted((p for p in mockobject.objects if p.startswith(prefix)), reverse=True):
         remove_object(path)
     SIM.discovery.pop(adapter.path, None)
     remove_object(adapter.path)
@@ -1156,7 +1529,10 @@ def AddDevice(_self, adapter_name, address, spec):
     '''A device comes into range (found by inquiry or advertising). spec
     keys: Name, Alias, Bearer ("bredr"|"le"), AddressType, Class,
     Appearance, Modalias, UUIDs, Trusted, LegacyPairing, ReconnectMode,
-    ServiceRecords ({handle: hex}).'''
+    ServiceRecords ({handle: hex}); for a speaker (A2DP sink) Endpoints
+    ([{Codec: byte, Capabilities: bytes}], one per stream endpoint, in
+    SEID order), DelayReporting (bool) and Volume (AVRCP absolute volume,
+    0-127; absent when the speaker has none).'''
     return dbus.ObjectPath(create_device(str(adapter_name), str(address), plain(spec)).path)
 
 
@@ -1243,6 +1619,7 @@ def State(_self):
         'discovery': [{'adapter': a, 'sender': s} for a, sessions in sorted(SIM.discovery.items())
                       for s, active in sorted(sessions.items()) if active is True],
         'agentCalls': SIM.log_agent,
+        'transports': [t.state() for _p, t in sorted(SIM.transports.items())],
     })
 
 

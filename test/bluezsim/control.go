@@ -66,6 +66,14 @@ type Device struct {
 	RSSI int16
 	// Pairing is how Device1.Pair goes; empty means JustWorks.
 	Pairing PairingMethod
+	// Endpoints are the A2DP stream endpoints of a speaker (its UUIDs
+	// must include A2DPSinkUUID), in SEID order; see AddSpeaker, which
+	// fills them from codec names.
+	Endpoints []RemoteEndpoint
+	// DelayReporting and Volume are a speaker's: see Speaker. A nil
+	// Volume means no AVRCP absolute volume.
+	DelayReporting bool
+	Volume         *uint8
 	// Secret is what Pairing compares the agent's answer with: the PIN
 	// of PinCode, the passkey (decimal) of Passkey, or the D-Bus error
 	// name Pair fails with for PairFail (default
@@ -119,6 +127,17 @@ func (d Device) spec() map[string]dbus.Variant {
 	put("RSSI", d.RSSI, d.RSSI != 0)
 	put("Pairing", string(d.Pairing), d.Pairing != "")
 	put("Secret", d.Secret, d.Secret != "")
+	if len(d.Endpoints) > 0 {
+		eps := make([]map[string]dbus.Variant, len(d.Endpoints))
+		for i, e := range d.Endpoints {
+			eps[i] = map[string]dbus.Variant{"Codec": dbus.MakeVariant(e.Codec), "Capabilities": dbus.MakeVariant(e.Capabilities)}
+		}
+		m["Endpoints"] = dbus.MakeVariant(eps)
+	}
+	put("DelayReporting", d.DelayReporting, d.DelayReporting)
+	if d.Volume != nil {
+		m["Volume"] = dbus.MakeVariant(uint16(*d.Volume))
+	}
 	return m
 }
 
@@ -329,6 +348,8 @@ type Registrations struct {
 	AgentCalls []struct {
 		Method, Device string
 	} `json:"agentCalls"`
+	// Transports are the configured streams, ordered by path.
+	Transports []Transport `json:"transports"`
 }
 
 // Registrations returns the agents, media endpoints, players, applications

@@ -75,6 +75,7 @@ type Sim struct {
 
 	mu       sync.Mutex
 	bluez    *child.Process  // nil while the BlueZ side is stopped
+	busDown  bool            // between StopBus and StartBus
 	adapters []adapterRecord // re-registered when the BlueZ side restarts
 	stopped  bool
 }
@@ -119,14 +120,7 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		return fail(fmt.Errorf("bluezsim: %w", err))
 	}
 	defer busLog.Close() // the daemon holds its own descriptor
-	s.bus, err = dbusd.Start(ctx, dbusd.Options{
-		SocketPath:    filepath.Join(dir, "system_bus_socket"),
-		Policy:        opts.Policy,
-		KeepUser:      true,
-		Stdout:        busLog,
-		Stderr:        busLog,
-		DieWithParent: true,
-	})
+	s.bus, err = dbusd.Start(ctx, s.busOptions(busLog))
 	if err != nil {
 		return fail(fmt.Errorf("bluezsim: %w", err))
 	}
@@ -137,6 +131,19 @@ func Start(ctx context.Context, opts Options) (*Sim, error) {
 		return fail(err)
 	}
 	return s, nil
+}
+
+// busOptions are the bus's options, the same at every start: one socket
+// path for the simulator's life.
+func (s *Sim) busOptions(log *os.File) dbusd.Options {
+	return dbusd.Options{
+		SocketPath:    filepath.Join(s.dir, "system_bus_socket"),
+		Policy:        s.opts.Policy,
+		KeepUser:      true,
+		Stdout:        log,
+		Stderr:        log,
+		DieWithParent: true,
+	}
 }
 
 // New starts a simulator for a test, failing it on error, and stops the
@@ -187,6 +194,9 @@ func (s *Sim) StartBlueZ(ctx context.Context) error {
 	}
 	if s.bluez != nil {
 		return errors.New("bluezsim: the BlueZ side is already running")
+	}
+	if s.busDown {
+		return errors.New("bluezsim: the bus is stopped (StartBus)")
 	}
 	params, err := json.Marshal(map[string]any{"storage": s.storage, "late_write_ms": s.opts.LateWrite.Milliseconds()})
 	if err != nil {
@@ -287,7 +297,7 @@ func (s *Sim) Stop() error {
 	if s.conn != nil {
 		s.conn.Close()
 	}
-	if s.bus != nil {
+	if s.bus != nil && !s.busDown {
 		if err := s.bus.Stop(); err != nil {
 			errs = append(errs, err)
 		}
