@@ -124,6 +124,9 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	}
 	fmt.Printf("\nthe monitor was unplugged (its ELD went, an ALSA control event): %s gained %s:NoExecute and %s:NoSchedule after %s\n",
 		dp, audio.TaintDisconnected, audio.TaintNoMonitor, time.Since(start).Round(10*time.Millisecond))
+	if err := finishEviction(ctx, c, "default", "music", start); err != nil {
+		return fail(err)
+	}
 	// What is captured is the USB headset (its channel map says stereo),
 	// still connected, rather than the monitor just unplugged.
 	var speaker, sinkNode string

@@ -163,6 +163,10 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 	}
 	fmt.Printf("\nthe gamepad disconnected: %s gained the taint %s:NoExecute after %s (settle window %s)\n",
 		pad, bluetooth.TaintDisconnected, time.Since(start).Round(10*time.Millisecond), opts.SettleQuiet)
+	if err := finishEviction(ctx, c, "default", "emulator", start); err != nil {
+		stop()
+		return nil, err
+	}
 
 	time.Sleep(time.Second) // the bond settle window
 	secrets, err := client.CoreV1().Secrets(bondsNS).List(ctx, metav1.ListOptions{LabelSelector: bonds.AdapterLabel + "=" + bdaddr.MustParse(adapterAddr).Key()})

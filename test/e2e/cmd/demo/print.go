@@ -100,3 +100,28 @@ func indentJSON(data []byte) string {
 	}
 	return "    " + out.String()
 }
+
+// finishEviction waits, for at most 15 s, until kube-controller-manager's
+// device taint eviction marks pod ns/name for deletion (a NoExecute taint
+// on a device it holds), then does the kubelet's part, which this node
+// has no real kubelet for: it removes the pod (grace period 0) once its
+// containers would have stopped. since is when the taint's cause
+// happened.
+func finishEviction(ctx context.Context, c *harness.Cluster, ns, name string, since time.Time) error {
+	pods := c.Client().CoreV1().Pods(ns)
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err == nil && p.DeletionTimestamp != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pod %s/%s was not evicted within 15s of its device's NoExecute taint", ns, name)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	fmt.Printf("  pod %s/%s evicted by kube-controller-manager's device taint eviction %s after the event; the fake kubelet removes it\n",
+		ns, name, time.Since(since).Round(10*time.Millisecond))
+	zero := int64(0)
+	return pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+}
