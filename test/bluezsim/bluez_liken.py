@@ -1612,7 +1612,7 @@ def State(_self):
         'agents': [{'sender': s, 'path': p, 'capability': c} for s, (p, c) in sorted(SIM.agents.items())],
         'defaultAgent': {'sender': SIM.default_agent[0], 'path': SIM.default_agent[1]} if SIM.default_agent else None,
         'endpoints': [{'adapter': a, 'sender': s, 'path': p, 'uuid': v['UUID'], 'codec': v['Codec']}
-                      for (a, s, p), v in sorted(SIM.endpoints.items())],
+                      for (a, s, p), v in SIM.endpoints.items()],  # registration order
         'players': [{'adapter': a, 'sender': s, 'path': p} for (a, s, p) in sorted(SIM.players)],
         'applications': [{'adapter': a, 'sender': s, 'path': p, 'endpoints': e}
                          for (a, s, p), e in sorted(SIM.applications.items())],

@@ -329,6 +329,8 @@ type Registrations struct {
 	DefaultAgent *struct {
 		Sender, Path string
 	} `json:"defaultAgent"`
+	// Endpoints are the media endpoints, in registration order (the
+	// order bluetoothd tries them in when it configures a stream).
 	Endpoints []struct {
 		Adapter, Sender, Path, UUID string
 		Codec                       int
