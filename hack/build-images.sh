@@ -27,7 +27,7 @@ mkdir -p "$out/bin"
 # where the checkout is.
 export CGO_ENABLED=0
 version="${VERSION:-$(hack/version.sh)}"
-for cmd in audio-operator audio-capture bluetooth-operator bluetooth-bondfetch bluetoothd liken-inventory kubectl-liken-audio kubectl-liken-bluetooth; do
+for cmd in audio-operator audio-driver audio-capture bluetooth-operator bluetooth-bondfetch bluetoothd liken-inventory kubectl-liken-audio kubectl-liken-bluetooth; do
 	go build -trimpath -buildvcs=false -ldflags="-s -w -X main.version=$version" -o "$out/bin/$cmd" "./cmd/$cmd"
 done
 go build -trimpath -o "$out/bin/.build-images" ./cmd/build-images

@@ -12,15 +12,57 @@ import (
 	"github.com/liken-sh/operators/test/fakesys"
 )
 
-// binary builds audio-operator once for the test.
+// binary builds audio-operator, and audio-driver beside it as the image
+// installs them, for the test.
 func binary(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "audio-operator")
-	out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput()
+	dir := t.TempDir()
+	for _, pkg := range []string{".", "../audio-driver"} {
+		out, err := exec.Command("go", "build", "-trimpath", "-o", dir, pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	return filepath.Join(dir, "audio-operator")
+}
+
+// TestEntrypointLinksNoAPIClient: the entrypoint's own modes (the probes,
+// the two sidecars) pay for no Kubernetes client, because the binary
+// holds none: not client-go, not the API types.
+func TestEntrypointLinksNoAPIClient(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
 	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		for _, heavy := range []string{"k8s.io/client-go", "k8s.io/api/", "k8s.io/apimachinery", "google.golang.org/protobuf"} {
+			if strings.HasPrefix(pkg, heavy) {
+				t.Errorf("audio-operator links %s", pkg)
+			}
+		}
+	}
+}
+
+// TestEntrypointRunsItsModesAlone: with no audio-driver beside it, the
+// entrypoint still runs a probe itself (here endpoints-registered with
+// no media bus, which passes), and says which binary is missing for a
+// mode it executes.
+func TestEntrypointRunsItsModesAlone(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "audio-operator")
+	if out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput(); err != nil {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
-	return bin
+	cmd := exec.Command(bin, "endpoints-registered")
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "no media bus") {
+		t.Errorf("endpoints-registered: %v, output %q", err, out)
+	}
+	for _, args := range [][]string{nil, {"declare"}, {"-kubeconfig", "x", "graph-answers"}} {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), "audio-driver") {
+			t.Errorf("%q: %v, output %q, want the missing audio-driver named", args, err, out)
+		}
+	}
 }
 
 func TestDeclareModeTakesItsFlagsAndNothingElse(t *testing.T) {
@@ -62,6 +104,7 @@ func TestDeclareModeTakesItsFlagsAndNothingElse(t *testing.T) {
 		"unknown flag":          {nil, []string{"declare", "-bogus"}, "-bogus"},
 		"api with no namespace": {[]string{"POD_NAMESPACE="}, []string{"api"}, "POD_NAMESPACE must be set"},
 		"no capture beside it":  {nil, []string{"capture"}, "audio-capture"},
+		"flags before capture":  {nil, []string{"-kubeconfig", "x", "capture"}, "not flags"},
 		"operator no env":       {[]string{"NODE_NAME="}, nil, "NODE_NAME must be set"},
 	} {
 		out, code := run(c.env, c.args...)

@@ -44,11 +44,13 @@ var pipewireModules = []string{
 var spaPlugins = []string{"support", "alsa", "audioconvert", "audiomixer", "control", "bluez5"}
 
 // AudioOperator is the image every container of the audio pod runs
-// (deploy/audio/operator.yaml): /usr/local/bin/audio-operator, whose modes
-// run PipeWire, WirePlumber and pw-dump from /usr/bin; beside it
-// /usr/local/bin/audio-capture, which the capture mode executes (a binary
-// of its own, so the capture container's memory is not the operator's),
-// and the tools it runs: pw-record, flac, opusenc, and coreutils'
+// (deploy/audio/operator.yaml): /usr/local/bin/audio-operator, the
+// entrypoint, whose own modes run PipeWire, WirePlumber and pw-dump from
+// /usr/bin; beside it the binaries it executes for the other modes, each
+// its own so a container's memory is only its mode's:
+// /usr/local/bin/audio-driver (the operator, declare, api: the ones with a
+// Kubernetes client) and /usr/local/bin/audio-capture (capture), and the
+// tools capture runs: pw-record, flac, opusenc, and coreutils'
 // libstdbuf.so, preloaded into the encoders so their output is not held
 // in stdio buffers. There is no shell.
 //
@@ -65,7 +67,10 @@ func AudioOperator(bin, tag string) image.Spec {
 	}
 	return with(image.Spec{
 		Ref: ref("audio-operator", tag),
-		Add: []image.Add{goBinary(bin, "audio-operator", "audio-operator"), goBinary(bin, "audio-capture", "audio-capture")},
+		Add: []image.Add{
+			goBinary(bin, "audio-operator", "audio-operator"), goBinary(bin, "audio-driver", "audio-driver"),
+			goBinary(bin, "audio-capture", "audio-capture"),
+		},
 		Paths: []string{
 			"/usr/bin/pipewire", "/usr/bin/wireplumber",
 			"/usr/bin/pw-dump", "/usr/bin/pw-cli", "/usr/bin/pw-cat", "/usr/bin/pw-record", "/usr/bin/wpctl",

@@ -52,7 +52,7 @@ const audioSeedMemoryLimit = 128 << 20
 // smaps_rollup), and the Bluetooth operator's binary, the same size, shows
 // 44 MiB there too.
 func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
-	bin := buildCommand(b, "audio-operator")
+	bin := buildAudioImage(b)
 	ctx := context.Background()
 	cluster, err := harness.Start(ctx, harness.Options{})
 	must(b, err)
@@ -163,11 +163,31 @@ func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
 // into a temporary directory.
 func buildCommand(b testing.TB, name string) string {
 	b.Helper()
+	return buildInto(b, b.TempDir(), name)
+}
+
+// buildAudioImage builds the audio image's binaries side by side, as
+// internal/images installs them: the entrypoint audio-operator and the
+// audio-driver and audio-capture it executes. It returns the
+// entrypoint's path.
+func buildAudioImage(b testing.TB) string {
+	b.Helper()
+	dir := b.TempDir()
+	for _, name := range []string{"audio-driver", "audio-capture"} {
+		buildInto(b, dir, name)
+	}
+	return buildInto(b, dir, "audio-operator")
+}
+
+// buildInto builds cmd/<name> as the image does (static, -trimpath) into
+// dir and returns the binary's path.
+func buildInto(b testing.TB, dir, name string) string {
+	b.Helper()
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		goTool = "/usr/local/go/bin/go"
 	}
-	bin := filepath.Join(b.TempDir(), name)
+	bin := filepath.Join(dir, name)
 	build := exec.Command(goTool, "build", "-trimpath", "-o", bin, "github.com/liken-sh/operators/cmd/"+name)
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {

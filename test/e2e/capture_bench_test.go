@@ -96,7 +96,7 @@ func BenchmarkAudioAPIFirstByte(b *testing.B) {
 func BenchmarkAudioAPIRSS4Taps(b *testing.B) {
 	c, st, tok := captureBench(b)
 	ctx := context.Background()
-	bin := buildCommand(b, "audio-operator")
+	bin := buildAudioImage(b)
 	capTok, err := capturetest.Token(ctx, c, capturetest.Namespace, "audio-api", "audio-capture")
 	must(b, err)
 	dir := b.TempDir()
