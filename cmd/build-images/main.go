@@ -1,4 +1,4 @@
-// Command build-images builds the images the seeds run (package images)
+// Command build-images builds the images the deploy bases run (package imageset)
 // from the build machine's installed packages and the Go binaries in -bin,
 // and writes each as an OCI image layout (<out>/<name>/) and a
 // docker-save tarball (<out>/<name>.tar), printing one line per image:
@@ -33,14 +33,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/liken-sh/operators/internal/image"
-	"github.com/liken-sh/operators/internal/images"
+	"github.com/liken-sh/operators/internal/imageset"
+	"github.com/liken-sh/operators/internal/ocibuild"
 )
 
 func main() {
-	bin := flag.String("bin", "", "directory holding the static binaries of "+fmt.Sprint(images.Commands)+" (required)")
+	bin := flag.String("bin", "", "directory holding the static binaries of "+fmt.Sprint(imageset.Commands)+" (required)")
 	out := flag.String("out", "_output/images", "directory to write the layouts and tarballs into")
-	tag := flag.String("tag", images.DefaultTag, "tag of every image")
+	tag := flag.String("tag", imageset.DefaultTag, "tag of every image")
 	version := flag.String("version", "", "the release the binaries carry (hack/version.sh), as every image's org.opencontainers.image.version label; empty: none")
 	root := flag.String("root", "/", "root filesystem to take PipeWire, BlueZ and the libraries from")
 	epoch := flag.Int64("epoch", defaultEpoch(), "file and creation time, seconds since 1970 (default $SOURCE_DATE_EPOCH, else 0)")
@@ -57,7 +57,7 @@ func main() {
 }
 
 func run(bin, out, tag, version, root string, epoch time.Time, only []string) error {
-	specs := images.Specs(bin, tag)
+	specs := imageset.Specs(bin, tag)
 	if version != "" {
 		for i := range specs {
 			specs[i].Labels = maps.Clone(specs[i].Labels)
@@ -69,7 +69,7 @@ func run(bin, out, tag, version, root string, epoch time.Time, only []string) er
 	}
 	built := 0
 	for _, spec := range specs {
-		res, err := buildIfWanted(spec, only, image.Options{Root: root, Out: out, Epoch: epoch})
+		res, err := buildIfWanted(spec, only, ocibuild.Options{Root: root, Out: out, Epoch: epoch})
 		if err != nil {
 			return err
 		}
@@ -86,11 +86,11 @@ func run(bin, out, tag, version, root string, epoch time.Time, only []string) er
 }
 
 // buildIfWanted builds spec when only is empty or names it.
-func buildIfWanted(spec image.Spec, only []string, opts image.Options) (*image.Result, error) {
-	if len(only) > 0 && !slices.ContainsFunc(only, func(n string) bool { return images.Name(spec) == n }) {
+func buildIfWanted(spec ocibuild.Spec, only []string, opts ocibuild.Options) (*ocibuild.Result, error) {
+	if len(only) > 0 && !slices.ContainsFunc(only, func(n string) bool { return imageset.Name(spec) == n }) {
 		return nil, nil
 	}
-	res, err := image.Build(spec, opts)
+	res, err := ocibuild.Build(spec, opts)
 	if err != nil {
 		return nil, err
 	}

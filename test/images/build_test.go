@@ -24,7 +24,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
 
-	"github.com/liken-sh/operators/internal/images"
+	"github.com/liken-sh/operators/internal/imageset"
 )
 
 // buildTimeout bounds one run of the build command, Go compilation
@@ -143,7 +143,7 @@ func runBuild(root, out string) (build, error) {
 		if len(fields) != 4 {
 			return build{}, fmt.Errorf("unexpected output line %q", sc.Text())
 		}
-		name := strings.TrimPrefix(strings.Split(fields[0], ":")[0], images.Repository+"/")
+		name := strings.TrimPrefix(strings.Split(fields[0], ":")[0], imageset.Repository+"/")
 		b.printed[name] = fields
 	}
 	return b, nil
@@ -152,8 +152,8 @@ func runBuild(root, out string) (build, error) {
 // imageNames are the images, as the specs name them.
 func imageNames() []string {
 	var names []string
-	for _, s := range images.Specs("bin", images.DefaultTag) {
-		names = append(names, images.Name(s))
+	for _, s := range imageset.Specs("bin", imageset.DefaultTag) {
+		names = append(names, imageset.Name(s))
 	}
 	return names
 }
@@ -269,7 +269,7 @@ func layoutImage(t *testing.T, out, name string) v1.Image {
 	if len(m.Manifests) != 1 {
 		t.Fatalf("%s: %d manifests in the layout, want 1", name, len(m.Manifests))
 	}
-	if got, want := m.Manifests[0].Annotations["org.opencontainers.image.ref.name"], images.Repository+"/"+name+":"+images.DefaultTag; got != want {
+	if got, want := m.Manifests[0].Annotations["org.opencontainers.image.ref.name"], imageset.Repository+"/"+name+":"+imageset.DefaultTag; got != want {
 		t.Errorf("%s: ref.name %q, want %q", name, got, want)
 	}
 	img, err := idx.Image(m.Manifests[0].Digest)

@@ -16,7 +16,7 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
-	"github.com/liken-sh/operators/internal/images"
+	"github.com/liken-sh/operators/internal/imageset"
 )
 
 // TestManifestsRunWhatTheImagesHold reads the DaemonSets of the kustomize
@@ -32,9 +32,9 @@ func TestManifestsRunWhatTheImagesHold(t *testing.T) {
 			spec := ds.Spec.Template.Spec
 			for _, c := range append(append([]corev1.Container(nil), spec.InitContainers...), spec.Containers...) {
 				repo, tag, _ := strings.Cut(c.Image, ":")
-				name := strings.TrimPrefix(repo, images.Repository+"/")
-				if tag != images.DefaultTag || !slices.Contains(imageNames(), name) {
-					t.Errorf("%s/%s: image %s is not one of %v at %s", ds.Name, c.Name, c.Image, imageNames(), images.DefaultTag)
+				name := strings.TrimPrefix(repo, imageset.Repository+"/")
+				if tag != imageset.DefaultTag || !slices.Contains(imageNames(), name) {
+					t.Errorf("%s/%s: image %s is not one of %v at %s", ds.Name, c.Name, c.Image, imageNames(), imageset.DefaultTag)
 					continue
 				}
 				img, ok := unpackedImages[name]
@@ -64,7 +64,7 @@ func TestManifestsRunWhatTheImagesHold(t *testing.T) {
 			}
 		}
 	}
-	if want := len(imageNames()) - len(images.CLIImages); len(unpackedImages) != want {
+	if want := len(imageNames()) - len(imageset.CLIImages); len(unpackedImages) != want {
 		t.Errorf("the manifests run %d of the %d images that are not plugins", len(unpackedImages), want)
 	}
 }

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/liken-sh/operators/internal/image"
-	"github.com/liken-sh/operators/internal/images"
+	"github.com/liken-sh/operators/internal/imageset"
+	"github.com/liken-sh/operators/internal/ocibuild"
 	"github.com/liken-sh/operators/test/node"
 )
 
@@ -27,7 +27,7 @@ const (
 
 // python3 and the modules the BlueZ simulator imports (dbus-python,
 // PyGObject, python-dbusmock) with the GObject typelibs PyGObject loads.
-var pythonTrees = []image.Tree{
+var pythonTrees = []ocibuild.Tree{
 	{Path: "/usr/lib/python3.11"},
 	{Path: "/usr/lib/python3/dist-packages", Only: []string{
 		"dbus", "gi", "dbusmock", "_dbus_bindings.*.so", "_dbus_glib_bindings.*.so",
@@ -46,31 +46,31 @@ var builds = []struct{ name, pkg, tags string }{
 }
 
 // TierSpecs are the tier's images; bin holds the binaries of builds.
-func TierSpecs(bin string) []image.Spec {
-	pause := image.Spec{
+func TierSpecs(bin string) []ocibuild.Spec {
+	pause := ocibuild.Spec{
 		Ref:        node.PauseImage,
-		Add:        []image.Add{{Src: filepath.Join(bin, "pause"), Path: "/pause", Mode: 0o755}},
+		Add:        []ocibuild.Add{{Src: filepath.Join(bin, "pause"), Path: "/pause", Mode: 0o755}},
 		Entrypoint: []string{"/pause"},
 	}
 	// The consumer has the audio image's PipeWire client side (pw-cat and
 	// the modules a client loads) and the consumer binary.
-	consumer := images.AudioOperator(bin, Tag)
+	consumer := imageset.AudioOperator(bin, Tag)
 	consumer.Ref = ConsumerRef
-	consumer.Add = []image.Add{{Src: filepath.Join(bin, "consumer"), Path: "/usr/local/bin/consumer", Mode: 0o755}}
+	consumer.Add = []ocibuild.Add{{Src: filepath.Join(bin, "consumer"), Path: "/usr/local/bin/consumer", Mode: 0o755}}
 	consumer.Entrypoint = []string{"/usr/local/bin/consumer"}
 	consumer.Checks = nil
 
 	// bluetoothd's image, its entrypoint and bus unchanged, with the
 	// simulator beside bluetoothd.
-	sim := images.Bluetoothd(bin, Tag)
+	sim := imageset.Bluetoothd(bin, Tag)
 	sim.Ref = BluezSimRef
 	sim.Paths = append(sim.Paths, "/usr/bin/python3")
 	sim.Trees = append(sim.Trees, pythonTrees...)
-	sim.Add = append(sim.Add, image.Add{Src: filepath.Join(bin, "bluezsim-daemon"), Path: "/usr/local/bin/bluezsim-daemon", Mode: 0o755})
+	sim.Add = append(sim.Add, ocibuild.Add{Src: filepath.Join(bin, "bluezsim-daemon"), Path: "/usr/local/bin/bluezsim-daemon", Mode: 0o755})
 
-	bondfetch := images.BluetoothBondfetch(bin, Tag)
+	bondfetch := imageset.BluetoothBondfetch(bin, Tag)
 	bondfetch.Ref = BondfetchRef
-	return []image.Spec{pause, consumer, sim, bondfetch}
+	return []ocibuild.Spec{pause, consumer, sim, bondfetch}
 }
 
 // BuildTierImages compiles the tier's commands (static, -trimpath) into
@@ -95,7 +95,7 @@ func BuildTierImages(ctx context.Context, root, out string) ([]string, error) {
 	}
 	var tars []string
 	for _, spec := range TierSpecs(bin) {
-		res, err := image.Build(spec, image.Options{Out: out})
+		res, err := ocibuild.Build(spec, ocibuild.Options{Out: out})
 		if err != nil {
 			return nil, err
 		}

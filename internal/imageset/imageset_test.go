@@ -1,4 +1,4 @@
-package images
+package imageset
 
 import (
 	"os"
@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/liken-sh/operators/internal/image"
+	"github.com/liken-sh/operators/internal/ocibuild"
 )
 
 // fakeBin is a directory with a stand-in for every command's binary:
@@ -28,7 +28,7 @@ func TestEverySpecAssembles(t *testing.T) {
 	names := map[string]bool{}
 	carried := map[string]bool{} // the commands some image carries
 	for _, spec := range Specs(bin, DefaultTag) {
-		c, err := image.Assemble(spec, "/")
+		c, err := ocibuild.Assemble(spec, "/")
 		if err != nil {
 			t.Fatalf("%s: %v", spec.Ref, err)
 		}
@@ -59,7 +59,7 @@ func TestEverySpecAssembles(t *testing.T) {
 // build, naming the module and the file that loads it.
 func TestAudioModules(t *testing.T) {
 	spec := AudioOperator(fakeBin(t), DefaultTag)
-	c, err := image.Assemble(spec, "/")
+	c, err := ocibuild.Assemble(spec, "/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestAudioModules(t *testing.T) {
 	pruned.Trees[0].Only = slices.DeleteFunc(slices.Clone(pipewireModules), func(m string) bool {
 		return m == "libpipewire-module-session-manager.so"
 	})
-	_, err = image.Assemble(pruned, "/")
+	_, err = ocibuild.Assemble(pruned, "/")
 	if err == nil || !strings.Contains(err.Error(), "libpipewire-module-session-manager.so (loaded by /usr/share/pipewire/pipewire.conf)") {
 		t.Fatalf("without the session manager module: %v", err)
 	}
@@ -100,8 +100,8 @@ func TestAudioPruning(t *testing.T) {
 	full.Trees[0].Only, full.Trees[1].Only = nil, nil
 	var sizes [2]int64
 	var entries [2]int
-	for i, s := range []image.Spec{spec, full} {
-		c, err := image.Assemble(s, "/")
+	for i, s := range []ocibuild.Spec{spec, full} {
+		c, err := ocibuild.Assemble(s, "/")
 		if err != nil {
 			t.Fatal(err)
 		}

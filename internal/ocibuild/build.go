@@ -1,4 +1,4 @@
-package image
+package ocibuild
 
 import (
 	"compress/gzip"
@@ -143,7 +143,7 @@ func imageOf(spec Spec, layer v1.Layer, epoch time.Time) (v1.Image, error) {
 		Layer: layer,
 		// Nothing here names the tag, so the same contents under another
 		// tag keep their digest.
-		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "github.com/liken-sh/operators internal/image"},
+		History: v1.History{Created: v1.Time{Time: epoch}, CreatedBy: "github.com/liken-sh/operators internal/ocibuild"},
 	})
 	if err != nil {
 		return nil, err

@@ -1,7 +1,7 @@
-package images
+package imageset
 
 import (
-	"github.com/liken-sh/operators/internal/image"
+	"github.com/liken-sh/operators/internal/ocibuild"
 	"github.com/liken-sh/operators/internal/pipewire"
 )
 
@@ -60,14 +60,14 @@ var spaPlugins = []string{"support", "alsa", "audioconvert", "audiomixer", "cont
 // namespaces) under /usr/share, where the pod's emptyDir mounts on
 // /etc/*/*.conf.d do not hide them, and ALSA's own configuration, which
 // defines the hw and null devices the declaration names.
-func AudioOperator(bin, tag string) image.Spec {
-	files := make([]image.File, 0, len(pipewire.BakedFiles()))
+func AudioOperator(bin, tag string) ocibuild.Spec {
+	files := make([]ocibuild.File, 0, len(pipewire.BakedFiles()))
 	for _, f := range pipewire.BakedFiles() {
-		files = append(files, image.File{Path: "/usr/share/" + f.Path, Content: f.Content, Mode: 0o644})
+		files = append(files, ocibuild.File{Path: "/usr/share/" + f.Path, Content: f.Content, Mode: 0o644})
 	}
-	return with(image.Spec{
+	return with(ocibuild.Spec{
 		Ref: ref("audio-operator", tag),
-		Add: []image.Add{
+		Add: []ocibuild.Add{
 			goBinary(bin, "audio-operator", "audio-operator"), goBinary(bin, "audio-driver", "audio-driver"),
 			goBinary(bin, "audio-capture", "audio-capture"),
 		},
@@ -76,7 +76,7 @@ func AudioOperator(bin, tag string) image.Spec {
 			"/usr/bin/pw-dump", "/usr/bin/pw-cli", "/usr/bin/pw-cat", "/usr/bin/pw-record", "/usr/bin/wpctl",
 			"/usr/bin/flac", "/usr/bin/opusenc", "/usr/libexec/coreutils/libstdbuf.so",
 		},
-		Trees: []image.Tree{
+		Trees: []ocibuild.Tree{
 			{Path: pipewireModDir, Only: pipewireModules},
 			{Path: spaPluginDir, Only: spaPlugins},
 			{Path: libDir + "/wireplumber-0.5"},
@@ -101,6 +101,6 @@ func AudioOperator(bin, tag string) image.Spec {
 		),
 		Entrypoint: []string{"/usr/local/bin/audio-operator"},
 		Labels:     labels("audio-operator"),
-		Checks:     []image.Check{{Name: "PipeWire modules the configuration requires", Func: RequiredModulesPresent}},
+		Checks:     []ocibuild.Check{{Name: "PipeWire modules the configuration requires", Func: RequiredModulesPresent}},
 	})
 }

@@ -1,10 +1,10 @@
-package images
+package imageset
 
 import (
 	"path/filepath"
 	"strings"
 
-	"github.com/liken-sh/operators/internal/image"
+	"github.com/liken-sh/operators/internal/ocibuild"
 )
 
 // Repository is where the kustomize bases pull the images from.
@@ -20,8 +20,8 @@ var Commands = []string{"audio-operator", "audio-driver", "audio-capture", "blue
 
 // Specs returns every image's spec; bin is the directory holding the
 // binaries of Commands, tag the tag to give them.
-func Specs(bin, tag string) []image.Spec {
-	return []image.Spec{
+func Specs(bin, tag string) []ocibuild.Spec {
+	return []ocibuild.Spec{
 		AudioOperator(bin, tag),
 		Bluetoothd(bin, tag),
 		BluetoothOperator(bin, tag),
@@ -44,8 +44,8 @@ func labels(name string) map[string]string {
 }
 
 // goBinary places the command's binary from bin at /usr/local/bin/<as>.
-func goBinary(bin, command, as string) image.Add {
-	return image.Add{Src: filepath.Join(bin, command), Path: "/usr/local/bin/" + as, Mode: 0o755}
+func goBinary(bin, command, as string) ocibuild.Add {
+	return ocibuild.Add{Src: filepath.Join(bin, command), Path: "/usr/local/bin/" + as, Mode: 0o755}
 }
 
 // searchPath is the search path of every image: the binaries are named with
@@ -54,7 +54,7 @@ const searchPath = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin
 
 // Name is the image's short name, the last element of its repository:
 // "audio-operator" for ghcr.io/liken-sh/audio-operator:latest.
-func Name(spec image.Spec) string {
+func Name(spec ocibuild.Spec) string {
 	repo, _, _ := strings.Cut(strings.TrimPrefix(spec.Ref, Repository+"/"), ":")
 	return repo
 }

@@ -1,6 +1,6 @@
-package images
+package imageset
 
-import "github.com/liken-sh/operators/internal/image"
+import "github.com/liken-sh/operators/internal/ocibuild"
 
 // Mount points of the Bluetooth pod (deploy/bluetooth/operator.yaml):
 // the bus directory and BlueZ's storage in every container, and the
@@ -17,10 +17,10 @@ const (
 // bluetoothctl, btmgmt and btmon are there for a person in an incident.
 // The entrypoint writes /etc/bluetooth's main.conf and input.conf at
 // every start, so the packages' copies are not taken.
-func Bluetoothd(bin, tag string) image.Spec {
-	return with(image.Spec{
+func Bluetoothd(bin, tag string) ocibuild.Spec {
+	return with(ocibuild.Spec{
 		Ref: ref("bluetoothd", tag),
-		Add: []image.Add{goBinary(bin, "bluetoothd", "bluetoothd-entrypoint")},
+		Add: []ocibuild.Add{goBinary(bin, "bluetoothd", "bluetoothd-entrypoint")},
 		Paths: []string{
 			"/usr/bin/dbus-daemon",
 			"/usr/libexec/bluetooth/bluetoothd",
@@ -34,8 +34,8 @@ func Bluetoothd(bin, tag string) image.Spec {
 		// BlueZ's policy is wanted, not whatever the build machine has
 		// installed there.
 		Dirs: append(mountPoints(bluetoothBus, bluetoothBonds, "/etc/bluetooth"),
-			image.Dir{Path: "/usr/share/dbus-1/system.d", Mode: 0o755},
-			image.Dir{Path: "/usr/share/dbus-1/system-services", Mode: 0o755}),
+			ocibuild.Dir{Path: "/usr/share/dbus-1/system.d", Mode: 0o755},
+			ocibuild.Dir{Path: "/usr/share/dbus-1/system-services", Mode: 0o755}),
 		Entrypoint: []string{"/usr/local/bin/bluetoothd-entrypoint"},
 		Labels:     labels("bluetoothd"),
 	})
@@ -43,10 +43,10 @@ func Bluetoothd(bin, tag string) image.Spec {
 
 // BluetoothOperator is the operator container's image: its static binary
 // and the mount points of its volumes.
-func BluetoothOperator(bin, tag string) image.Spec {
-	return with(image.Spec{
+func BluetoothOperator(bin, tag string) ocibuild.Spec {
+	return with(ocibuild.Spec{
 		Ref: ref("bluetooth-operator", tag),
-		Add: []image.Add{goBinary(bin, "bluetooth-operator", "bluetooth-operator")},
+		Add: []ocibuild.Add{goBinary(bin, "bluetooth-operator", "bluetooth-operator")},
 		Dirs: mountPoints(bluetoothBus, bluetoothBonds, "/run/cdi",
 			"/var/lib/kubelet/plugins/bluetooth.liken.sh", "/var/lib/kubelet/plugins_registry"),
 		Entrypoint: []string{"/usr/local/bin/bluetooth-operator"},
@@ -56,10 +56,10 @@ func BluetoothOperator(bin, tag string) image.Spec {
 
 // BluetoothBondfetch is the init container's image: its static binary and
 // the mount point of the bonds volume. The container's root is read-only.
-func BluetoothBondfetch(bin, tag string) image.Spec {
-	return with(image.Spec{
+func BluetoothBondfetch(bin, tag string) ocibuild.Spec {
+	return with(ocibuild.Spec{
 		Ref:        ref("bluetooth-bondfetch", tag),
-		Add:        []image.Add{goBinary(bin, "bluetooth-bondfetch", "bluetooth-bondfetch")},
+		Add:        []ocibuild.Add{goBinary(bin, "bluetooth-bondfetch", "bluetooth-bondfetch")},
 		Dirs:       mountPoints(bluetoothBonds),
 		Entrypoint: []string{"/usr/local/bin/bluetooth-bondfetch"},
 		Labels:     labels("bluetooth-bondfetch"),

@@ -1,9 +1,9 @@
-package images
+package imageset
 
 import (
 	"io/fs"
 
-	"github.com/liken-sh/operators/internal/image"
+	"github.com/liken-sh/operators/internal/ocibuild"
 )
 
 // The accounts every image knows. dbus-daemon drops from root to
@@ -34,14 +34,14 @@ hosts: files dns
 // tests) mounts over, scratch space, and /var/run as Debian has it, a
 // link to /run, relative so that it resolves inside the image wherever
 // the image is unpacked.
-func base() image.Spec {
-	return image.Spec{
-		Files: []image.File{
+func base() ocibuild.Spec {
+	return ocibuild.Spec{
+		Files: []ocibuild.File{
 			{Path: "/etc/passwd", Content: []byte(passwd), Mode: 0o644},
 			{Path: "/etc/group", Content: []byte(group), Mode: 0o644},
 			{Path: "/etc/nsswitch.conf", Content: []byte(nsswitch), Mode: 0o644},
 		},
-		Dirs: []image.Dir{
+		Dirs: []ocibuild.Dir{
 			{Path: "/dev", Mode: 0o755},
 			{Path: "/proc", Mode: 0o555},
 			{Path: "/sys", Mode: 0o555},
@@ -50,14 +50,14 @@ func base() image.Spec {
 			{Path: "/tmp", Mode: fs.ModeSticky | 0o777},
 			{Path: "/var/lib", Mode: 0o755},
 		},
-		Symlinks: []image.Symlink{{Path: "/var/run", Target: "../run"}},
+		Symlinks: []ocibuild.Symlink{{Path: "/var/run", Target: "../run"}},
 		Env:      []string{searchPath},
 	}
 }
 
 // with returns base extended by s: s's lists after base's, s's
 // entrypoint and labels.
-func with(s image.Spec) image.Spec {
+func with(s ocibuild.Spec) ocibuild.Spec {
 	b := base()
 	s.Files = append(b.Files, s.Files...)
 	s.Dirs = append(b.Dirs, s.Dirs...)
@@ -67,10 +67,10 @@ func with(s image.Spec) image.Spec {
 }
 
 // mountPoints are directories a pod mounts volumes at, mode 0755.
-func mountPoints(paths ...string) []image.Dir {
-	dirs := make([]image.Dir, len(paths))
+func mountPoints(paths ...string) []ocibuild.Dir {
+	dirs := make([]ocibuild.Dir, len(paths))
 	for i, p := range paths {
-		dirs[i] = image.Dir{Path: p, Mode: 0o755}
+		dirs[i] = ocibuild.Dir{Path: p, Mode: 0o755}
 	}
 	return dirs
 }

@@ -1,4 +1,4 @@
-package image
+package ocibuild
 
 import (
 	"archive/tar"

@@ -1,4 +1,4 @@
-package images
+package imageset
 
 import (
 	"errors"
@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/liken-sh/operators/internal/image"
+	"github.com/liken-sh/operators/internal/ocibuild"
 	"github.com/liken-sh/operators/internal/pwconf"
 )
 
@@ -25,7 +25,7 @@ var configurations = []string{
 // then exits with "could not load mandatory module"), or that WirePlumber's
 // configuration loads as a component. The configuration read is the
 // image's own: each file and the fragments in its .conf.d directory.
-func RequiredModulesPresent(c *image.Contents) error {
+func RequiredModulesPresent(c *ocibuild.Contents) error {
 	var missing []string
 	for _, conf := range configurations {
 		names, err := requiredModules(c, conf)
@@ -48,7 +48,7 @@ func RequiredModulesPresent(c *image.Contents) error {
 
 // requiredModules returns the modules the configuration file conf and its
 // fragments load without a fallback.
-func requiredModules(c *image.Contents, conf string) ([]string, error) {
+func requiredModules(c *ocibuild.Contents, conf string) ([]string, error) {
 	files := []string{conf}
 	fragments, err := c.ReadDir(conf + ".d")
 	if err != nil {
