@@ -104,7 +104,7 @@ func checkAPIAccess(t *testing.T, k *kube) {
 		}
 	}
 
-	// The grant README.md tells a cluster owner to make.
+	// The grant docs/capture.md tells a cluster owner to make.
 	if _, err := k.run(ctx, nil, "create", "clusterrolebinding", "alice-listens", "--clusterrole=audio-capture-viewer", "--user=alice"); err != nil {
 		t.Fatal(err)
 	}

@@ -8,6 +8,8 @@
 # graph of its own, so the project's go.mod does not name it and a machine
 # with an empty module cache fetches it from the module proxy.
 #
+# Without DIR it also regenerates docs/reference/api.md from the new CRDs.
+#
 # Usage: hack/gen-api.sh [DIR]
 # With DIR, writes there instead of into the tree, under the same relative
 # paths (DIR/api/<group>/v1alpha1/zz_generated.deepcopy.go,
@@ -55,3 +57,7 @@ for group in $GROUPS_; do
 		} >"$out/$CRDS/$(basename "$f")"
 	done
 done
+
+if [ "$out" = "$(pwd)" ]; then
+	go test -trimpath -run '^TestAPIReferenceIsCurrent$' ./docs -update >/dev/null
+fi

@@ -1,0 +1,36 @@
+package audio
+
+import (
+	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/dra"
+)
+
+// AttributeReference lists every attribute Devices can publish, in the
+// order a person reads them. docs/reference/attributes.md is rendered from
+// it, and a test checks that Devices publishes nothing it does not list.
+var AttributeReference = []dra.AttributeDoc{
+	{Name: "sink", Type: "string", Doc: "the output's device name; present on outputs only, which is how the `audio-sink` DeviceClass selects them"},
+	{Name: "source", Type: "string", Doc: "the capture input's device name; present on inputs only (the `audio-source` DeviceClass)"},
+	{Name: "card", Type: "int", Doc: "the ALSA card number on the node (`/dev/snd/controlC<card>`); it can change across boots, the device name does not"},
+	{Name: "pcm", Type: "int", Doc: "the ALSA PCM device number on the card"},
+	{Name: "connectionType", Type: "string", Doc: "`" + alsa.ConnHDMI + "`, `" + alsa.ConnDisplayPort + "` (from the monitor's ELD), `" + alsa.ConnAnalog + "` or `" + alsa.ConnUSB + "`; absent on a digital output whose kind is not known (no monitor yet)"},
+	{Name: "nodeName", Type: "string", Doc: "the PipeWire node's `node.name`, what `PIPEWIRE_NODE` carries; absent while PipeWire holds no node for the output"},
+	{Name: "manufacturer", Type: "string", Doc: "the monitor's three-letter PNP manufacturer id from its ELD (`GSM`, `SAM`); HDMI/DP outputs with a monitor only"},
+	{Name: "product", Type: "string", Doc: "the monitor's product code, four lowercase hex digits (`5b09`)"},
+	{Name: "monitorName", Type: "string", Doc: "the monitor's name as its EDID gives it (`U28E590`); absent when the monitor sends none or it is not printable text of at most 64 bytes"},
+	{Name: "lpcmChannels", Type: "int", Doc: "the most PCM channels the monitor accepts"},
+	{Name: "lpcmMaxRateHz", Type: "int", Doc: "the highest PCM sample rate the monitor accepts, in Hz"},
+	{Name: "lpcmBitDepths", Type: "string", Doc: "the PCM sample sizes the monitor accepts, ascending and space-separated (`16 20 24`)"},
+	{Name: "speakers", Type: "string", Doc: "the monitor's speaker allocation, in the kernel's names, space-separated (`FL/FR LFE FC RL/RR`)"},
+	{Name: "eldVersion", Type: "int", Doc: "the ELD structure's version"},
+	{Name: "portID", Type: "int", Doc: "the ELD's port id, which tells apart two outputs to one monitor"},
+	{Name: MonitorIDAttribute, Type: "string", Doc: "the monitor's identity shared with other drivers: manufacturer, product and lowercased name joined by dashes (`gsm-5b09-lg-ultrawide`)"},
+}
+
+// TaintReference lists every taint Devices can set.
+var TaintReference = []dra.TaintDoc{
+	{Key: TaintDisconnected, Effect: dra.TaintNoExecute, Doc: "nothing can play there now: PipeWire holds no node for it, or an HDMI/DP output has no monitor or a monitor that takes no PCM; running consumers are evicted after their toleration"},
+	{Key: TaintNoMonitor, Effect: dra.TaintNoSchedule, Doc: "an HDMI/DP output with no valid ELD (no monitor plugged in, or it is off)"},
+	{Key: TaintNoAudio, Effect: dra.TaintNoSchedule, Doc: "the monitor is present but lists no PCM format (speakers off in its menu, a bitstream-only receiver)"},
+	{Key: TaintNoSink, Effect: dra.TaintNoSchedule, Doc: "PipeWire holds no node for the output (PipeWire is down or has not made it yet)"},
+}

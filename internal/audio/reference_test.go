@@ -1,0 +1,51 @@
+package audio
+
+import (
+	"testing"
+
+	"github.com/liken-sh/operators/internal/dra"
+)
+
+// TestReferenceListsEveryPublishedAttribute keeps AttributeReference and
+// TaintReference (and so docs/reference/attributes.md) honest: every
+// attribute and taint the recorded laptop's outputs get, with PipeWire up
+// and down, is listed, and every listed attribute but portID is published
+// by some output of it.
+func TestReferenceListsEveryPublishedAttribute(t *testing.T) {
+	eps, _ := Endpoints("kitchen", xpsCards(t))
+	live := map[string]bool{}
+	for _, e := range eps {
+		live[e.NodeName] = true
+	}
+	attrs := map[dra.QualifiedName]bool{}
+	for _, a := range AttributeReference {
+		attrs[a.Name] = true
+	}
+	taints := map[string]bool{}
+	for _, tr := range TaintReference {
+		taints[tr.Key] = true
+	}
+	published := map[dra.QualifiedName]bool{}
+	for _, devs := range [][]dra.Device{Devices(eps, live), Devices(eps, nil)} {
+		for _, d := range devs {
+			for name := range d.Attributes {
+				published[name] = true
+				if !attrs[name] {
+					t.Errorf("%s publishes %s, which AttributeReference does not list", d.Name, name)
+				}
+			}
+			for _, tn := range d.Taints {
+				if !taints[tn.Key] {
+					t.Errorf("%s is tainted %s, which TaintReference does not list", d.Name, tn.Key)
+				}
+			}
+		}
+	}
+	// The recorded monitor's ELD has port id 0, and a 0 is not published.
+	published["portID"] = true
+	for name := range attrs {
+		if !published[name] {
+			t.Errorf("AttributeReference lists %s, which no output of the recorded laptop publishes", name)
+		}
+	}
+}
