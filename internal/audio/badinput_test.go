@@ -364,10 +364,10 @@ func TestMissingDeclarationIsReportedAndEveryOutputPublished(t *testing.T) {
 func fakeGraph(t *testing.T, outputs []pipewire.Output) (pipewire.Remote, func() int) {
 	t.Helper()
 	dir := t.TempDir()
-	// The core's cookie and each node's serial, as the claim gate
-	// records them beside a real PipeWire.
+	// The core's cookie and each node's global id and serial, as the
+	// claim gate records them beside a real PipeWire.
 	nodes := []map[string]any{{"id": 0, "type": pipewire.TypeCore, "info": map[string]any{"cookie": 4242}}}
-	trusted := gate.Trusted{Cookie: 4242, Nodes: map[string]uint64{}}
+	trusted := gate.Trusted{Cookie: 4242, Nodes: map[string]uint64{}, IDs: map[string]uint32{}}
 	for i, o := range outputs {
 		nodes = append(nodes, map[string]any{"id": 40 + i, "type": pipewire.TypeNode, "info": map[string]any{
 			"state": "suspended",
@@ -375,6 +375,7 @@ func fakeGraph(t *testing.T, outputs []pipewire.Output) (pipewire.Remote, func()
 				"liken.audio.pcm": o.Device, "liken.audio.output": o.Output, "object.serial": 50 + i},
 		}})
 		trusted.Nodes[o.Name] = uint64(50 + i)
+		trusted.IDs[o.Name] = uint32(40 + i)
 	}
 	if data, err := json.Marshal(trusted); err != nil {
 		t.Fatal(err)

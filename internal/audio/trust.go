@@ -17,19 +17,21 @@ import (
 
 // Which nodes the operator believes.
 //
-// Every property of a node is the creating client's to choose: measured
-// with PipeWire 1.4.2, a client's `pw-cli create-node adapter` with the
+// Every property of a node is its owner's to choose: measured with
+// PipeWire 1.4.2, a client's `pw-cli create-node adapter` with the
 // node.name, media.class and liken.audio.* properties of a declared sink
-// makes a node with exactly those, and even client.id and factory.id are
-// kept as the client gave them. Only object.id and object.serial are set
-// by the daemon. So a declared node is recognised by the serial it had
-// when it appeared from the declaration, which the claim gate beside
-// PipeWire records at every PipeWire start (gate.TrustedFile, keyed by the
-// daemon's cookie so a record of an earlier PipeWire is never applied to
-// a later one). Any other node that claims a declared name or the
-// liken.audio.* properties is left out of the graph the operator works
-// from: it is never published, never resolved for a consumer, never
-// steered, and never shown in a Sink's status.
+// makes a node with exactly those, even client.id and factory.id kept as
+// the client gave them, and a client-node's Update rewrites its node's
+// properties at any time after it appeared, object.serial included. Only
+// the global id is the daemon's alone. So a declared node is recognised
+// by the global id it had when it appeared from the declaration, which
+// the claim gate beside PipeWire records at every PipeWire start and
+// drops when that node goes (gate.TrustedFile, keyed by the daemon's
+// cookie so a record of an earlier PipeWire is never applied to a later
+// one). Any other node that claims a declared name or the liken.audio.*
+// properties is left out of the graph the operator works from: it is
+// never published, never resolved for a consumer, never steered, and
+// never shown in a Sink's status.
 
 // trustedGraph returns g without the nodes that pose as declared ones,
 // and reports each such node once (a log line, a Warning Event on the
@@ -48,10 +50,20 @@ func (o *operator) trustedGraph(ctx context.Context, g *pipewire.Graph) *pipewir
 		klog.FromContext(ctx).Info("No record of this PipeWire's declared nodes yet; its outputs have no sink until the claim gate writes it",
 			"cookie", g.Cookie, "recorded", trust.Cookie)
 	}
+	// An impostor is reported once while it is there; its global id may
+	// name another node later.
+	for key := range o.untrusted {
+		var cookie, id uint32
+		if _, err := fmt.Sscanf(key, "%d/%d", &cookie, &id); err == nil {
+			if _, ok := g.Node(id); cookie != g.Cookie || !ok {
+				delete(o.untrusted, key)
+			}
+		}
+	}
 	out := *g
 	out.Nodes = make([]pipewire.Node, 0, len(g.Nodes))
 	for _, n := range g.Nodes {
-		if !o.posesAsDeclared(n) || trust.Trusts(g.Cookie, n.Name, n.Serial) {
+		if !o.posesAsDeclared(n) || trust.Trusts(g.Cookie, n.Name, n.ID) {
 			out.Nodes = append(out.Nodes, n)
 			continue
 		}
@@ -106,7 +118,7 @@ func (o *operator) posesAsDeclared(n pipewire.Node) bool {
 }
 
 func (o *operator) reportUntrusted(ctx context.Context, cookie uint32, n pipewire.Node, trust gate.Trusted) {
-	key := fmt.Sprintf("%d/%d", cookie, n.Serial)
+	key := fmt.Sprintf("%d/%d", cookie, n.ID)
 	if o.untrusted[key] {
 		return
 	}
@@ -125,8 +137,12 @@ func (o *operator) reportUntrusted(ctx context.Context, cookie uint32, n pipewir
 		}
 	}
 	o.mu.Unlock()
-	msg := fmt.Sprintf("PipeWire node %d (serial %d, node.name %q, media.class %q) poses as a declared node and is ignored; the declared node of that name has serial %d",
-		n.ID, n.Serial, n.Name, n.MediaClass, trust.Nodes[n.Name])
+	declared := "is gone"
+	if id, ok := trust.IDs[n.Name]; ok {
+		declared = fmt.Sprintf("is node %d", id)
+	}
+	msg := fmt.Sprintf("PipeWire node %d (serial %d, node.name %q, media.class %q) poses as a declared node and is ignored; the declared node of that name %s",
+		n.ID, n.Serial, n.Name, n.MediaClass, declared)
 	klog.FromContext(ctx).Info("Ignoring a node that poses as a declared one", "node", n.ID, "serial", n.Serial, "name", n.Name,
 		"mediaClass", n.MediaClass, "endpoint", endpoint, "client", n.Props["client.id"], "process", n.Props["application.process.id"])
 	o.metrics.untrusted.WithLabelValues(endpoint).Inc()

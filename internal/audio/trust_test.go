@@ -9,7 +9,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/internal/pipewire/native"
 	"github.com/liken-sh/operators/test/pwtest"
 )
 
@@ -94,5 +96,107 @@ func TestImpostorIsIgnored(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(o.metrics.untrusted.WithLabelValues("ep-b")); got != 1 {
 		t.Errorf("audio_untrusted_nodes_total{endpoint=ep-b} %v, want 1 (one impostor, reported once)", got)
+	}
+}
+
+// On real PipeWire, as a client of the node's own socket: a plain stream
+// that, once it is there, rewrites its properties into a declared sink's
+// (node.name, media.class, liken.audio.*, and the real sink's
+// object.serial, which PipeWire lets its owner replace). The operator
+// knows the declared node by its global id, so the forgery is ignored
+// beside the real sink and after the real sink is destroyed, when the
+// claim gate has dropped that id from its record.
+func TestRelabelledNodeIsIgnored(t *testing.T) {
+	const a, b = "liken.audio.card0-pcm3", "liken.audio.card0-pcm7"
+	d := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{pwtest.NullOutput(0, 3, a), pwtest.NullOutput(0, 7, b)}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	reg := prometheus.NewRegistry()
+	o := &operator{cfg: Config{Remote: d.Remote()}, declared: map[string]bool{a: true, b: true},
+		metrics: newMetrics(reg), untrusted: map[string]bool{}, trustWaitLogged: map[uint32]bool{},
+		known: map[string]Endpoint{"ep-b": {Name: "ep-b", NodeName: b}}}
+	real, err := d.Remote().Dump(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	realB, _ := real.NodeByName(b)
+	c, err := native.Dial(ctx, d.SocketPath(), map[string]string{"application.name": "relabelling client"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	go func() {
+		for range c.Events() {
+		}
+	}()
+	proxy, err := c.CreateClientNode(map[string]string{"media.class": "Stream/Output/Audio", "node.name": "innocent"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor := func(what string, ok func(*pipewire.Graph) bool) *pipewire.Graph {
+		t.Helper()
+		for {
+			g, err := d.Remote().Dump(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ok(g) {
+				return g
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("%s never happened", what)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("the stream appearing", func(g *pipewire.Graph) bool { _, ok := g.NodeByName("innocent"); return ok })
+	if err := c.UpdateClientNode(proxy, map[string]string{"node.name": b, "media.class": "Audio/Sink",
+		"object.serial": fmt.Sprint(realB.Serial), "liken.audio.card": "0", "liken.audio.pcm": "7", "liken.audio.output": "ep-b"}); err != nil {
+		t.Fatal(err)
+	}
+	g := waitFor("the relabel", func(g *pipewire.Graph) bool { return len(g.NodesOfClass(pipewire.MediaClassSink)) == 3 })
+	var forged pipewire.Node
+	for _, n := range g.Nodes {
+		if n.Name == b && n.ID != realB.ID {
+			forged = n
+		}
+	}
+	if forged.Serial != realB.Serial || forged.Declared == nil {
+		t.Fatalf("the forgery is not the one measured (the real sink's serial %d): %+v", realB.Serial, forged)
+	}
+	seen := o.trustedGraph(ctx, g)
+	if n, ok := seen.NodeByName(b); !ok || n.ID != realB.ID || len(seen.Nodes) != len(g.Nodes)-1 {
+		t.Errorf("with the forgery beside it, %s reads as %+v", b, n)
+	}
+	if dn, ok := seen.DeclaredNode(pipewire.PCM{Card: 0, Device: 7, Direction: pipewire.Playback}); !ok || dn.ID != realB.ID {
+		t.Errorf("the declared node of card 0 PCM 7 reads as %+v", dn)
+	}
+
+	if out, err := d.Command(ctx, "pw-cli", "destroy", fmt.Sprint(realB.ID)).CombinedOutput(); err != nil {
+		t.Fatalf("pw-cli destroy: %v: %s", err, out)
+	}
+	g = waitFor("the real sink going", func(g *pipewire.Graph) bool { _, ok := g.Node(realB.ID); return !ok })
+	for {
+		trust, err := gate.ReadTrusted(d.RuntimeDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := trust.IDs[b]; !ok {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the record still trusts %s after it was destroyed: %+v", b, trust)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	seen = o.trustedGraph(ctx, g)
+	if n, ok := seen.NodeByName(b); ok {
+		t.Errorf("with the real sink gone, %s reads as the forgery %+v", b, n)
+	}
+	if _, ok := seen.NodeByName(a); !ok {
+		t.Error("the other declared sink is gone from the operator's graph")
+	}
+	if got := testutil.ToFloat64(o.metrics.untrusted.WithLabelValues("ep-b")); got != 1 {
+		t.Errorf("audio_untrusted_nodes_total{endpoint=ep-b} %v, want 1 (one forgery, reported once)", got)
 	}
 }

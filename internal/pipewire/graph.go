@@ -51,8 +51,11 @@ type Graph struct {
 
 // PropObjectSerial is the property PipeWire sets on every global when it
 // registers it: a number that grows with each new global and is never
-// reused in one daemon's life (src/pipewire/global.c), unlike the id. A
-// client cannot choose it.
+// reused in one daemon's life (src/pipewire/global.c), unlike the id.
+// pw-dump reads it from the node's properties, which the node's owner
+// can rewrite after it appeared (a client-node Update replaces it,
+// measured with PipeWire 1.4.2), so it names a node only when that owner
+// is the daemon.
 const PropObjectSerial = "object.serial"
 
 // Node is one PipeWire node.

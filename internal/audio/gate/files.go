@@ -12,7 +12,7 @@
 //     consumer the directory claims/<claim UID>/, where the socket is.
 //   - The pipewire container's first process, which starts PipeWire,
 //     runs Run beside it. After every PipeWire start it records the
-//     declared nodes' object.serial values (TrustedFile), then serves each
+//     declared nodes' global ids (TrustedFile), then serves each
 //     claim file as a security context (a listening socket whose clients
 //     carry properties they cannot change) at claims/<claim UID>/pipewire-0,
 //     and acts as the permission manager for the clients that connect
@@ -27,7 +27,9 @@
 // L on it, and no client holds L (PW_PERM_ALL is RWXM), so WirePlumber
 // cannot link a claim's stream to a node the claim does not hold. The
 // one object a claim's client can make, its stream, is destroyed when
-// its media.class is not a stream's, so it cannot pose as a sink.
+// its media.class is not a stream's or it carries a declared node's
+// name or properties, whether it says so when it appears or later, so
+// it cannot pose as a sink.
 package gate
 
 import (
@@ -142,18 +144,25 @@ func Claims(runtimeDir string) (map[string]Claim, []error) {
 }
 
 // Trusted is what TrustedFile holds: the PipeWire instance it is about
-// (the daemon's cookie, as pw-dump prints it in the Core object) and the
-// object.serial of each declared node, by node.name.
+// (the daemon's cookie, as pw-dump prints it in the Core object) and,
+// for each declared node by node.name, its global id and the
+// object.serial it had when it appeared. A node is known by its global
+// id: the daemon assigns it and no client can change it, while
+// object.serial in a node's properties is its owner's to rewrite (a
+// client-node Update replaces it, measured with PipeWire 1.4.2). The
+// gate drops a node from the record when its global goes, so an id the
+// daemon hands on to a later object is never trusted for it.
 type Trusted struct {
 	Cookie uint32            `json:"cookie"`
 	Nodes  map[string]uint64 `json:"nodes"`
+	IDs    map[string]uint32 `json:"ids"`
 }
 
-// Trusts reports whether the node with name and serial is the declared
-// node of that name in the PipeWire whose cookie is cookie.
-func (t Trusted) Trusts(cookie uint32, name string, serial uint64) bool {
-	s, ok := t.Nodes[name]
-	return ok && t.Cookie == cookie && cookie != 0 && s == serial
+// Trusts reports whether the node with name and global id is the
+// declared node of that name in the PipeWire whose cookie is cookie.
+func (t Trusted) Trusts(cookie uint32, name string, id uint32) bool {
+	want, ok := t.IDs[name]
+	return ok && t.Cookie == cookie && cookie != 0 && want == id
 }
 
 // ReadTrusted reads TrustedFile; a missing file is an empty record.

@@ -80,7 +80,7 @@ func Run(ctx context.Context, cfg Config) {
 		wait = 100 * time.Millisecond
 		s := &session{cfg: cfg, conn: conn, globals: map[uint32]native.Global{},
 			clients: map[uint32]string{}, served: map[string]*served{},
-			granted: map[uint32][]uint32{}, proxies: map[uint32]uint32{}}
+			granted: map[uint32][]uint32{}, proxies: map[uint32]uint32{}, watched: map[uint32]uint32{}}
 		if err := s.run(ctx); err != nil && ctx.Err() == nil {
 			cfg.Logf("claim gate: %v; connecting again", err)
 		}
@@ -96,16 +96,18 @@ type served struct {
 }
 
 type session struct {
-	cfg     Config
-	conn    *native.Conn
-	globals map[uint32]native.Global
-	trusted Trusted
-	secCtx  uint32
-	factory uint32              // the client-node factory's id
-	clients map[uint32]string   // claim clients' ids: their claim UID
-	granted map[uint32][]uint32 // the nodes each claim client was granted
-	proxies map[uint32]uint32   // each claim client's proxy, once bound
-	served  map[string]*served
+	cfg      Config
+	conn     *native.Conn
+	globals  map[uint32]native.Global
+	trusted  Trusted
+	declared map[string]bool // the declared node.names of this PipeWire start
+	secCtx   uint32
+	factory  uint32              // the client-node factory's id
+	clients  map[uint32]string   // claim clients' ids: their claim UID
+	granted  map[uint32][]uint32 // the nodes each claim client was granted
+	proxies  map[uint32]uint32   // each claim client's proxy, once bound
+	watched  map[uint32]uint32   // node proxies of claim clients' streams: their global id
+	served   map[string]*served
 }
 
 func (s *session) run(ctx context.Context) error {
@@ -211,8 +213,32 @@ func (s *session) record(ev native.Event) {
 		delete(s.clients, *ev.Removed)
 		delete(s.granted, *ev.Removed)
 		delete(s.proxies, *ev.Removed)
+		for proxy, id := range s.watched {
+			if id == *ev.Removed {
+				delete(s.watched, proxy)
+			}
+		}
+		s.forget(*ev.Removed)
 	case ev.Error != nil:
 		s.cfg.Logf("claim gate: %v", ev.Error)
+	}
+}
+
+// forget drops a declared node that went away from the record, so the
+// global id, which the daemon hands to the next object it makes, is never
+// trusted for that object. Only a PipeWire start makes the node again,
+// and that writes a new record.
+func (s *session) forget(id uint32) {
+	for name, tid := range s.trusted.IDs {
+		if tid != id {
+			continue
+		}
+		delete(s.trusted.IDs, name)
+		delete(s.trusted.Nodes, name)
+		if err := writeTrusted(s.cfg.RuntimeDir, s.trusted); err != nil {
+			s.cfg.Logf("claim gate: writing %s: %v", TrustedFile, err)
+		}
+		s.cfg.Logf("claim gate: declared node %s (%d) is gone; it is no longer trusted", name, id)
 	}
 }
 
@@ -225,13 +251,14 @@ func (s *session) record(ev native.Event) {
 // name, the one with the lowest serial is the declared one, and only when
 // that serial is lower than every client's.
 func (s *session) recordTrusted() Trusted {
-	t := Trusted{Cookie: s.conn.Cookie(), Nodes: map[string]uint64{}}
+	t := Trusted{Cookie: s.conn.Cookie(), Nodes: map[string]uint64{}, IDs: map[string]uint32{}}
 	declared := map[string]bool{}
 	if s.cfg.Declared != nil {
 		for _, n := range s.cfg.Declared() {
 			declared[n] = true
 		}
 	}
+	s.declared = declared
 	firstClient := uint64(1<<63 - 1)
 	for _, g := range s.globals {
 		if g.Type == native.TypeClient {
@@ -251,6 +278,7 @@ func (s *session) recordTrusted() Trusted {
 		}
 		if prev, seen := t.Nodes[name]; !seen || v < prev {
 			t.Nodes[name] = v
+			t.IDs[name] = g.ID
 		}
 	}
 	return t
@@ -263,27 +291,58 @@ func serial(g native.Global) (uint64, bool) {
 
 // trustedID returns the global id of the declared node named name.
 func (s *session) trustedID(name string) (uint32, bool) {
-	want, ok := s.trusted.Nodes[name]
-	if !ok {
+	id, ok := s.trusted.IDs[name]
+	if _, there := s.globals[id]; !ok || !there {
 		return 0, false
 	}
-	for _, g := range s.globals {
-		if v, ok := serial(g); ok && v == want && g.Type == native.TypeNode && g.Props["node.name"] == name {
-			return g.ID, true
-		}
-	}
-	return 0, false
+	return id, true
 }
 
 func (s *session) event(ev native.Event) {
 	s.record(ev)
-	if ev.Global != nil {
+	switch {
+	case ev.Global != nil:
 		s.global(*ev.Global)
+	case ev.NodeInfo != nil:
+		id, ok := s.watched[ev.NodeInfo.Proxy]
+		if !ok || id != ev.NodeInfo.ID {
+			return
+		}
+		if why := s.misfit(ev.NodeInfo.Props); why != "" {
+			s.cfg.Logf("claim gate: node %d of a client of a claim changed its properties: %s: destroyed", id, why)
+			_ = s.conn.Destroy(id)
+		}
 	}
 }
 
+// misfit says why a claim client's node with props is not a plain
+// stream ("" when it is one): a media.class that is not a stream's, a
+// declared node's node.name, or liken.audio.* properties.
+func (s *session) misfit(props map[string]string) string {
+	if class := props["media.class"]; !strings.HasPrefix(class, "Stream/") {
+		return fmt.Sprintf("media.class %q is not a stream's", class)
+	}
+	if name := props["node.name"]; s.declared[name] {
+		return fmt.Sprintf("node.name %q is a declared node's", name)
+	}
+	for k := range props {
+		if strings.HasPrefix(k, DeclarationPropPrefix) {
+			return fmt.Sprintf("it carries %s", k)
+		}
+	}
+	return ""
+}
+
+// DeclarationPropPrefix starts the properties the declaration sets on
+// its nodes (liken.audio.card, liken.audio.pcm, ...).
+const DeclarationPropPrefix = "liken.audio."
+
 // global manages one object: a claim client gets its permissions, and a
-// node a claim client made is destroyed unless it is a stream.
+// node a claim client made is destroyed unless it is a plain stream. A
+// stream's node is watched from then on: its owner can change every
+// property of it but object.id and client.id at any time (a client-node
+// Update, measured with PipeWire 1.4.2), so a stream that later calls
+// itself a sink, or takes a declared node's name, is destroyed then.
 func (s *session) global(g native.Global) {
 	switch g.Type {
 	case native.TypeClient:
@@ -308,10 +367,18 @@ func (s *session) global(g native.Global) {
 		if !ok {
 			return
 		}
-		if class := g.Props["media.class"]; !strings.HasPrefix(class, "Stream/") {
-			s.cfg.Logf("claim gate: node %d (%q, media.class %q) of a client of claim %s is not a stream: destroyed", g.ID, g.Props["node.name"], class, uid)
+		if why := s.misfit(g.Props); why != "" {
+			s.cfg.Logf("claim gate: node %d (%q) of a client of claim %s is not a plain stream: %s: destroyed", g.ID, g.Props["node.name"], uid, why)
 			_ = s.conn.Destroy(g.ID)
+			return
 		}
+		proxy, err := s.conn.BindNode(g)
+		if err != nil {
+			s.cfg.Logf("claim gate: watching node %d of claim %s: %v; destroyed", g.ID, uid, err)
+			_ = s.conn.Destroy(g.ID)
+			return
+		}
+		s.watched[proxy] = g.ID
 	}
 }
 

@@ -410,7 +410,7 @@ func TestClaimServedAgainAfterPipeWireRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 		if after.Cookie == g.Cookie {
-			if after.Cookie == before.Cookie || !after.Trusts(g.Cookie, nodeA, node(t, g, nodeA).Serial) {
+			if after.Cookie == before.Cookie || !after.Trusts(g.Cookie, nodeA, node(t, g, nodeA).ID) {
 				t.Fatalf("record after the restart %+v (before %+v)", after, before)
 			}
 			break

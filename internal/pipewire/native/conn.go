@@ -20,10 +20,11 @@ const (
 	idClient   = 1
 	idRegistry = 2
 
-	coreHello       = 1
-	coreSync        = 2
-	corePong        = 3
-	coreGetRegistry = 5
+	coreHello        = 1
+	coreSync         = 2
+	corePong         = 3
+	coreGetRegistry  = 5
+	coreCreateObject = 6
 
 	coreEventInfo     = 0
 	coreEventDone     = 1
@@ -41,8 +42,19 @@ const (
 
 	securityContextCreate = 1
 
-	versionCore     = 4
-	versionRegistry = 3
+	nodeEventInfo = 0
+	// nodeChangeProps is PW_NODE_CHANGE_MASK_PROPS (src/pipewire/node.h).
+	nodeChangeProps = 1 << 3
+
+	clientNodeUpdate = 2
+	// clientNodeUpdateInfo is PW_CLIENT_NODE_UPDATE_INFO, and
+	// spaNodeChangeProps SPA_NODE_CHANGE_MASK_PROPS.
+	clientNodeUpdateInfo = 1 << 1
+	spaNodeChangeProps   = 1 << 1
+
+	versionCore       = 4
+	versionRegistry   = 3
+	versionClientNode = 6
 
 	headerSize = 16
 	// maxMessage bounds one message from the daemon; the size field has
@@ -56,6 +68,7 @@ const (
 	TypeNode            = "PipeWire:Interface:Node"
 	TypeFactory         = "PipeWire:Interface:Factory"
 	TypeSecurityContext = "PipeWire:Interface:SecurityContext"
+	TypeClientNode      = "PipeWire:Interface:ClientNode"
 )
 
 // Permission bits (src/pipewire/permission.h).
@@ -96,6 +109,23 @@ type Event struct {
 	Done *uint32
 	// Error is an error the daemon reported.
 	Error *Error
+	// NodeInfo is the info of a node bound with BindNode: sent once at
+	// bind and again whenever the node's properties change.
+	NodeInfo *NodeInfo
+}
+
+// NodeInfo is what a Node's info event says that the caller acts on.
+type NodeInfo struct {
+	// Proxy is the id BindNode returned.
+	Proxy uint32
+	// ID is the node's global id.
+	ID uint32
+	// Props are the node's properties as they are now. Its owner may
+	// change them at any time (a client-node's Update), object.serial
+	// included; only object.id and client.id are kept by the daemon
+	// (src/pipewire/impl-node.c, update_properties), measured with
+	// PipeWire 1.4.2.
+	Props map[string]string
 }
 
 // Error is an error event: the object it is about, the sequence number
@@ -124,6 +154,7 @@ type Conn struct {
 	free   []uint32 // proxy ids the daemon released, sorted
 	err    error
 	cookie uint32
+	nodes  map[uint32]bool // proxies bound with BindNode
 }
 
 // Dial connects to the socket at path and introduces itself with props
@@ -135,7 +166,8 @@ func Dial(ctx context.Context, path string, props map[string]string) (*Conn, err
 	if err != nil {
 		return nil, err
 	}
-	c := &Conn{c: nc.(*net.UnixConn), events: make(chan Event, 256), done: make(chan struct{}), next: idRegistry + 1}
+	c := &Conn{c: nc.(*net.UnixConn), events: make(chan Event, 256), done: make(chan struct{}), next: idRegistry + 1,
+		nodes: map[uint32]bool{}}
 	keys := make([]string, 0, len(props))
 	for k := range props {
 		keys = append(keys, k)
@@ -207,6 +239,61 @@ func (c *Conn) Bind(g Global) (uint32, error) {
 	return id, err
 }
 
+// BindNode binds node global g and returns the new proxy's id; the
+// node's info then arrives as NodeInfo events, now and at every change.
+func (c *Conn) BindNode(g Global) (uint32, error) {
+	id, err := c.Bind(g)
+	if err == nil {
+		c.mu.Lock()
+		c.nodes[id] = true
+		c.mu.Unlock()
+	}
+	return id, err
+}
+
+// CreateClientNode makes a node this client implements (the client-node
+// factory, src/modules/module-client-node) with props, and returns its
+// proxy. The node has no ports; it exists to be seen in the graph. The
+// daemon registers it once this client answers its ping, which Conn
+// does by itself.
+func (c *Conn) CreateClientNode(props map[string]string) (uint32, error) {
+	id := c.newID()
+	err := c.send(idCore, coreCreateObject, nil, func(w *builder) {
+		w.string("client-node")
+		w.string(TypeClientNode)
+		w.uint32(versionClientNode)
+		w.dict(sortedKeys(props), props)
+		w.uint32(id)
+	})
+	return id, err
+}
+
+// UpdateClientNode changes the properties of the node made with
+// CreateClientNode as proxy: the daemon merges props into the node's own
+// (client_node_demarshal_update in module-client-node/protocol-native.c:
+// the change mask and a parameter count, then the node info as a Struct
+// whose properties are inline, an item count and then each key and
+// value).
+func (c *Conn) UpdateClientNode(proxy uint32, props map[string]string) error {
+	keys := sortedKeys(props)
+	return c.send(proxy, clientNodeUpdate, nil, func(w *builder) {
+		w.int32(clientNodeUpdateInfo)
+		w.int32(0)
+		w.structure(func() {
+			w.int32(0)
+			w.int32(0)
+			w.int64(spaNodeChangeProps)
+			w.int64(0)
+			w.int32(int32(len(keys)))
+			for _, k := range keys {
+				w.string(k)
+				w.string(props[k])
+			}
+			w.int32(0)
+		})
+	})
+}
+
 // Destroy asks the registry to destroy the object with global id id.
 func (c *Conn) Destroy(id uint32) error {
 	return c.send(idRegistry, registryDestroy, nil, func(w *builder) { w.uint32(id) })
@@ -232,16 +319,21 @@ func (c *Conn) UpdatePermissions(proxy uint32, perms []Permission) error {
 // check_client_property_update). proxy is the bound SecurityContext.
 // The daemon takes its own copies of both descriptors.
 func (c *Conn) CreateSecurityContext(proxy uint32, listen, close *os.File, props map[string]string) error {
-	keys := make([]string, 0, len(props))
-	for k := range props {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
+	keys := sortedKeys(props)
 	return c.send(proxy, securityContextCreate, []int{int(listen.Fd()), int(close.Fd())}, func(w *builder) {
 		w.fd(0)
 		w.fd(1)
 		w.dict(keys, props)
 	})
+}
+
+func sortedKeys(props map[string]string) []string {
+	keys := make([]string, 0, len(props))
+	for k := range props {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (c *Conn) newID() uint32 {
@@ -362,7 +454,16 @@ type message struct {
 
 // handle decodes one message and acts on it.
 func (c *Conn) handle(id uint32, opcode uint8, body []byte) error {
-	m, err := decode(id, opcode, body)
+	c.mu.Lock()
+	node := c.nodes[id]
+	c.mu.Unlock()
+	var m message
+	var err error
+	if node {
+		m, err = decodeNode(id, opcode, body)
+	} else {
+		m, err = decode(id, opcode, body)
+	}
 	if err != nil {
 		return err
 	}
@@ -377,6 +478,7 @@ func (c *Conn) handle(id uint32, opcode uint8, body []byte) error {
 		c.mu.Unlock()
 	case m.released != nil:
 		c.mu.Lock()
+		delete(c.nodes, *m.released)
 		if rid := *m.released; rid > idRegistry && rid < c.next && !slices.Contains(c.free, rid) {
 			c.free = append(c.free, rid)
 			slices.Sort(c.free)
@@ -465,4 +567,51 @@ func decode(id uint32, opcode uint8, body []byte) (message, error) {
 		return message{event: &Event{Removed: &v[0]}}, nil
 	}
 	return message{}, nil
+}
+
+// decodeNode reads one message to a bound node proxy: its info event
+// (spa_node_info marshalled by node_marshal_info in
+// src/modules/module-protocol-native/protocol-native.c: id, the two port
+// maxima, the change mask as a Long, the two port counts, the state, the
+// error, then the properties as a dict). Other messages decode to
+// nothing.
+func decodeNode(proxy uint32, opcode uint8, body []byte) (message, error) {
+	if opcode != nodeEventInfo {
+		return message{}, nil
+	}
+	bad := func(err error) (message, error) {
+		return message{}, fmt.Errorf("node info on proxy %d: %w", proxy, err)
+	}
+	p, err := openStruct(body)
+	if err != nil {
+		return bad(err)
+	}
+	id, err := p.uint32()
+	if err != nil {
+		return bad(err)
+	}
+	for range 2 { // max inputs, max outputs
+		if err := p.skip(); err != nil {
+			return bad(err)
+		}
+	}
+	mask, err := p.int64()
+	if err != nil {
+		return bad(err)
+	}
+	for range 4 { // inputs, outputs, state, error
+		if err := p.skip(); err != nil {
+			return bad(err)
+		}
+	}
+	props, err := p.dict()
+	if err != nil {
+		return bad(err)
+	}
+	if mask&nodeChangeProps == 0 {
+		// The properties did not change; the dict holds what the
+		// daemon had at hand, not necessarily the node's properties.
+		return message{}, nil
+	}
+	return message{event: &Event{NodeInfo: &NodeInfo{Proxy: proxy, ID: id, Props: props}}}, nil
 }

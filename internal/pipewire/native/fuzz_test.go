@@ -18,6 +18,41 @@ func globalBody() []byte {
 	return w.b
 }
 
+// A node info as node_marshal_info writes it for a node of version 3.
+func nodeInfoBody() []byte {
+	w := &builder{}
+	w.structure(func() {
+		w.uint32(41)
+		w.int32(0)
+		w.int32(0)
+		w.int64(0x1f)
+		w.int32(0)
+		w.int32(0)
+		w.header(4, podID)
+		w.b = le.AppendUint64(w.b, 2)
+		w.string("")
+		w.dict([]string{"media.class", "node.name"}, map[string]string{"media.class": "Audio/Sink", "node.name": "relabelled"})
+		w.int32(0)
+	})
+	return w.b
+}
+
+func TestDecodeNodeInfo(t *testing.T) {
+	m, err := decodeNode(5, nodeEventInfo, nodeInfoBody())
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := m.event.NodeInfo
+	if n.Proxy != 5 || n.ID != 41 || n.Props["media.class"] != "Audio/Sink" || n.Props["node.name"] != "relabelled" {
+		t.Errorf("node info %+v", n)
+	}
+	for k := range len(nodeInfoBody()) - 8 {
+		if _, err := decodeNode(5, nodeEventInfo, nodeInfoBody()[:k]); err == nil {
+			t.Fatalf("a node info cut at %d bytes decoded", k)
+		}
+	}
+}
+
 func TestDecodeGlobal(t *testing.T) {
 	m, err := decode(idRegistry, registryEventGlobal, globalBody())
 	if err != nil {
@@ -44,13 +79,23 @@ func FuzzDecode(f *testing.F) {
 	w = &builder{}
 	w.structure(func() { w.uint32(0); w.uint32(4242) })
 	f.Add(uint32(idCore), uint8(coreEventInfo), w.b)
+	f.Add(uint32(3), uint8(nodeEventInfo), nodeInfoBody())
 	f.Fuzz(func(t *testing.T, id uint32, opcode uint8, body []byte) {
-		m, err := decode(id%3, opcode%9, body)
+		var m message
+		var err error
+		if id%4 == 3 {
+			m, err = decodeNode(3, opcode%2, body)
+		} else {
+			m, err = decode(id%4, opcode%9, body)
+		}
 		if err != nil {
 			return
 		}
 		if g := m.event; g != nil && g.Global != nil && len(g.Global.Props) > len(body)/16 {
 			t.Fatalf("%d props from %d bytes", len(g.Global.Props), len(body))
+		}
+		if g := m.event; g != nil && g.NodeInfo != nil && len(g.NodeInfo.Props) > len(body)/16 {
+			t.Fatalf("%d node props from %d bytes", len(g.NodeInfo.Props), len(body))
 		}
 	})
 }

@@ -2,7 +2,10 @@
 // audio operator's claim gate needs: connect to a daemon's socket, follow
 // its registry, create a security context (a listening socket whose
 // clients get properties they cannot change), set a client's
-// permissions, and destroy an object.
+// permissions, follow a node's properties, and destroy an object; and
+// the two messages a client uses to make a node of its own and change
+// its properties afterwards, which the tests use to play a hostile
+// client.
 //
 // The protocol is documented in PipeWire's doc/dox/internals/native-protocol.dox:
 // each message is a 16-byte header (object id; opcode in the top 8 bits
@@ -53,6 +56,11 @@ func (w *builder) int32(v int32) {
 }
 
 func (w *builder) uint32(v uint32) { w.int32(int32(v)) }
+
+func (w *builder) int64(v int64) {
+	w.header(8, podLong)
+	w.b = le.AppendUint64(w.b, uint64(v))
+}
 
 func (w *builder) fd(index int64) {
 	w.header(8, podFd)
@@ -142,6 +150,17 @@ func (p *parser) int32() (int32, error) {
 		return 0, fmt.Errorf("%w: an Int of %d bytes", errPOD, len(body))
 	}
 	return int32(le.Uint32(body)), nil
+}
+
+func (p *parser) int64() (int64, error) {
+	body, _, err := p.member(podLong)
+	if err != nil {
+		return 0, err
+	}
+	if len(body) < 8 {
+		return 0, fmt.Errorf("%w: a Long of %d bytes", errPOD, len(body))
+	}
+	return int64(le.Uint64(body)), nil
 }
 
 func (p *parser) uint32() (uint32, error) {
