@@ -43,6 +43,7 @@ func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, else the pod's service account)")
 	sysRoot := flag.String("sys-root", cmp.Or(os.Getenv("LIKEN_INVENTORY_SYS_ROOT"), inventory.DefaultSysRoot), "sysfs mount")
 	devRoot := flag.String("dev-root", cmp.Or(os.Getenv("LIKEN_INVENTORY_DEV_ROOT"), inventory.DefaultDevRoot), "device node directory")
+	pciIDs := flag.String("pci-ids", inventory.DefaultPCIIDs, "PCI ID database (pci.ids) that names PCI devices")
 	registrar := flag.String("kubelet-registry-dir", dra.DefaultRegistrarDir, "kubelet plugin registration directory")
 	plugins := flag.String("kubelet-plugins-dir", dra.DefaultPluginsDir, "kubelet plugins directory; the driver uses <dir>/"+inventory.DriverName)
 	cdiDir := flag.String("cdi-dir", dra.DefaultCDIDir, "CDI spec directory")
@@ -59,7 +60,7 @@ func main() {
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("liken-inventory starting", "version", version, "sysRoot", *sysRoot, "devRoot", *devRoot)
 	err := run(ctx, *kubeconfig, inventory.Config{
-		SysRoot: *sysRoot, DevRoot: *devRoot,
+		SysRoot: *sysRoot, DevRoot: *devRoot, PCIIDs: *pciIDs,
 		DRA: dra.Options{
 			RegistrarDir: *registrar, PluginDir: filepath.Join(*plugins, inventory.DriverName), CDIDir: *cdiDir,
 			PodUID: types.UID(os.Getenv("POD_UID")),

@@ -26,7 +26,7 @@ func TestDiscoverBadTrees(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	scan, err := Discover(d.Sys)
+	scan, err := Discover(d.Sys, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

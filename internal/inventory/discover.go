@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pciids"
 )
 
 // Kind tells the two kinds of device this driver publishes apart.
@@ -63,14 +64,16 @@ func (s Scan) Lookup(name string) (Found, bool) {
 var cardEntry = regexp.MustCompile(`^card[0-9]+$`)
 
 // Discover walks the sysfs mounted at root (normally /sys) for sound
-// controllers and btusb interfaces. It fails only when root holds no
+// controllers and btusb interfaces. A PCI device's name comes from pci
+// (nil: PCI devices have no name). It fails only when root holds no
 // devices directory; a device it cannot place is left out with a line in
 // Problems.
-func Discover(root string) (Scan, error) {
+func Discover(root string, pci *pciids.DB) (Scan, error) {
 	s, err := openSysfs(root)
 	if err != nil {
 		return Scan{}, err
 	}
+	s.pci = pci
 	var scan Scan
 	byPath := map[string]bool{}
 	add := func(f Found, ok bool, err error) {
@@ -196,8 +199,16 @@ func (s sysfs) found(kind Kind, dir, bus string) (Found, bool, error) {
 				set("class", pciClasses[code[:2]])
 			}
 		}
-		set("vendor", hexID(dir, "vendor"))
-		set("product", hexID(dir, "device"))
+		vendor, product := hexID(dir, "vendor"), hexID(dir, "device")
+		set("vendor", vendor)
+		set("product", product)
+		v, verr := strconv.ParseUint(vendor, 16, 16)
+		d, derr := strconv.ParseUint(product, 16, 16)
+		if verr == nil && derr == nil {
+			if n, ok := s.pci.Names(uint16(v), uint16(d)); ok {
+				set("name", n.Device)
+			}
+		}
 	case "usb":
 		m := usbInterface.FindStringSubmatch(base)
 		if m == nil {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/liken-sh/operators/internal/pciids"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/fakesys"
 )
@@ -19,14 +20,14 @@ const (
 // on a platform device below the PCI function, which is the controller;
 // the USB headset's and the dock's cards are on their audio interfaces.
 func TestDiscoverXPS(t *testing.T) {
-	scan, err := Discover(tree(t, filepath.Join(alsaTrees, "xps9700.tree")))
+	scan, err := Discover(tree(t, filepath.Join(alsaTrees, "xps9700.tree")), pciids.Open("testdata/pci.ids"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]map[string]string{
 		"pci-0000-00-1f-3": {
 			"bus": "pci", "address": "0000:00:1f.3", "resource.kubernetes.io/pciBusID": "0000:00:1f.3",
-			"driver": "sof-audio-pci-intel-cnl", "vendor": "8086", "product": "06c8",
+			"driver": "sof-audio-pci-intel-cnl", "vendor": "8086", "product": "06c8", "name": "Comet Lake PCH cAVS",
 			"subsystem": "sound", "sound.liken.sh/supportsSound": "true",
 		},
 		"usb-3-1-1-0": {
@@ -58,7 +59,7 @@ func TestDiscoverXPS(t *testing.T) {
 // A desktop HDA card on its PCI function is found; a card no device link
 // places (card9) is not a controller and is no problem either.
 func TestDiscoverHDAAndVirtualCard(t *testing.T) {
-	scan, err := Discover(tree(t, filepath.Join(alsaTrees, "hda-pci.tree")))
+	scan, err := Discover(tree(t, filepath.Join(alsaTrees, "hda-pci.tree")), pciids.Open("testdata/no-such-pci.ids"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +73,7 @@ func TestDiscoverHDAAndVirtualCard(t *testing.T) {
 func TestDiscoverAloopBoardDevice(t *testing.T) {
 	root := tree(t, filepath.Join(alsaTrees, "aloop-links.tree"))
 	grepDump(t, root, filepath.Join(alsaTrees, "sysfs-grep-dump-snd_aloop-and-lis3lv02d-excerpt.txt"))
-	scan, err := Discover(root)
+	scan, err := Discover(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func TestDiscoverAloopBoardDevice(t *testing.T) {
 // virtual controller has no USB device and is not published.
 func TestDiscoverBluetoothAdapters(t *testing.T) {
 	root := tree(t, hciTree, "testdata/btusb-links.tree")
-	scan, err := Discover(root)
+	scan, err := Discover(root, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestDiscoverDesktop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scan, err := Discover(d.Sys)
+	scan, err := Discover(d.Sys, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func FuzzDevice(f *testing.F) {
 		must(os.Symlink(dir, filepath.Join(card, "device")))
 		must(os.Symlink(card, filepath.Join(root, "class", "sound", "card1")))
 
-		scan, err := Discover(root)
+		scan, err := Discover(root, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

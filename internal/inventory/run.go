@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pciids"
 	"github.com/liken-sh/operators/internal/settle"
 	"github.com/liken-sh/operators/internal/uevent"
 )
@@ -21,6 +22,9 @@ import (
 const (
 	DefaultSysRoot = "/sys"
 	DefaultDevRoot = "/dev"
+	// DefaultPCIIDs is where Debian's pci.ids package puts the PCI ID
+	// database, and where the driver's image carries it.
+	DefaultPCIIDs = "/usr/share/misc/pci.ids"
 	// DefaultRescanQuiet is how long uevents must pause before a rescan:
 	// the dozen uevents of one USB device plugging in make one walk.
 	DefaultRescanQuiet = time.Second
@@ -51,6 +55,10 @@ type Config struct {
 	// SysRoot and DevRoot are where sysfs and /dev are; a test points
 	// them at a recorded tree.
 	SysRoot, DevRoot string
+	// PCIIDs is the PCI ID database that names PCI devices (the name
+	// attribute); DefaultPCIIDs when empty. A missing database leaves
+	// PCI devices without a name, logged once.
+	PCIIDs string
 	// DRA locates the kubelet and CDI directories; DriverName, CDIClass,
 	// NodeName, KubeClient and Registerer are filled in by Run.
 	DRA dra.Options
@@ -75,6 +83,9 @@ func (c *Config) complete() error {
 	}
 	if c.DevRoot == "" {
 		c.DevRoot = DefaultDevRoot
+	}
+	if c.PCIIDs == "" {
+		c.PCIIDs = DefaultPCIIDs
 	}
 	if c.RescanQuiet <= 0 {
 		c.RescanQuiet = DefaultRescanQuiet
@@ -120,7 +131,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err := CheckAlone(ctx, cfg.KubeClient, cfg.NodeName, cfg.DRA.RegistrarDir); err != nil {
 		return err
 	}
-	d := &driver{cfg: cfg}
+	d := &driver{cfg: cfg, pci: pciids.Open(cfg.PCIIDs)}
 	if err := d.scan(logger, 0); err != nil {
 		return err
 	}
@@ -181,6 +192,9 @@ func Run(ctx context.Context, cfg Config) error {
 type driver struct {
 	cfg  Config
 	core *dra.Driver
+	pci  *pciids.DB
+
+	pciMissing bool // the pass's: the database's absence was logged
 
 	burst counter // relevant uevents since the last pass
 
@@ -242,9 +256,13 @@ func (d *driver) refresh(logger klog.Logger) {
 
 // scan walks sysfs, logs problems that are new, and keeps the result.
 func (d *driver) scan(logger klog.Logger, uevents int) error {
-	scan, err := Discover(d.cfg.SysRoot)
+	scan, err := Discover(d.cfg.SysRoot, d.pci)
 	if err != nil {
 		return err
+	}
+	if err := d.pci.Err(); err != nil && !d.pciMissing {
+		d.pciMissing = true
+		logger.Info("PCI devices are published without a name", "reason", err.Error())
 	}
 	if uevents >= burstLog {
 		logger.Info("One rescan for a burst of uevents", "uevents", uevents, "devices", len(scan.Devices))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/liken-sh/operators/internal/pciids"
 	"github.com/liken-sh/operators/internal/regularfile"
 )
 
@@ -28,7 +29,8 @@ var (
 // sysfs reads one sysfs tree, normally mounted at /sys.
 type sysfs struct {
 	root    string
-	devices string // <root>/devices with every link resolved
+	devices string     // <root>/devices with every link resolved
+	pci     *pciids.DB // PCI devices' names; nil: none
 }
 
 func openSysfs(root string) (sysfs, error) {

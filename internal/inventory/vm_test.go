@@ -22,7 +22,7 @@ func TestVMDiscoverSoundCards(t *testing.T) {
 	if err := guest.LoadSoundCards(); err != nil {
 		t.Fatal(err)
 	}
-	scan, err := Discover("/sys")
+	scan, err := Discover("/sys", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestVMDiscoverSoundCards(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if s, _ := Discover("/sys"); slices.Contains(names(s), "platform-snd-aloop-0") {
+	if s, _ := Discover("/sys", nil); slices.Contains(names(s), "platform-snd-aloop-0") {
 		t.Errorf("snd-aloop unloaded, still found: %v", names(s))
 	}
 	relevant("add", func() {
@@ -115,7 +115,7 @@ func TestVMDiscoverSoundCards(t *testing.T) {
 		}
 	})
 	if !guest.WaitFor(5*time.Second, func() bool {
-		s, _ := Discover("/sys")
+		s, _ := Discover("/sys", nil)
 		return slices.Contains(names(s), "platform-snd-aloop-0")
 	}) {
 		t.Error("snd-aloop loaded again, not found")
@@ -136,7 +136,7 @@ func TestVMBtvirtIsNoAdapter(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer b.Stop()
-	scan, err := Discover("/sys")
+	scan, err := Discover("/sys", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

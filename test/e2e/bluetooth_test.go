@@ -116,7 +116,7 @@ func TestBluetoothOperator(t *testing.T) {
 	}
 	kl := kubelet.New(client, draOpts.RegistrarDir)
 	t.Cleanup(func() { kl.Close() })
-	plugin, err := kl.Discover(ctx, bluetooth.DriverName)
+	plugin, err := kl.Discover(ctx, bluetooth.DriverName, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
