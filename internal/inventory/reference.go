@@ -17,7 +17,7 @@ var AttributeReference = []dra.AttributeDoc{
 	{Name: "vendor", Type: "string", Doc: "the vendor id, four lowercase hex digits"},
 	{Name: "product", Type: "string", Doc: "the product (PCI device) id, four lowercase hex digits"},
 	{Name: "serial", Type: "string", Doc: "the USB device's serial number string; USB only"},
-	{Name: "name", Type: "string", Doc: "the USB device's product string, else the interface's; USB only"},
+	{Name: "name", Type: "string", Doc: "on USB the device's product string, else the interface's; on PCI the device's name in the PCI ID database (absent when the database does not list it)"},
 	{Name: "modalias", Type: "string", Doc: "the kernel's modalias for the device"},
 	{Name: "subsystem", Type: "string", Doc: "`sound` on a sound controller"},
 	{Name: "sound.liken.sh/supportsSound", Type: "bool", Doc: "true on a sound controller, which the audio operator's claim selects"},
