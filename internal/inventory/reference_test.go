@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pciids"
 	"github.com/liken-sh/operators/test/fakesys"
 )
 
@@ -28,7 +29,7 @@ func TestReferenceListsEveryPublishedAttribute(t *testing.T) {
 	}
 	published := map[dra.QualifiedName]bool{}
 	for _, root := range roots {
-		scan, err := Discover(root)
+		scan, err := Discover(root, pciids.Open("testdata/pci.ids"))
 		if err != nil {
 			t.Fatal(err)
 		}
