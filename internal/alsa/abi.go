@@ -43,8 +43,12 @@ const (
 	elemValueIntegers   = 128 // long value.integer.value[128]
 	elemValueInteger64s = 64  // long long value.integer64.value[64]
 	elemValueBytes      = 512 // unsigned char value.bytes.data[512]
-	iec958Size          = 176 // sizeof(struct snd_aes_iec958)
 )
+
+// IEC958Size is the size in bytes of an IEC958 element's value, struct
+// snd_aes_iec958 (include/uapi/sound/asound.h): 24 bytes of channel
+// status, 147 of subcode, a pad byte and 4 of digital subframe.
+const IEC958Size = 176
 
 // ctlElemID is struct snd_ctl_elem_id (64 bytes).
 type ctlElemID struct {

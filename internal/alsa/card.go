@@ -63,8 +63,9 @@ func (p PCM) String() string {
 // ALSAPath is the device string PipeWire's api.alsa.path takes: "hw:0,3".
 func (p PCM) ALSAPath() string { return fmt.Sprintf("hw:%d,%d", p.Info.Card, p.Info.Device) }
 
-// maxPCMDevices bounds the PCM enumeration against a looping backend.
-const maxPCMDevices = 256
+// MaxPCMDevices bounds the PCM enumeration against a looping backend:
+// ReadCard asks a card for at most this many PCM devices.
+const MaxPCMDevices = 256
 
 // ReadCard reads a card through its control interface: CARD_INFO, the
 // element list, every PCM device (PCM_NEXT_DEVICE) in both directions
@@ -88,7 +89,7 @@ func ReadCard(c Control) (*Card, error) {
 		return slices.ContainsFunc(ids, func(id ElemID) bool { return id.sameElement(want) })
 	}
 	dev := -1
-	for range maxPCMDevices {
+	for range MaxPCMDevices {
 		next, err := c.NextPCMDevice(dev)
 		if err != nil {
 			return nil, err

@@ -92,8 +92,8 @@ func encodeElemInfo(info ElemInfo, item uint32) ctlElemInfo {
 
 // decodeValue reads count values of type t out of the value union.
 func decodeValue(t ElemType, count int, raw *[1024]byte) (Value, error) {
-	if count < 0 || count > t.maxCount() {
-		return Value{}, fmt.Errorf("%s element with %d values (at most %d)", t, count, t.maxCount())
+	if count < 0 || count > t.MaxCount() {
+		return Value{}, fmt.Errorf("%s element with %d values (at most %d)", t, count, t.MaxCount())
 	}
 	v := Value{Type: t}
 	switch t {
@@ -115,7 +115,7 @@ func decodeValue(t ElemType, count int, raw *[1024]byte) (Value, error) {
 	case TypeBytes:
 		v.Bytes = append([]byte{}, raw[:count]...)
 	case TypeIEC958:
-		v.Bytes = append([]byte{}, raw[:iec958Size]...)
+		v.Bytes = append([]byte{}, raw[:IEC958Size]...)
 	}
 	return v, nil
 }
@@ -131,9 +131,9 @@ func encodeValue(v Value, t ElemType, count int, raw *[1024]byte) error {
 	case TypeBytes:
 		got = len(v.Bytes)
 	case TypeIEC958:
-		want, got = iec958Size, len(v.Bytes)
+		want, got = IEC958Size, len(v.Bytes)
 	}
-	if got != want || count > t.maxCount() {
+	if got != want || count > t.MaxCount() {
 		return fmt.Errorf("%d values for a %s element that holds %d", got, t, want)
 	}
 	switch t {

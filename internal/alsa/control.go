@@ -122,8 +122,8 @@ func ParseElemType(s string) (ElemType, error) {
 	return 0, fmt.Errorf("unknown element type %q", s)
 }
 
-// maxCount is the most values one element of type t holds inline.
-func (t ElemType) maxCount() int {
+// MaxCount is the most values one element of type t holds inline.
+func (t ElemType) MaxCount() int {
 	switch t {
 	case TypeBoolean, TypeInteger, TypeEnumerated:
 		return elemValueIntegers

@@ -12,18 +12,15 @@
 //     [Dump] (JSON) and changes it the way hardware changes, with the
 //     events the kernel would send. [Opener] picks one: [DevOpener] for
 //     /dev/snd, [DumpDir] for a directory of dumps.
-//   - [ImportAlsaInfo], [ImportAlsactlState] and [ImportAmixerContents]
-//     turn what people post about real cards (alsa-info.sh reports,
-//     alsactl state, `amixer contents`) into dumps.
 //   - [ScanDevSnd] lists the control and PCM nodes a container was given;
 //     [ReadCard] reads everything about a card's PCMs: PCM ids, each HDMI/DP
 //     output's ELD (parsed by package eld), channel maps, jacks.
 //   - [ReadCardIdentity] places a card in sysfs (PCI function or USB
 //     device, driver) for names that survive reboots; [ConnectionType]
 //     classifies an output; [ChooseLayout] picks its channel layout.
-//   - [ExerciseDevSnd] is the real-kernel check the VM tier runs: every
-//     ioctl against real cards, including the event a write causes. This
-//     package's tests run the same checks against recorded cards.
+//
+// Package alsatest turns what people post about real cards into dumps
+// and holds the real-kernel checks the VM tier runs.
 //
 // Card and PCM numbers are this boot's; the stable identity of an output
 // is its card's [CardIdentity] and its PCM's id.

@@ -12,7 +12,7 @@ import (
 
 // Dump is one card's control interface as recorded, the file format of the
 // recorded backend: JSON, one card per file (card<N>.json in a [DumpDir]).
-// [ImportAlsaInfo] and [ImportAmixerContents] build dumps from what people
+// Package alsatest's importers build dumps from what people
 // post (alsa-info.sh reports, `amixer contents`); a test or a demo edits
 // them to make hardware change.
 type Dump struct {
@@ -249,8 +249,8 @@ func (dc *DumpControl) build() (*recElem, error) {
 	if err := checkCString(dc.Name, ctlElemNameMaxLen-1); err != nil {
 		return nil, fmt.Errorf("name: %v", err)
 	}
-	if dc.Count < 0 || dc.Count > typ.maxCount() || typ == TypeIEC958 && dc.Count != 1 {
-		return nil, fmt.Errorf("count %d for a %s element (at most %d)", dc.Count, typ, typ.maxCount())
+	if dc.Count < 0 || dc.Count > typ.MaxCount() || typ == TypeIEC958 && dc.Count != 1 {
+		return nil, fmt.Errorf("count %d for a %s element (at most %d)", dc.Count, typ, typ.MaxCount())
 	}
 	e := &recElem{info: ElemInfo{
 		ID:   ElemID{NumID: dc.NumID, Iface: iface, Device: dc.Device, Subdevice: dc.Subdevice, Name: dc.Name, Index: dc.Index},
@@ -285,7 +285,7 @@ func (dc *DumpControl) build() (*recElem, error) {
 		}
 		want := dc.Count
 		if typ == TypeIEC958 {
-			want = iec958Size
+			want = IEC958Size
 		}
 		if len(b) != want {
 			return nil, fmt.Errorf("%d bytes for a %s element that holds %d", len(b), typ, want)
@@ -313,8 +313,8 @@ func (dc *DumpControl) build() (*recElem, error) {
 			}
 		}
 	case TypeEnumerated:
-		if len(dc.Items) == 0 || len(dc.Items) > maxEnumItems {
-			return nil, fmt.Errorf("%d items (1..%d)", len(dc.Items), maxEnumItems)
+		if len(dc.Items) == 0 || len(dc.Items) > MaxEnumItems {
+			return nil, fmt.Errorf("%d items (1..%d)", len(dc.Items), MaxEnumItems)
 		}
 		for _, it := range dc.Items {
 			if err := checkCString(it, 63); err != nil {

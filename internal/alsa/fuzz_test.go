@@ -50,41 +50,6 @@ func FuzzDecodeDump(f *testing.F) {
 	})
 }
 
-// FuzzImportAlsaInfo: no report panics the importer, and every dump it
-// returns is valid and served.
-func FuzzImportAlsaInfo(f *testing.F) {
-	addFile(f, xpsAlsaInfo)
-	f.Fuzz(func(t *testing.T, text []byte) {
-		info, err := ImportAlsaInfo(text)
-		if err != nil {
-			return
-		}
-		for _, d := range info.Cards {
-			if _, err := NewRecorded(d); err != nil {
-				t.Fatalf("imported dump not served: %v", err)
-			}
-		}
-	})
-}
-
-// FuzzImportAmixerContents: no input panics the importer; its controls
-// either validate or are refused with an error.
-func FuzzImportAmixerContents(f *testing.F) {
-	addFile(f, tglAmixer)
-	f.Fuzz(func(t *testing.T, text []byte) {
-		cs, err := ImportAmixerContents(text)
-		if err != nil {
-			return
-		}
-		d := &Dump{Info: DumpCardInfo{ID: "x", Driver: "y", Name: "z"}, Controls: cs}
-		if err := d.Validate(); err == nil {
-			if _, err := NewRecorded(d); err != nil {
-				t.Fatal(err)
-			}
-		}
-	})
-}
-
 // FuzzParseEvents: any whole number of records parses, and re-encoding
 // what was parsed parses to the same events.
 func FuzzParseEvents(f *testing.F) {

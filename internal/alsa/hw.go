@@ -138,8 +138,9 @@ func (h *HWControl) Elements() ([]ElemID, error) {
 	return nil, fmt.Errorf("%s: ELEM_LIST: the element list kept growing", h.path)
 }
 
-// maxEnumItems bounds the item-name queries of one ENUMERATED element.
-const maxEnumItems = 4096
+// MaxEnumItems bounds the item names of one ENUMERATED element: the
+// ioctl backend reads at most this many, and a dump may hold no more.
+const MaxEnumItems = 4096
 
 func (h *HWControl) elemInfo(id ElemID, withItems bool) (ElemInfo, error) {
 	c := ctlElemInfo{id: fromID(id)}
@@ -151,8 +152,8 @@ func (h *HWControl) elemInfo(id ElemID, withItems bool) (ElemInfo, error) {
 		return info, nil
 	}
 	n := enumItems(&c)
-	if n > maxEnumItems {
-		return ElemInfo{}, fmt.Errorf("%s: ELEM_INFO %s: %d enumerated items (at most %d read)", h.path, info.ID, n, maxEnumItems)
+	if n > MaxEnumItems {
+		return ElemInfo{}, fmt.Errorf("%s: ELEM_INFO %s: %d enumerated items (at most %d read)", h.path, info.ID, n, MaxEnumItems)
 	}
 	for i := range n {
 		q := ctlElemInfo{id: fromID(ElemID{NumID: info.ID.NumID})}

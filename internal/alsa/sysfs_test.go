@@ -1,115 +1,39 @@
-package alsa
+package alsa_test
 
 import (
-	"bufio"
 	"errors"
 	"io/fs"
 	"os"
-	"path/filepath"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/test/fakesys"
 )
 
 // buildTree lays out under root what a testdata/sysfs/*.tree manifest
-// says: "dir P", "file P CONTENT" (the rest of the line, or a Go-quoted
-// string; a newline is added) and "link P TARGET" (a TARGET starting with
-// / is taken from root and written relative, as sysfs writes its links).
+// says (fakesys.BuildTree's format).
 func buildTree(t testing.TB, root, manifest string) {
 	t.Helper()
-	f, err := os.Open(manifest)
+	data, err := os.ReadFile(manifest)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for n := 1; sc.Scan(); n++ {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		fields := strings.SplitN(line, " ", 3)
-		if len(fields) < 2 || !filepath.IsLocal(fields[1]) {
-			t.Fatalf("%s:%d: %q", manifest, n, line)
-		}
-		path := filepath.Join(root, fields[1])
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		switch {
-		case fields[0] == "dir":
-			err = os.MkdirAll(path, 0o755)
-		case fields[0] == "file" && len(fields) == 3:
-			content := fields[2]
-			if strings.HasPrefix(content, `"`) {
-				if content, err = strconv.Unquote(content); err != nil {
-					t.Fatalf("%s:%d: %v", manifest, n, err)
-				}
-			}
-			err = os.WriteFile(path, []byte(content+"\n"), 0o644)
-		case fields[0] == "link" && len(fields) == 3:
-			target := fields[2]
-			if abs, ok := strings.CutPrefix(target, "/"); ok {
-				target, err = filepath.Rel(filepath.Dir(path), filepath.Join(root, abs))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := os.MkdirAll(filepath.Join(root, abs), 0o755); err != nil {
-					t.Fatal(err)
-				}
-			}
-			err = os.Symlink(target, path)
-		default:
-			t.Fatalf("%s:%d: %q", manifest, n, line)
-		}
-		if err != nil {
-			t.Fatalf("%s:%d: %v", manifest, n, err)
-		}
+	if err := fakesys.BuildTree(data, root); err != nil {
+		t.Fatalf("%s: %v", manifest, err)
 	}
 }
 
-var grepDumpLine = regexp.MustCompile(`^/sys/(\S*?):(?: (.*))?$`)
-
 // loadGrepDump writes the files of a "PATH: VALUE" dump (the uevent
-// fixture's form) under root; a line without the /sys/ prefix continues
-// the file above.
+// fixture's form) under root.
 func loadGrepDump(t testing.TB, root, dump string) {
 	t.Helper()
 	data, err := os.ReadFile(dump)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := map[string][]string{}
-	var order []string
-	last := ""
-	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		if m := grepDumpLine.FindStringSubmatch(line); m != nil {
-			last = m[1]
-			order = append(order, last)
-			files[last] = nil
-			if m[2] != "" {
-				files[last] = []string{m[2]}
-			}
-			continue
-		}
-		if last == "" {
-			t.Fatalf("%s: %q before any path", dump, line)
-		}
-		files[last] = append(files[last], line)
-	}
-	for _, p := range order {
-		path := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		content := strings.Join(files[p], "\n")
-		if content != "" {
-			content += "\n"
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := fakesys.LoadGrepDump(data, root); err != nil {
+		t.Fatalf("%s: %v", dump, err)
 	}
 }
 
@@ -131,24 +55,24 @@ func TestReadCardIdentity(t *testing.T) {
 		name  string
 		sysfs string
 		card  int
-		want  CardIdentity
+		want  alsa.CardIdentity
 	}{
-		{"SOF machine device below its PCI controller", xps, 0, CardIdentity{Card: 0, ID: "sofsoundwire",
+		{"SOF machine device below its PCI controller", xps, 0, alsa.CardIdentity{Card: 0, ID: "sofsoundwire",
 			Bus: "pci", Location: "0000:00:1f.3", DeviceBus: "platform", Driver: "sof_sdw"}},
-		{"USB headset", xps, 1, CardIdentity{Card: 1, ID: "USB", Bus: "usb", Location: "3-1.1", DeviceBus: "usb",
+		{"USB headset", xps, 1, alsa.CardIdentity{Card: 1, ID: "USB", Bus: "usb", Location: "3-1.1", DeviceBus: "usb",
 			Driver: "snd-usb-audio", USBVendor: "1532", USBProduct: "0526", USBSerial: "00000000",
 			USBManufacturer: "Razer", USBProductName: "Razer Kraken X USB"}},
-		{"USB dock behind two hubs", xps, 2, CardIdentity{Card: 2, ID: "Dock", Bus: "usb", Location: "3-2.3.4", DeviceBus: "usb",
+		{"USB dock behind two hubs", xps, 2, alsa.CardIdentity{Card: 2, ID: "Dock", Bus: "usb", Location: "3-2.3.4", DeviceBus: "usb",
 			Driver: "snd-usb-audio", USBVendor: "0bda", USBProduct: "402e", USBSerial: "200901010001",
 			USBManufacturer: "Generic", USBProductName: "USB Audio"}},
-		{"snd-aloop (recorded files)", aloop, 2, CardIdentity{Card: 2, ID: "Loopback", Bus: "platform",
+		{"snd-aloop (recorded files)", aloop, 2, alsa.CardIdentity{Card: 2, ID: "Loopback", Bus: "platform",
 			Location: "snd_aloop.0", DeviceBus: "platform", Driver: "snd_aloop"}},
-		{"HDA on the PCI function", hda, 0, CardIdentity{Card: 0, ID: "PCH", Bus: "pci", Location: "0000:00:1f.3",
+		{"HDA on the PCI function", hda, 0, alsa.CardIdentity{Card: 0, ID: "PCH", Bus: "pci", Location: "0000:00:1f.3",
 			DeviceBus: "pci", Driver: "snd_hda_intel"}},
-		{"no device link", hda, 9, CardIdentity{Card: 9, ID: "Virtual"}},
+		{"no device link", hda, 9, alsa.CardIdentity{Card: 9, ID: "Virtual"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ReadCardIdentity(tc.sysfs, tc.card)
+			got, err := alsa.ReadCardIdentity(tc.sysfs, tc.card)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,7 +85,58 @@ func TestReadCardIdentity(t *testing.T) {
 			}
 		})
 	}
-	if _, err := ReadCardIdentity(xps, 5); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := alsa.ReadCardIdentity(xps, 5); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("missing card: %v; want ErrNotExist", err)
+	}
+}
+
+// xpsCard is one recorded XPS 17 card.
+func xpsCard(t testing.TB, card int) *alsa.Recorded {
+	t.Helper()
+	r, err := alsa.NewDumpDir("testdata/xps9700").Recorded(card)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// TestReadCardUSB: the Razer's read-only channel map (3 4 = FL FR) gives
+// its layout; the dock's (0 0) says nothing.
+func TestReadCardUSB(t *testing.T) {
+	sysfs := xpsSysfs(t)
+	for _, tc := range []struct {
+		card   int
+		layout string
+	}{{1, "FL,FR"}, {2, ""}} {
+		c := xpsCard(t, tc.card).Open()
+		card, err := alsa.ReadCard(c)
+		c.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ident, err := alsa.ReadCardIdentity(sysfs, tc.card)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := card.PCM(0, alsa.Playback)
+		if got := alsa.ConnectionType(*p, card.Info, ident); got != alsa.ConnUSB {
+			t.Errorf("card %d: %q", tc.card, got)
+		}
+		// The card driver alone says USB too, with no sysfs.
+		if got := alsa.ConnectionType(*p, card.Info, alsa.CardIdentity{}); got != alsa.ConnUSB {
+			t.Errorf("card %d without sysfs: %q", tc.card, got)
+		}
+		l := alsa.ChooseLayout(*p, alsa.ConnUSB)
+		if l.Position() != tc.layout || (tc.layout != "" && (l.Channels != 2 || l.Source != alsa.LayoutChannelMap)) {
+			t.Errorf("card %d: layout %+v", tc.card, l)
+		}
+		if p.Info.ID != "USB Audio" || p.HasELD {
+			t.Errorf("card %d: %+v", tc.card, p.Info)
+		}
+	}
+	c := xpsCard(t, 1).Open()
+	defer c.Close()
+	if pi, err := c.PCMInfo(0, 0, alsa.Playback); err != nil || pi.SubdevicesAvail != 0 || pi.Subname != "subdevice #0" {
+		t.Errorf("busy Razer PCM: %+v %v", pi, err)
 	}
 }

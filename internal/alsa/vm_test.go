@@ -1,11 +1,13 @@
 //go:build vmtier
 
-package alsa
+package alsa_test
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/alsa/alsatest"
 	"github.com/liken-sh/operators/test/vm/guest"
 )
 
@@ -16,7 +18,7 @@ func TestVMExerciseDevSnd(t *testing.T) {
 	if err := guest.LoadSoundCards(); err != nil {
 		t.Fatal(err)
 	}
-	reports, err := ExerciseDevSnd(DevSndRoot, "/sys")
+	reports, err := alsatest.ExerciseDevSnd(alsa.DevSndRoot, "/sys")
 	for _, r := range reports {
 		for _, line := range r.Log {
 			t.Log(line)
@@ -45,7 +47,7 @@ func TestVMExerciseDevSnd(t *testing.T) {
 		if len(r.PCMs) == 0 || r.Read == 0 {
 			t.Errorf("card %d (%s): %d PCM streams, %d elements read", i, r.Card.Driver, len(r.PCMs), r.Read)
 		}
-		if r.Event.Mask&EventValue == 0 || r.Event.ID.NumID != r.Wrote.NumID || r.Event.ID.Name != r.Wrote.Name {
+		if r.Event.Mask&alsa.EventValue == 0 || r.Event.ID.NumID != r.Wrote.NumID || r.Event.ID.Name != r.Wrote.Name {
 			t.Errorf("card %d (%s): wrote %s, event %s on %s", i, r.Card.Driver, r.Wrote, r.Event.Mask, r.Event.ID)
 		}
 	}

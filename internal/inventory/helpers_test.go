@@ -2,8 +2,6 @@ package inventory
 
 import (
 	"os"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,44 +27,16 @@ func tree(t testing.TB, manifests ...string) string {
 	return root
 }
 
-var grepDumpLine = regexp.MustCompile(`^/sys/(\S*?):(?: (.*))?$`)
-
 // grepDump writes the files of a "PATH: VALUE" dump (the uevent fixture's
-// shape: a line without the /sys/ prefix continues the file above) under
-// root.
+// shape) under root.
 func grepDump(t testing.TB, root, dump string) {
 	t.Helper()
 	data, err := os.ReadFile(dump)
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := map[string][]string{}
-	var order []string
-	last := ""
-	for _, line := range strings.Split(strings.TrimRight(string(data), "\n"), "\n") {
-		if m := grepDumpLine.FindStringSubmatch(line); m != nil {
-			last = m[1]
-			order = append(order, last)
-			files[last] = nil
-			if m[2] != "" {
-				files[last] = []string{m[2]}
-			}
-			continue
-		}
-		files[last] = append(files[last], line)
-	}
-	for _, p := range order {
-		path := filepath.Join(root, p)
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		content := strings.Join(files[p], "\n")
-		if content != "" {
-			content += "\n"
-		}
-		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
+	if err := fakesys.LoadGrepDump(data, root); err != nil {
+		t.Fatalf("%s: %v", dump, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/alsa/alsatest"
 	"github.com/liken-sh/operators/test/fakesys"
 	"golang.org/x/sys/unix"
 )
@@ -230,7 +231,7 @@ func TestReadTGLDecibels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cs, err := alsa.ImportAmixerContents(text)
+	cs, err := alsatest.ImportAmixerContents(text)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package alsa
+package alsatest
 
 import (
 	"encoding/binary"
@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/liken-sh/operators/internal/alsa"
 )
 
 // Reading alsactl's state files ("alsactl store", and the "Alsactl output"
@@ -189,16 +191,16 @@ func parseConfBody(l *confLexer, parent *confNode, depth int) error {
 // count, range (min, max, step), enumerated items, value(s), dB range and
 // TLV (when the state carries one as comment.tlv). An element the dump
 // format cannot hold is an error naming its line.
-func ImportAlsactlState(text string) (map[string][]DumpControl, error) {
+func ImportAlsactlState(text string) (map[string][]alsa.DumpControl, error) {
 	return importAlsactlState(text, 1)
 }
 
-func importAlsactlState(text string, firstLine int) (map[string][]DumpControl, error) {
+func importAlsactlState(text string, firstLine int) (map[string][]alsa.DumpControl, error) {
 	root, err := parseConf(text, firstLine)
 	if err != nil {
 		return nil, fmt.Errorf("alsactl state: %w", err)
 	}
-	out := map[string][]DumpControl{}
+	out := map[string][]alsa.DumpControl{}
 	for _, st := range root.children {
 		id, ok := strings.CutPrefix(st.key, "state.")
 		if !ok || id == "" || st.children == nil {
@@ -207,7 +209,7 @@ func importAlsactlState(text string, firstLine int) (map[string][]DumpControl, e
 		if _, dup := out[id]; dup {
 			return nil, fmt.Errorf("alsactl state line %d: state.%s appears twice", st.line, id)
 		}
-		controls := []DumpControl{}
+		controls := []alsa.DumpControl{}
 		for _, c := range st.children {
 			dc, err := importAlsactlControl(c)
 			if err != nil {
@@ -222,16 +224,16 @@ func importAlsactlState(text string, firstLine int) (map[string][]DumpControl, e
 
 var alsactlRange = regexp.MustCompile(`^(-?[0-9]+) - (-?[0-9]+)(?: \(step ([0-9]+)\))?$`)
 
-func importAlsactlControl(c *confNode) (DumpControl, error) {
+func importAlsactlControl(c *confNode) (alsa.DumpControl, error) {
 	num, ok := strings.CutPrefix(c.key, "control.")
 	if !ok || c.children == nil {
-		return DumpControl{}, fmt.Errorf("%q is not a control.<numid> block", c.key)
+		return alsa.DumpControl{}, fmt.Errorf("%q is not a control.<numid> block", c.key)
 	}
 	numid, err := strconv.ParseUint(num, 10, 32)
 	if err != nil || numid == 0 {
-		return DumpControl{}, fmt.Errorf("%q: numid is not a number above 0", c.key)
+		return alsa.DumpControl{}, fmt.Errorf("%q: numid is not a number above 0", c.key)
 	}
-	dc := DumpControl{NumID: uint32(numid)}
+	dc := alsa.DumpControl{NumID: uint32(numid)}
 	values := map[int]*confNode{}
 	comment := &confNode{}
 	seen := map[string]bool{}
@@ -265,7 +267,7 @@ func importAlsactlControl(c *confNode) (DumpControl, error) {
 			values[0] = n
 		case strings.HasPrefix(n.key, "value."):
 			i, perr := strconv.Atoi(strings.TrimPrefix(n.key, "value."))
-			if perr != nil || i < 0 || i >= elemValueBytes {
+			if perr != nil || i < 0 || i >= alsa.TypeBytes.MaxCount() {
 				return dc, fmt.Errorf("%s is not value.<index>", n.key)
 			}
 			values[i] = n
@@ -317,7 +319,7 @@ func importAlsactlControl(c *confNode) (DumpControl, error) {
 			}
 		case strings.HasPrefix(n.key, "item."):
 			i, err := strconv.Atoi(strings.TrimPrefix(n.key, "item."))
-			if err != nil || i < 0 || i >= maxEnumItems {
+			if err != nil || i < 0 || i >= alsa.MaxEnumItems {
 				return dc, fmt.Errorf("comment.%s is not item.<index>", n.key)
 			}
 			items[i] = n.value
@@ -332,7 +334,7 @@ func importAlsactlControl(c *confNode) (DumpControl, error) {
 		}
 		// dbvalue.N and other comments are derived; not kept.
 	}
-	typ, err := ParseElemType(dc.Type)
+	typ, err := alsa.ParseElemType(dc.Type)
 	if err != nil {
 		return dc, err
 	}
@@ -348,7 +350,7 @@ func importAlsactlControl(c *confNode) (DumpControl, error) {
 	}
 
 	// The values, by type.
-	if typ == TypeBytes || typ == TypeIEC958 {
+	if typ == alsa.TypeBytes || typ == alsa.TypeIEC958 {
 		if len(values) > 1 {
 			return dc, fmt.Errorf("%s element with %d values", typ, len(values))
 		}
@@ -370,11 +372,11 @@ func importAlsactlControl(c *confNode) (DumpControl, error) {
 		}
 		var x int64
 		switch {
-		case typ == TypeBoolean && v.value == "true":
+		case typ == alsa.TypeBoolean && v.value == "true":
 			x = 1
-		case typ == TypeBoolean && v.value == "false":
+		case typ == alsa.TypeBoolean && v.value == "false":
 			x = 0
-		case typ == TypeEnumerated && (v.quoted || slices.Contains(dc.Items, v.value)):
+		case typ == alsa.TypeEnumerated && (v.quoted || slices.Contains(dc.Items, v.value)):
 			i := slices.Index(dc.Items, v.value)
 			if i < 0 {
 				return dc, fmt.Errorf("value %q is not one of the items", v.value)

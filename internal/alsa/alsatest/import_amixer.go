@@ -1,4 +1,4 @@
-package alsa
+package alsatest
 
 import (
 	"bufio"
@@ -8,16 +8,18 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/liken-sh/operators/internal/alsa"
 )
 
 // amixerAccess is the letter amixer prints for each access bit, in its
 // eight columns ("rw---R--"); alsa-utils amixer/amixer.c.
 var amixerAccess = [8]struct {
 	letter byte
-	bit    Access
+	bit    alsa.Access
 }{
-	{'r', AccessRead}, {'w', AccessWrite}, {'i', AccessInactive}, {'v', AccessVolatile},
-	{'l', AccessLock}, {'R', AccessTLVRead}, {'W', AccessTLVWrite}, {'C', AccessTLVCommand},
+	{'r', alsa.AccessRead}, {'w', alsa.AccessWrite}, {'i', alsa.AccessInactive}, {'v', alsa.AccessVolatile},
+	{'l', alsa.AccessLock}, {'R', alsa.AccessTLVRead}, {'W', alsa.AccessTLVWrite}, {'C', alsa.AccessTLVCommand},
 }
 
 var (
@@ -39,9 +41,9 @@ var (
 // (SNDRV_CTL_TLVT_DB_SCALE: min and step in 0.01 dB, mute flag in bit 16 of
 // the step word). Other TLV lines are refused rather than dropped. Errors
 // name the line.
-func ImportAmixerContents(text []byte) ([]DumpControl, error) {
-	var out []DumpControl
-	var cur *DumpControl
+func ImportAmixerContents(text []byte) ([]alsa.DumpControl, error) {
+	var out []alsa.DumpControl
+	var cur *alsa.DumpControl
 	sc := bufio.NewScanner(bytes.NewReader(text))
 	sc.Buffer(make([]byte, 64*1024), 1<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -60,7 +62,7 @@ func ImportAmixerContents(text []byte) ([]DumpControl, error) {
 			if err != nil {
 				return nil, fail("%v", err)
 			}
-			dc := DumpControl{Iface: "MIXER"}
+			dc := alsa.DumpControl{Iface: "MIXER"}
 			for _, p := range kv {
 				switch p[0] {
 				case "numid", "device", "subdevice", "index":
@@ -206,7 +208,7 @@ func amixerAccessWords(s string) (string, error) {
 	if len(s) != len(amixerAccess) {
 		return "", fmt.Errorf("not %d access columns", len(amixerAccess))
 	}
-	var a Access
+	var a alsa.Access
 	for i, col := range amixerAccess {
 		switch s[i] {
 		case col.letter:
@@ -220,14 +222,14 @@ func amixerAccessWords(s string) (string, error) {
 }
 
 // amixerValues reads the ": values=" list by the element's type.
-func amixerValues(dc *DumpControl, s string) error {
+func amixerValues(dc *alsa.DumpControl, s string) error {
 	switch dc.Type {
 	case "IEC958":
 		m := amixerIEC958.FindStringSubmatch(s)
 		if m == nil {
 			return fmt.Errorf("IEC958 value %q", s)
 		}
-		b := make([]byte, iec958Size)
+		b := make([]byte, alsa.IEC958Size)
 		for i := range 4 {
 			v, _ := strconv.ParseUint(m[i+1], 16, 8)
 			b[i] = byte(v)

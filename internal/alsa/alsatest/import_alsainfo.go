@@ -1,4 +1,4 @@
-package alsa
+package alsatest
 
 import (
 	"fmt"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/liken-sh/operators/internal/alsa"
 )
 
 // AlsaInfo is what ImportAlsaInfo reads out of an alsa-info.sh report.
@@ -13,7 +15,7 @@ type AlsaInfo struct {
 	// Cards are the recognised cards as dumps, by card number: card info
 	// from the card list and the amixer header, PCMs from aplay -l and
 	// arecord -l, controls from the alsactl state.
-	Cards []*Dump
+	Cards []*alsa.Dump
 	// DevSnd lists the node names the report shows directly under
 	// /dev/snd ("controlC0", "pcmC0D3p", "timer"), in report order.
 	DevSnd []string
@@ -42,8 +44,8 @@ func ImportAlsaInfo(text []byte) (AlsaInfo, error) {
 	if !ok {
 		return info, fmt.Errorf("alsa-info: no \"Soundcards recognised by ALSA\" section")
 	}
-	byNumber := map[int]*Dump{}
-	byID := map[string]*Dump{}
+	byNumber := map[int]*alsa.Dump{}
+	byID := map[string]*alsa.Dump{}
 	for i := 0; i < len(cards.lines); i++ {
 		line := cards.lines[i]
 		if strings.TrimSpace(line) == "" {
@@ -60,14 +62,14 @@ func ImportAlsaInfo(text []byte) (AlsaInfo, error) {
 		if byNumber[n] != nil || byID[m[2]] != nil {
 			return info, fmt.Errorf("alsa-info line %d: card %d (%s) listed twice", cards.first+i, n, m[2])
 		}
-		d := &Dump{Card: n, Source: "alsa-info.sh", Info: DumpCardInfo{ID: m[2], Driver: m[3], Name: m[4]}}
+		d := &alsa.Dump{Card: n, Source: "alsa-info.sh", Info: alsa.DumpCardInfo{ID: m[2], Driver: m[3], Name: m[4]}}
 		if i+1 < len(cards.lines) && !infoCardLine.MatchString(cards.lines[i+1]) {
 			d.Info.LongName = strings.TrimSpace(cards.lines[i+1])
 		}
 		byNumber[n], byID[m[2]] = d, d
 		info.Cards = append(info.Cards, d)
 	}
-	card := func(n int, line int) (*Dump, error) {
+	card := func(n int, line int) (*alsa.Dump, error) {
 		if d := byNumber[n]; d != nil {
 			return d, nil
 		}
@@ -75,14 +77,14 @@ func ImportAlsaInfo(text []byte) (AlsaInfo, error) {
 	}
 
 	if s, ok := sections["Aplay/Arecord output"]; ok {
-		stream := Playback
-		var last *DumpPCM
+		stream := alsa.Playback
+		var last *alsa.DumpPCM
 		for i, line := range s.lines {
 			switch {
 			case strings.Contains(line, "List of PLAYBACK Hardware Devices"):
-				stream, last = Playback, nil
+				stream, last = alsa.Playback, nil
 			case strings.Contains(line, "List of CAPTURE Hardware Devices"):
-				stream, last = Capture, nil
+				stream, last = alsa.Capture, nil
 			case infoPCMLine.MatchString(line):
 				m := infoPCMLine.FindStringSubmatch(line)
 				n, _ := strconv.Atoi(m[1])
@@ -91,7 +93,7 @@ func ImportAlsaInfo(text []byte) (AlsaInfo, error) {
 					return info, err
 				}
 				dev, _ := strconv.Atoi(m[4])
-				d.PCMs = append(d.PCMs, DumpPCM{Device: dev, Stream: stream.String(), ID: m[5], Name: m[6], Subdevices: 1, SubdevicesAvail: 1})
+				d.PCMs = append(d.PCMs, alsa.DumpPCM{Device: dev, Stream: stream.String(), ID: m[5], Name: m[6], Subdevices: 1, SubdevicesAvail: 1})
 				last = &d.PCMs[len(d.PCMs)-1]
 			case infoSubdevices.MatchString(line) && last != nil:
 				m := infoSubdevices.FindStringSubmatch(line)
@@ -102,7 +104,7 @@ func ImportAlsaInfo(text []byte) (AlsaInfo, error) {
 	}
 
 	if s, ok := sections["Amixer output"]; ok {
-		var cur *Dump
+		var cur *alsa.Dump
 		for i, line := range s.lines {
 			if m := infoMixerCard.FindStringSubmatch(line); m != nil {
 				n, _ := strconv.Atoi(m[1])
@@ -148,7 +150,7 @@ func ImportAlsaInfo(text []byte) (AlsaInfo, error) {
 		}
 	}
 
-	slices.SortFunc(info.Cards, func(a, b *Dump) int { return a.Card - b.Card })
+	slices.SortFunc(info.Cards, func(a, b *alsa.Dump) int { return a.Card - b.Card })
 	for _, d := range info.Cards {
 		if err := d.Validate(); err != nil {
 			return info, fmt.Errorf("alsa-info: %w", err)

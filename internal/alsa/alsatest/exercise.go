@@ -1,4 +1,4 @@
-package alsa
+package alsatest
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/liken-sh/operators/internal/alsa"
 	"github.com/liken-sh/operators/internal/alsa/eld"
 )
 
@@ -20,18 +21,18 @@ import (
 
 // ExerciseReport is what Exercise saw on one card.
 type ExerciseReport struct {
-	Card CardInfo
+	Card alsa.CardInfo
 	// Elements is the element count; Read and TLVs how many were read
 	// and how many TLVs.
 	Elements, Read, TLVs int
 	// PCMs are the PCM substreams' infos.
-	PCMs []PCMInfo
+	PCMs []alsa.PCMInfo
 	// ELDs counts the ELD elements read (valid or empty).
 	ELDs int
 	// Wrote is the element written to provoke an event, Event the event
 	// the second handle read for it.
-	Wrote ElemID
-	Event Event
+	Wrote alsa.ElemID
+	Event alsa.Event
 	// Log has one line per step, for the test's output.
 	Log []string
 }
@@ -50,7 +51,7 @@ var EventTimeout = 5 * time.Second
 // is read back as a VALUE event by the second, subscribed handle, after
 // which the old value is restored. card is the card number the node
 // should report. The first failure is returned with the report so far.
-func Exercise(open func() (Control, error), card int) (*ExerciseReport, error) {
+func Exercise(open func() (alsa.Control, error), card int) (*ExerciseReport, error) {
 	r := &ExerciseReport{}
 	logf := func(format string, args ...any) { r.Log = append(r.Log, fmt.Sprintf(format, args...)) }
 	a, err := open()
@@ -80,33 +81,33 @@ func Exercise(open func() (Control, error), card int) (*ExerciseReport, error) {
 	if len(ids) == 0 {
 		return r, errors.New("ELEM_LIST: no elements")
 	}
-	var writable *ElemInfo
+	var writable *alsa.ElemInfo
 	for _, id := range ids {
-		byNum, err := a.ElemInfo(ElemID{NumID: id.NumID})
+		byNum, err := a.ElemInfo(alsa.ElemID{NumID: id.NumID})
 		if err != nil {
 			return r, err
 		}
-		byName, err := a.ElemInfo(ElemID{Iface: id.Iface, Device: id.Device, Subdevice: id.Subdevice, Name: id.Name, Index: id.Index})
+		byName, err := a.ElemInfo(alsa.ElemID{Iface: id.Iface, Device: id.Device, Subdevice: id.Subdevice, Name: id.Name, Index: id.Index})
 		if err != nil {
 			return r, err
 		}
 		if byNum.ID != id || byName.ID != id {
 			return r, fmt.Errorf("ELEM_INFO of %s answers %s by numid and %s by name", id, byNum.ID, byName.ID)
 		}
-		if byNum.Type == TypeEnumerated && len(byNum.Items) == 0 {
+		if byNum.Type == alsa.TypeEnumerated && len(byNum.Items) == 0 {
 			return r, fmt.Errorf("ELEM_INFO of %s: ENUMERATED with no items", id)
 		}
-		if byNum.Access&AccessRead != 0 {
+		if byNum.Access&alsa.AccessRead != 0 {
 			v, err := a.Read(id)
 			if err != nil {
 				return r, err
 			}
-			if n := len(v.Ints) + len(v.Bytes); v.Type != byNum.Type || n != byNum.Count && byNum.Type != TypeIEC958 {
+			if n := len(v.Ints) + len(v.Bytes); v.Type != byNum.Type || n != byNum.Count && byNum.Type != alsa.TypeIEC958 {
 				return r, fmt.Errorf("ELEM_READ of %s: %d %s values, info says %d %s", id, n, v.Type, byNum.Count, byNum.Type)
 			}
 			r.Read++
 		}
-		if byNum.Access&AccessTLVRead != 0 {
+		if byNum.Access&alsa.AccessTLVRead != 0 {
 			tlv, err := a.TLV(id)
 			if err != nil {
 				return r, err
@@ -118,7 +119,7 @@ func Exercise(open func() (Control, error), card int) (*ExerciseReport, error) {
 			logf("TLV %s: type %d, %d bytes", id, tlv[0], tlv[1])
 		}
 		if id.IsELD() {
-			st, ok := ReadELD(a, int(id.Device))
+			st, ok := alsa.ReadELD(a, int(id.Device))
 			if !ok || st.Err != nil && !errors.Is(st.Err, eld.ErrEmpty) {
 				return r, fmt.Errorf("ELD of PCM %d: %v", id.Device, st.Err)
 			}
@@ -132,7 +133,7 @@ func Exercise(open func() (Control, error), card int) (*ExerciseReport, error) {
 	logf("%d elements, %d read, %d TLVs, %d ELDs", r.Elements, r.Read, r.TLVs, r.ELDs)
 
 	dev := -1
-	for range maxPCMDevices {
+	for range alsa.MaxPCMDevices {
 		next, err := a.NextPCMDevice(dev)
 		if err != nil {
 			return r, err
@@ -145,7 +146,7 @@ func Exercise(open func() (Control, error), card int) (*ExerciseReport, error) {
 		}
 		dev = next
 		found := false
-		for _, s := range []Stream{Playback, Capture} {
+		for _, s := range []alsa.Stream{alsa.Playback, alsa.Capture} {
 			pi, err := a.PCMInfo(dev, 0, s)
 			if err != nil {
 				continue
@@ -191,37 +192,37 @@ func Exercise(open func() (Control, error), card int) (*ExerciseReport, error) {
 }
 
 // canToggle picks elements a write can change and change back.
-func canToggle(info ElemInfo) bool {
-	if info.Access&(AccessRead|AccessWrite) != AccessRead|AccessWrite ||
-		info.Access&(AccessInactive|AccessLock|AccessVolatile) != 0 || info.Count < 1 {
+func canToggle(info alsa.ElemInfo) bool {
+	if info.Access&(alsa.AccessRead|alsa.AccessWrite) != alsa.AccessRead|alsa.AccessWrite ||
+		info.Access&(alsa.AccessInactive|alsa.AccessLock|alsa.AccessVolatile) != 0 || info.Count < 1 {
 		return false
 	}
 	switch info.Type {
-	case TypeBoolean:
+	case alsa.TypeBoolean:
 		return true
-	case TypeInteger:
+	case alsa.TypeInteger:
 		return info.Max > info.Min
-	case TypeEnumerated:
+	case alsa.TypeEnumerated:
 		return len(info.Items) >= 2
 	}
 	return false
 }
 
 // toggled changes the first value of v within the element's range.
-func toggled(info ElemInfo, v Value) Value {
-	out := cloneValue(v)
+func toggled(info alsa.ElemInfo, v alsa.Value) alsa.Value {
+	out := alsa.Value{Type: v.Type, Ints: slices.Clone(v.Ints), Bytes: slices.Clone(v.Bytes)}
 	x := out.Ints[0]
 	switch info.Type {
-	case TypeBoolean:
+	case alsa.TypeBoolean:
 		x = 1 - x
-	case TypeInteger:
+	case alsa.TypeInteger:
 		step := max(info.Step, 1)
 		if x+step <= info.Max {
 			x += step
 		} else {
 			x -= step
 		}
-	case TypeEnumerated:
+	case alsa.TypeEnumerated:
 		x = (x + 1) % int64(len(info.Items))
 	}
 	out.Ints[0] = x
@@ -230,9 +231,9 @@ func toggled(info ElemInfo, v Value) Value {
 
 // awaitEvent reads events on c until one for numid carries VALUE, within
 // EventTimeout; on timeout the handle is closed to end the read.
-func awaitEvent(c Control, numid uint32) (Event, error) {
+func awaitEvent(c alsa.Control, numid uint32) (alsa.Event, error) {
 	type result struct {
-		ev  Event
+		ev  alsa.Event
 		err error
 	}
 	done := make(chan result, 1)
@@ -244,7 +245,7 @@ func awaitEvent(c Control, numid uint32) (Event, error) {
 				return
 			}
 			for _, e := range evs {
-				if e.ID.NumID == numid && e.Mask != EventRemove && e.Mask&EventValue != 0 {
+				if e.ID.NumID == numid && e.Mask != alsa.EventRemove && e.Mask&alsa.EventValue != 0 {
 					done <- result{ev: e}
 					return
 				}
@@ -257,7 +258,7 @@ func awaitEvent(c Control, numid uint32) (Event, error) {
 	case <-time.After(EventTimeout):
 		c.Close()
 		<-done
-		return Event{}, fmt.Errorf("no VALUE event for numid %d within %s", numid, EventTimeout)
+		return alsa.Event{}, fmt.Errorf("no VALUE event for numid %d within %s", numid, EventTimeout)
 	}
 }
 
@@ -267,36 +268,36 @@ func awaitEvent(c Control, numid uint32) (Event, error) {
 // card's identity from the sysfs tree at sysfs. No control node at all is
 // an error: the caller expects cards. It is the VM tier's entry point.
 func ExerciseDevSnd(root, sysfs string) ([]*ExerciseReport, error) {
-	nodes, err := ScanDevSnd(root)
+	nodes, err := alsa.ScanDevSnd(root)
 	if err != nil {
 		return nil, err
 	}
 	if len(nodes.Controls) == 0 {
 		return nil, fmt.Errorf("no control node under %s", root)
 	}
-	return exerciseCards(nodes, DevOpener{Root: root}, sysfs)
+	return exerciseCards(nodes, alsa.DevOpener{Root: root}, sysfs)
 }
 
-func exerciseCards(nodes DevSnd, opener Opener, sysfs string) ([]*ExerciseReport, error) {
+func exerciseCards(nodes alsa.DevSnd, opener alsa.Opener, sysfs string) ([]*ExerciseReport, error) {
 	var reports []*ExerciseReport
 	for _, card := range nodes.Controls {
-		r, err := Exercise(func() (Control, error) { return opener.Open(card) }, card)
+		r, err := Exercise(func() (alsa.Control, error) { return opener.Open(card) }, card)
 		reports = append(reports, r)
 		if err != nil {
-			return reports, fmt.Errorf("card %d (%s): %w", card, ControlPath(nodes.Root, card), err)
+			return reports, fmt.Errorf("card %d (%s): %w", card, alsa.ControlPath(nodes.Root, card), err)
 		}
 		c, err := opener.Open(card)
 		if err != nil {
 			return reports, err
 		}
-		read, err := ReadCard(c)
+		read, err := alsa.ReadCard(c)
 		c.Close()
 		if err != nil {
 			return reports, fmt.Errorf("card %d: ReadCard: %w", card, err)
 		}
 		var fromCard, fromNodes []string
 		for _, p := range read.PCMs {
-			fromCard = append(fromCard, filepath.Base(PCMPath("", card, p.Device(), p.Stream())))
+			fromCard = append(fromCard, filepath.Base(alsa.PCMPath("", card, p.Device(), p.Stream())))
 		}
 		for _, p := range nodes.PCMs {
 			if p.Card == card {
@@ -309,7 +310,7 @@ func exerciseCards(nodes DevSnd, opener Opener, sysfs string) ([]*ExerciseReport
 			return reports, fmt.Errorf("card %d: the control interface has PCMs %v, %s has %v", card, fromCard, nodes.Root, fromNodes)
 		}
 		if sysfs != "" {
-			id, err := ReadCardIdentity(sysfs, card)
+			id, err := alsa.ReadCardIdentity(sysfs, card)
 			if err != nil {
 				return reports, err
 			}
