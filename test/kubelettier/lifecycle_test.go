@@ -18,6 +18,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/audio"
 	"github.com/liken-sh/operators/internal/bluetooth"
+	"github.com/liken-sh/operators/internal/inventory"
 	"github.com/liken-sh/operators/test/bluezsim"
 )
 
@@ -169,6 +170,7 @@ func kubeletRestart(t *testing.T, ctx context.Context) {
 	}
 	theNode.StopKubelet()
 	began := time.Now()
+	slicesBack := watchSlices(ctx, began, inventory.DriverName, audio.DriverName, bluetooth.DriverName)
 	must(t, theNode.StartKubelet(ctx))
 	// A new claim of each driver is prepared only by a registered plugin.
 	r, _, p2, _ := startConsumer(t, ctx, claimFor("speaker2", "audio-sink", "!("+monitorSink+")"), consumerPod("speaker2", "report", "speaker2", false))
@@ -181,6 +183,9 @@ func kubeletRestart(t *testing.T, ctx context.Context) {
 		for _, e := range events.Items {
 			t.Logf("speaker2 event: %s %s: %s", e.Reason, e.Type, e.Message)
 		}
+	}
+	for _, line := range slicesBack() {
+		t.Logf("FIGURE kubelet restart: %s", line)
 	}
 	if r.Env["PIPEWIRE_NODE"] == "" || r.Env["PIPEWIRE_NODE"] == speakerNode {
 		t.Errorf("the second speaker got PIPEWIRE_NODE %q", r.Env["PIPEWIRE_NODE"])
@@ -204,6 +209,60 @@ func kubeletRestart(t *testing.T, ctx context.Context) {
 		if registrations(t, driver) == 0 {
 			t.Errorf("the restarted kubelet has not registered %s again (%s)", driver, theNode.KubeletLog())
 		}
+	}
+}
+
+// watchSlices polls every 100 ms, from began until the returned function
+// is called, whether each driver has a ResourceSlice on the node, and
+// reports for each when its slices went (the kubelet removes the node's
+// slices when it starts) and when they were back, relative to began.
+func watchSlices(ctx context.Context, began time.Time, drivers ...string) func() []string {
+	ctx, cancel := context.WithCancel(ctx)
+	type span struct{ gone, back time.Duration }
+	spans := map[string]*span{}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for ctx.Err() == nil {
+			list, err := cluster.Client().ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+			if err == nil {
+				have := map[string]bool{}
+				for _, sl := range list.Items {
+					if sl.Spec.NodeName != nil && *sl.Spec.NodeName == theNode.Name() {
+						have[sl.Spec.Driver] = true
+					}
+				}
+				now := time.Since(began)
+				for _, d := range drivers {
+					sp := spans[d]
+					switch {
+					case !have[d] && sp == nil:
+						spans[d] = &span{gone: now}
+					case have[d] && sp != nil && sp.back == 0:
+						sp.back = now
+					}
+				}
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	})
+	return func() []string {
+		cancel()
+		wg.Wait()
+		var out []string
+		for _, d := range drivers {
+			switch sp := spans[d]; {
+			case sp == nil:
+				out = append(out, d+": slices never went")
+			case sp.back == 0:
+				out = append(out, fmt.Sprintf("%s: slices gone at +%s, not back yet", d, sp.gone.Round(100*time.Millisecond)))
+			default:
+				out = append(out, fmt.Sprintf("%s: slices gone at +%s, back at +%s", d, sp.gone.Round(100*time.Millisecond), sp.back.Round(100*time.Millisecond)))
+			}
+		}
+		return out
 	}
 }
 

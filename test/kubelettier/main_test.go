@@ -13,25 +13,23 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/test/e2e/harness"
-	"github.com/liken-sh/operators/test/e2e/likenstandin"
 	"github.com/liken-sh/operators/test/node"
 )
 
 // The tier's one cluster and node, set up by TestMain.
 var (
-	cluster   *harness.Cluster
-	theNode   *node.Node
-	root      string
-	workDir   string
-	overlayBT string
-	overlayAU string
+	cluster  *harness.Cluster
+	theNode  *node.Node
+	root     string
+	workDir  string
+	imageDir string
+	overlays Overlays
 )
 
-// adapterUSBNode is the stand-in usbfs node of the recorded adapter
-// (bus 1, device 5), created on the host as a character device with
-// usbfs's major (189) so the runtime can inject it.
+// adapterUSBNode is the stand-in usbfs node of the desktop's adapter
+// (bus 1, device 5, 189:4 as test/fakesys/desktop.tree records it),
+// created on the host as a character device.
 const adapterUSBNode = "/dev/bus/usb/001/005"
 
 func TestMain(m *testing.M) {
@@ -71,12 +69,12 @@ func run(m *testing.M) (code int) {
 	defer cluster.Stop()
 
 	// Images first, before anything on the host changes.
-	imageDir := os.Getenv("LIKEN_IMAGES")
+	imageDir = os.Getenv("LIKEN_IMAGES")
 	if imageDir == "" {
 		imageDir = filepath.Join(root, "_output", "images")
 	}
 	var tars []string
-	for _, name := range []string{"audio-operator", "bluetoothd", "bluetooth-operator", "bluetooth-bondfetch"} {
+	for _, name := range []string{"liken-inventory", "audio-operator", "bluetoothd", "bluetooth-operator", "bluetooth-bondfetch"} {
 		tars = append(tars, filepath.Join(imageDir, name+".tar"))
 	}
 	t0 := time.Now()
@@ -111,15 +109,7 @@ func run(m *testing.M) (code int) {
 		logf("kubelet tier: %v", err)
 		return 1
 	}
-	standin, err := likenstandin.Start(ctx, dra.Options{NodeName: theNode.Name(), KubeClient: cluster.Client()},
-		likenstandin.Options{AdapterUSBNode: adapterUSBNode})
-	if err != nil {
-		logf("kubelet tier: liken.sh stand-in: %v", err)
-		return 1
-	}
-	defer standin.Stop()
-
-	if overlayBT, overlayAU, err = WriteOverlays(root, filepath.Join(workDir, "overlay"), cluster.APIServerPort()); err != nil {
+	if overlays, err = WriteOverlays(root, filepath.Join(workDir, "overlay"), cluster.APIServerPort()); err != nil {
 		logf("kubelet tier: %v", err)
 		return 1
 	}
@@ -132,7 +122,9 @@ func run(m *testing.M) (code int) {
 
 // hostDevices creates the stand-in device nodes of the recorded hardware
 // on the host (the node's restore removes them with /dev/bus and
-// /dev/input): the adapter's usbfs node and the gamepad's evdev node.
+// /dev/input): the desktop adapter's usbfs node, which the inventory
+// driver delivers with the host's mode and owner, and the gamepad's evdev
+// node, which the Bluetooth operator delivers to its consumer.
 func hostDevices() error {
 	nodes := []struct {
 		path         string

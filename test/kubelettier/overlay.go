@@ -14,6 +14,21 @@ const (
 	HostDir      = "/run/liken-tier"
 	BluetoothSys = HostDir + "/bluetooth/sys"
 	SoundDir     = HostDir + "/sound"
+	// InventoryDir holds the desktop the inventory driver reads
+	// (fakesys.LayOutDesktop); its sysfs is InventoryDir/sys.
+	InventoryDir = HostDir + "/inventory"
+	InventorySys = InventoryDir + "/sys"
+)
+
+// Loopback ports of the hostNetwork pods (every one shares the host's
+// network namespace, so no two may bind the same port): the audio
+// operator's metrics and capture container (9200, 9201), audio-api's
+// HTTPS listener (8443, the port kubectl liken audio forwards to) and
+// metrics, and the inventory driver's metrics.
+const (
+	APIPort              = 8443
+	APIMetricsPort       = 9202
+	InventoryMetricsPort = 9203
 )
 
 // The Bluetooth adapter the BlueZ simulator registers (bluezsim-daemon's
@@ -102,7 +117,8 @@ patches:
 `
 
 // audioOverlay changes in deploy/audio only what this machine lacks.
-// %[1]s is the base, %[2]d the API server's port.
+// %[1]s is the base, %[2]d the API server's port, %[3]d and %[4]d
+// audio-api's HTTPS and metrics ports.
 const audioOverlay = `# The kubelet tier's overlay of deploy/audio: the base as a user applies
 # it, changed only where this machine lacks something.
 apiVersion: kustomize.config.k8s.io/v1beta1
@@ -175,13 +191,133 @@ patches:
                 hostPath:
                   path: ` + SoundDir + `
                   type: Directory
+  - patch: |-
+      apiVersion: apps/v1
+      kind: Deployment
+      metadata:
+        name: audio-api
+        namespace: liken-system
+      spec:
+        template:
+          spec:
+            # No kube-proxy: the API server listens on the host's
+            # loopback only. In the host's network namespace audio-api
+            # also reaches the capture containers by their pod IP,
+            # which for the hostNetwork audio pod is the Node's
+            # InternalIP, 127.0.0.1 (test/node sets it).
+            hostNetwork: true
+            containers:
+              - name: api
+                imagePullPolicy: Never
+                env:
+                  - name: KUBERNETES_SERVICE_HOST
+                    value: "127.0.0.1"
+                  - name: KUBERNETES_SERVICE_PORT
+                    value: "%[2]d"
+                  # hostNetwork: listen on the loopback only, and the
+                  # metrics beside the audio operator's.
+                  - name: API_ADDRESS
+                    value: "127.0.0.1:%[3]d"
+                  - name: METRICS_ADDRESS
+                    value: "127.0.0.1:%[4]d"
+  # hostNetwork: the metrics port the probes name moves with
+  # METRICS_ADDRESS (ports merge by number, so a strategic patch would
+  # add a second port named metrics).
+  - target:
+      kind: Deployment
+      name: audio-api
+    patch: |-
+      - op: test
+        path: /spec/template/spec/containers/0/ports/1/name
+        value: metrics
+      - op: replace
+        path: /spec/template/spec/containers/0/ports/1/containerPort
+        value: %[4]d
 `
 
-// WriteOverlays writes dir/bluetooth and dir/audio, the tier's overlays of
-// the bases in root/deploy, for an API server on 127.0.0.1:apiPort, and
-// returns their directories.
-func WriteOverlays(root, dir string, apiPort int) (bluetooth, audio string, err error) {
-	bluetooth, audio = filepath.Join(dir, "bluetooth"), filepath.Join(dir, "audio")
+// inventoryOverlay changes in deploy/inventory only what this machine
+// lacks. %[1]s is the base, %[2]d the API server's port, %[3]d the
+// driver's metrics port.
+const inventoryOverlay = `# The kubelet tier's overlay of deploy/inventory: the base as a user
+# applies it, changed only where this machine lacks something.
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+  - %[1]s
+patches:
+  - patch: |-
+      apiVersion: apps/v1
+      kind: DaemonSet
+      metadata:
+        name: liken-inventory
+        namespace: liken-system
+      spec:
+        template:
+          spec:
+            # No kube-proxy: the API server listens on the host's
+            # loopback only, which a pod reaches only from the host's
+            # network namespace.
+            hostNetwork: true
+            containers:
+              - name: driver
+                # No registry: every image was imported into containerd.
+                imagePullPolicy: Never
+                env:
+                  - name: KUBERNETES_SERVICE_HOST
+                    value: "127.0.0.1"
+                  - name: KUBERNETES_SERVICE_PORT
+                    value: "%[2]d"
+                  - name: METRICS_ADDRESS
+                    value: "127.0.0.1:%[3]d"
+                  # No sound card and no Bluetooth adapter: the driver
+                  # reads a desktop's sysfs laid out as the kernel lays
+                  # it out (an Intel HDA controller, a btusb adapter;
+                  # test/fakesys/desktop.tree) instead of /sys. /dev
+                  # stays the host's, where the tier creates the
+                  # adapter's usbfs node.
+                  - name: LIKEN_INVENTORY_SYS_ROOT
+                    value: ` + InventorySys + `
+                volumeMounts:
+                  - name: tier-sysfs
+                    mountPath: ` + InventorySys + `
+                    readOnly: true
+                  # No shared /dev: this machine's /dev is a private
+                  # mount, and containerd refuses HostToContainer
+                  # propagation from a mount that is neither shared nor
+                  # a slave. Every node the driver stats here exists
+                  # before it starts, so nothing needs to propagate.
+                  - name: host-dev
+                    mountPath: /host/dev
+                    mountPropagation: None
+            volumes:
+              - name: tier-sysfs
+                hostPath:
+                  path: ` + InventorySys + `
+                  type: Directory
+  # hostNetwork: the metrics port moves with METRICS_ADDRESS, off the
+  # audio operator's.
+  - target:
+      kind: DaemonSet
+      name: liken-inventory
+    patch: |-
+      - op: test
+        path: /spec/template/spec/containers/0/ports/0/name
+        value: metrics
+      - op: replace
+        path: /spec/template/spec/containers/0/ports/0/containerPort
+        value: %[3]d
+`
+
+// Overlays are the directories of the tier's overlays, one per base.
+type Overlays struct {
+	Inventory, Bluetooth, Audio string
+}
+
+// WriteOverlays writes dir/inventory, dir/bluetooth and dir/audio, the
+// tier's overlays of the bases in root/deploy, for an API server on
+// 127.0.0.1:apiPort.
+func WriteOverlays(root, dir string, apiPort int) (Overlays, error) {
+	o := Overlays{Inventory: filepath.Join(dir, "inventory"), Bluetooth: filepath.Join(dir, "bluetooth"), Audio: filepath.Join(dir, "audio")}
 	// kustomize takes a base by relative path only.
 	rel := func(overlay, base string) string {
 		r, err := filepath.Rel(overlay, filepath.Join(root, "deploy", base))
@@ -191,16 +327,17 @@ func WriteOverlays(root, dir string, apiPort int) (bluetooth, audio string, err 
 		return r
 	}
 	files := map[string]string{
-		bluetooth: fmt.Sprintf(bluetoothOverlay, rel(bluetooth, "bluetooth"), apiPort, AdapterName, AdapterAddress),
-		audio:     fmt.Sprintf(audioOverlay, rel(audio, "audio"), apiPort),
+		o.Inventory: fmt.Sprintf(inventoryOverlay, rel(o.Inventory, "inventory"), apiPort, InventoryMetricsPort),
+		o.Bluetooth: fmt.Sprintf(bluetoothOverlay, rel(o.Bluetooth, "bluetooth"), apiPort, AdapterName, AdapterAddress),
+		o.Audio:     fmt.Sprintf(audioOverlay, rel(o.Audio, "audio"), apiPort, APIPort, APIMetricsPort),
 	}
 	for d, content := range files {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return "", "", err
+			return o, err
 		}
 		if err := os.WriteFile(filepath.Join(d, "kustomization.yaml"), []byte(content), 0o644); err != nil {
-			return "", "", err
+			return o, err
 		}
 	}
-	return bluetooth, audio, nil
+	return o, nil
 }

@@ -19,7 +19,9 @@ import (
 	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/bluetooth"
 	"github.com/liken-sh/operators/internal/bonds"
+	"github.com/liken-sh/operators/internal/inventory"
 	"github.com/liken-sh/operators/test/bluezsim"
+	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/fakesys"
 )
 
@@ -43,10 +45,12 @@ func TestTier(t *testing.T) {
 		name string
 		f    func(*testing.T, context.Context)
 	}{
+		{"Inventory", inventoryBase},
 		{"BluetoothBase", bluetoothBase},
 		{"BluetoothConsumer", bluetoothConsumer},
 		{"AudioBase", audioBase},
 		{"AudioConsumer", audioConsumer},
+		{"Capture", captureTap},
 		{"PipeWireKill", pipewireKill},
 		{"KubeletRestart", kubeletRestart},
 		{"OperatorReplaced", operatorReplaced},
@@ -58,6 +62,47 @@ func TestTier(t *testing.T) {
 			t.Fatalf("step %s failed; the later steps need it", s.name)
 		}
 	}
+}
+
+// inventoryBase applies deploy/inventory through the tier's overlay on a
+// desktop's sysfs: the liken.sh driver a cluster without liken runs
+// starts with no capability, registers with the kubelet through
+// plugins_registry, and publishes the desktop's sound controller and the
+// two interfaces btusb binds, which the two bases' pods then claim.
+func inventoryBase(t *testing.T, ctx context.Context) {
+	if _, err := fakesys.LayOutDesktop(InventoryDir); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	kubectl(t, ctx, "apply", "-k", overlays.Inventory)
+	p := waitDaemonPod(t, ctx, "liken-inventory", 2*time.Minute, "", podReady)
+	t.Logf("FIGURE inventory: apply → pod Ready in %s", time.Since(began).Round(time.Millisecond))
+	for _, hp := range containerProcs(t, p, "driver") {
+		if hp.capEff != 0 || hp.capBnd != 0 || !hp.noNewPrivs {
+			t.Errorf("driver: %s has capabilities %#x (bounding %#x), no_new_privs %v; want none and set", hp.comm, hp.capEff, hp.capBnd, hp.noNewPrivs)
+		}
+	}
+	waitRegistered(t, inventory.DriverName)
+	want := []string{harness.SoundControllerDevice, harness.BluetoothAdapterDevice, "usb-1-8-1-1"}
+	slices.Sort(want)
+	poll(t, "the desktop's devices published", time.Minute, func() (bool, string) {
+		list, err := cluster.Client().ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{FieldSelector: "spec.driver=" + inventory.DriverName})
+		if err != nil {
+			return false, err.Error()
+		}
+		var names []string
+		for _, sl := range list.Items {
+			if sl.Spec.NodeName == nil || *sl.Spec.NodeName != theNode.Name() {
+				continue
+			}
+			for _, d := range sl.Spec.Devices {
+				names = append(names, d.Name)
+			}
+		}
+		slices.Sort(names)
+		return slices.Equal(names, want), strings.Join(names, ",")
+	})
+	t.Logf("FIGURE inventory: apply → the desktop's devices published in %s", time.Since(began).Round(time.Millisecond))
 }
 
 // bluetoothBase applies deploy/bluetooth through the tier's overlay, with
@@ -79,13 +124,12 @@ func bluetoothBase(t *testing.T, ctx context.Context) {
 	if _, err := fakesys.BluetoothHID(BluetoothSys, padHID, "8Bitdo NES30 Pro", padAddress, AdapterAddress, padEvent); err != nil {
 		t.Fatal(err)
 	}
-	_, err = client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-	must(t, err)
+	// The namespace exists already: the inventory base made it.
 	_, err = client.CoreV1().Secrets(ns).Create(ctx, bonds.EncodeSecret(ns, bonds.Bond{Adapter: adapter, Device: pad, Info: info, Cache: cache}), metav1.CreateOptions{})
 	must(t, err)
 
 	began := time.Now()
-	kubectl(t, ctx, "apply", "-k", overlayBT)
+	kubectl(t, ctx, "apply", "-k", overlays.Bluetooth)
 	p := waitDaemonPod(t, ctx, "bluetooth-operator", 3*time.Minute, "", podReady)
 	t.Logf("FIGURE bluetooth base: apply → pod Ready in %s", time.Since(began).Round(time.Millisecond))
 
@@ -204,9 +248,11 @@ func audioBase(t *testing.T, ctx context.Context) {
 		t.Fatal(err)
 	}
 	began := time.Now()
-	kubectl(t, ctx, "apply", "--server-side", "-k", overlayAU)
+	kubectl(t, ctx, "apply", "--server-side", "-k", overlays.Audio)
 	p := waitDaemonPod(t, ctx, "audio-operator", 4*time.Minute, "", podReady)
 	t.Logf("FIGURE audio base: apply → pod Ready in %s", time.Since(began).Round(time.Millisecond))
+	waitDaemonPod(t, ctx, "audio-api", 2*time.Minute, "", podReady)
+	t.Logf("FIGURE audio base: apply → audio-api Ready in %s", time.Since(began).Round(time.Millisecond))
 
 	d := containerStatus(t, p, "declare")
 	if d.State.Terminated == nil || d.State.Terminated.ExitCode != 0 {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/liken-sh/operators/test/child"
@@ -214,6 +215,12 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 		// Processes here cannot lower an oom_score_adj (no
 		// CAP_SYS_RESOURCE); the kubelet's default -999 would fail.
 		"--oom-score-adj=0",
+		// The Node's addresses are set by [Node.ownAddresses], in a
+		// cloud controller's place: the kubelet refuses a loopback
+		// --node-ip, and would otherwise report eth0's address, which
+		// is then every hostNetwork pod's IP, the address its probes
+		// and anything dialling a pod IP go to.
+		"--cloud-provider=external",
 		"--v=2",
 	)
 	if err != nil {
@@ -230,6 +237,10 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 			last = err.Error()
 			return false
 		}
+		if done, err := n.ownAddresses(ctx, node); err != nil || !done {
+			last = fmt.Sprintf("addresses %v, taints %v: %v", node.Status.Addresses, node.Spec.Taints, err)
+			return false
+		}
 		for _, c := range node.Status.Conditions {
 			if c.Type == corev1.NodeReady {
 				last = c.Reason + ": " + c.Message
@@ -243,6 +254,54 @@ func (n *Node) StartKubelet(ctx context.Context) error {
 	}
 	n.opts.Logf("node: kubelet started, Node %s Ready in %s", n.opts.Name, time.Since(began).Round(time.Millisecond))
 	return nil
+}
+
+// uninitializedTaint is the taint a kubelet with --cloud-provider=external
+// puts on the Node it registers (k8s.io/cloud-provider/api
+// TaintExternalCloudProvider), named here rather than importing that
+// module for one constant.
+const uninitializedTaint = "node.cloudprovider.kubernetes.io/uninitialized"
+
+// Addresses are the Node's addresses, as [Node.ownAddresses] sets them:
+// its name, and 127.0.0.1 as its InternalIP, so that a hostNetwork pod's
+// IP is the loopback its listeners bind.
+func (n *Node) Addresses() []corev1.NodeAddress {
+	return []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}, {Type: corev1.NodeHostName, Address: n.opts.Name}}
+}
+
+// ownAddresses does for node what a cloud controller manager does for a
+// kubelet started with --cloud-provider=external: it sets the Node's
+// addresses (Addresses) and removes the taint that keeps pods off a node
+// not yet initialised. A kubelet keeps addresses it finds set, and adds
+// the taint only when it registers the Node, so after a restart nothing
+// is left to do. It reports whether node was done already.
+func (n *Node) ownAddresses(ctx context.Context, node *corev1.Node) (bool, error) {
+	client := n.cluster.Client()
+	done := true
+	if !equality.Semantic.DeepEqual(node.Status.Addresses, n.Addresses()) {
+		done = false
+		node = node.DeepCopy()
+		node.Status.Addresses = n.Addresses()
+		var err error
+		if node, err = client.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return false, err
+		}
+	}
+	var taints []corev1.Taint
+	for _, t := range node.Spec.Taints {
+		if t.Key != uninitializedTaint {
+			taints = append(taints, t)
+		}
+	}
+	if len(taints) != len(node.Spec.Taints) {
+		done = false
+		node = node.DeepCopy()
+		node.Spec.Taints = taints
+		if _, err := client.CoreV1().Nodes().Update(ctx, node, metav1.UpdateOptions{}); err != nil {
+			return false, err
+		}
+	}
+	return done, nil
 }
 
 // StopKubelet stops the kubelet (SIGTERM, then SIGKILL after 15 s); the
