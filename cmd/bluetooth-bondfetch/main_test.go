@@ -40,7 +40,7 @@ var (
 
 func fixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "internal", "bonds", "testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "fixtures", "bluez", name))
 	if err != nil {
 		t.Fatal(err)
 	}

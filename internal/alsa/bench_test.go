@@ -22,7 +22,7 @@ func BenchmarkReadCardXPS(b *testing.B) {
 }
 
 func BenchmarkParseELD(b *testing.B) {
-	block, err := os.ReadFile("eld/testdata/samsung-u28e590-dp-eld-ctl.bin")
+	block, err := os.ReadFile("../../testdata/fixtures/eld/samsung-u28e590-dp-eld-ctl.bin")
 	if err != nil {
 		b.Fatal(err)
 	}

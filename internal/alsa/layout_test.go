@@ -10,7 +10,7 @@ import (
 
 func procELD(t *testing.T, name string) *eld.ELD {
 	t.Helper()
-	text, err := os.ReadFile("eld/testdata/" + name)
+	text, err := os.ReadFile("../../testdata/fixtures/eld/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}

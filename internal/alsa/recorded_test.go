@@ -147,7 +147,7 @@ func TestRecordedEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	dell, err := os.ReadFile("eld/testdata/alsa-ucm-conf-248-dell-g2422hs-eld-ctl.bin")
+	dell, err := os.ReadFile("../../testdata/fixtures/eld/alsa-ucm-conf-248-dell-g2422hs-eld-ctl.bin")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func xpsSysfs(t testing.TB) string {
 func TestReadCardIdentity(t *testing.T) {
 	xps := xpsSysfs(t)
 	aloop := t.TempDir()
-	loadGrepDump(t, aloop, "testdata/sysfs/sysfs-grep-dump-snd_aloop-and-lis3lv02d-excerpt.txt")
+	loadGrepDump(t, aloop, "../../testdata/fixtures/uevent/sysfs-grep-dump-snd_aloop-and-lis3lv02d-excerpt.txt")
 	buildTree(t, aloop, "testdata/sysfs/aloop-links.tree")
 	hda := t.TempDir()
 	buildTree(t, hda, "testdata/sysfs/hda-pci.tree")

@@ -48,7 +48,7 @@ const (
 // 0: present, so the port has something plugged in, but not an ELD.
 func corruptELD(t *testing.T) []byte {
 	t.Helper()
-	b, err := os.ReadFile("../alsa/eld/testdata/samsung-u28e590-dp-eld-ctl.bin")
+	b, err := os.ReadFile("../../testdata/fixtures/eld/samsung-u28e590-dp-eld-ctl.bin")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -300,7 +300,7 @@ func TestCorruptELDIsReportedAndTheRestStays(t *testing.T) {
 
 	// The monitor answers again: the problem is logged as gone once and
 	// the output is as it was.
-	if err := rec.SetELD(7, mustRead(t, "../alsa/eld/testdata/samsung-u28e590-dp-eld-ctl.bin")); err != nil {
+	if err := rec.SetELD(7, mustRead(t, "../../testdata/fixtures/eld/samsung-u28e590-dp-eld-ctl.bin")); err != nil {
 		t.Fatal(err)
 	}
 	op.wait(t, "the DP output back", func(p published) bool { return sameDevice(p[dpOutput], before[dpOutput]) })

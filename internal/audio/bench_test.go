@@ -74,7 +74,7 @@ func sixteenOutputs(tb testing.TB) (Hardware, *pipewire.Graph) {
 	tb.Helper()
 	root := tb.TempDir()
 	eld := func(name string) []byte {
-		b, err := os.ReadFile(filepath.Join("../alsa/eld/testdata", name))
+		b, err := os.ReadFile(filepath.Join("../../testdata/fixtures/eld", name))
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -106,13 +106,13 @@ const (
 )
 
 func nesPad(t *testing.T, connected bool) bluez.Device {
-	d := deviceFromInfo(t, "testdata/8bitdo-nes30-pro/info", padAddress, connected)
+	d := deviceFromInfo(t, "../../testdata/fixtures/bluez/8bitdo-nes30-pro.info", padAddress, connected)
 	d.Icon = "input-gaming"
 	return d
 }
 
 func basilisk(t *testing.T, connected bool) bluez.Device {
-	d := deviceFromInfo(t, "testdata/razer-basilisk/info", mouseAddress, connected)
+	d := deviceFromInfo(t, "../../testdata/fixtures/bluez/razer-basilisk-x-hyperspeed.info", mouseAddress, connected)
 	d.Icon = "input-mouse"
 	return d
 }

@@ -20,7 +20,7 @@ var (
 
 func fixture(t testing.TB, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "fixtures", "bluez", name))
 	if err != nil {
 		t.Fatal(err)
 	}

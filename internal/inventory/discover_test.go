@@ -72,7 +72,7 @@ func TestDiscoverHDAAndVirtualCard(t *testing.T) {
 // whose driver its uevent states, and its nodes from their uevents.
 func TestDiscoverAloopBoardDevice(t *testing.T) {
 	root := tree(t, filepath.Join(alsaTrees, "aloop-links.tree"))
-	grepDump(t, root, filepath.Join(alsaTrees, "sysfs-grep-dump-snd_aloop-and-lis3lv02d-excerpt.txt"))
+	grepDump(t, root, "../../testdata/fixtures/uevent/sysfs-grep-dump-snd_aloop-and-lis3lv02d-excerpt.txt")
 	scan, err := Discover(root, nil)
 	if err != nil {
 		t.Fatal(err)

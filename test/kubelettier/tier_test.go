@@ -117,9 +117,9 @@ func bluetoothBase(t *testing.T, ctx context.Context) {
 	must(t, err)
 	pad, err := bdaddr.Parse(padAddress)
 	must(t, err)
-	info, err := os.ReadFile(filepath.Join(root, "internal/bonds/testdata/8bitdo-nes30-pro.info"))
+	info, err := os.ReadFile(filepath.Join(root, "testdata/fixtures/bluez/8bitdo-nes30-pro.info"))
 	must(t, err)
-	cache, err := os.ReadFile(filepath.Join(root, "internal/bonds/testdata/8bitdo-nes30-pro.cache"))
+	cache, err := os.ReadFile(filepath.Join(root, "testdata/fixtures/bluez/8bitdo-nes30-pro.cache"))
 	must(t, err)
 	if _, err := fakesys.BluetoothHID(BluetoothSys, padHID, "8Bitdo NES30 Pro", padAddress, AdapterAddress, padEvent); err != nil {
 		t.Fatal(err)

@@ -25,9 +25,12 @@ func derive(e *ELD) derived {
 	}
 }
 
+// fixtures holds the ELD blocks recorded on real machines.
+const fixtures = "../../../testdata/fixtures/eld"
+
 func readFixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
+	b, err := os.ReadFile(filepath.Join(fixtures, name))
 	if err != nil {
 		t.Fatal(err)
 	}

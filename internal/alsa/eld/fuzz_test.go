@@ -19,7 +19,7 @@ var monitorIDShape = regexp.MustCompile(`^[a-z]{3}-[0-9a-f]{4}(-\S+)?$`)
 func FuzzParse(f *testing.F) {
 	for _, name := range []string{"alsa-ucm-conf-248-dell-g2422hs-eld-ctl.bin",
 		"samsung-u28e590-dp-eld-ctl.bin", "forum-2016-ati-capeverde-synth-eld-ctl.bin"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
+		b, err := os.ReadFile(filepath.Join(fixtures, name))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func FuzzParse(f *testing.F) {
 func FuzzParseProc(f *testing.F) {
 	for _, name := range []string{"forum-intel-h97-onkyo-txnr828-eld0.0.txt",
 		"forum-intel-lgtv-speakers0xffff-eld3.0.txt", "alsa-devel-fiji-tb-no-monitor-eld0.0.txt"} {
-		b, err := os.ReadFile(filepath.Join("testdata", name))
+		b, err := os.ReadFile(filepath.Join(fixtures, name))
 		if err != nil {
 			f.Fatal(err)
 		}
