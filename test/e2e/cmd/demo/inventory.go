@@ -12,6 +12,7 @@ import (
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/inventory"
 	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/e2e/kubelet"
 	"github.com/liken-sh/operators/test/fakesys"
 )
 
@@ -53,6 +54,15 @@ func inventoryDemo(ctx context.Context, c *harness.Cluster, node, root string) (
 			return nil, errors.Join(err, runErr)
 		default:
 		}
+		stop()
+		return nil, err
+	}
+	// The kubelet's part: acknowledge the driver's registration, as the
+	// operators' drivers are when their claims are prepared, so that its
+	// registration watchdog has nothing to ask again about.
+	kl := kubelet.New(c.Client(), filepath.Join(root, "plugins_registry"))
+	defer kl.Close()
+	if _, err := kl.Discover(ctx, inventory.DriverName); err != nil {
 		stop()
 		return nil, err
 	}

@@ -131,7 +131,7 @@ func run(nodeName string, wait bool) error {
 	if wait {
 		fmt.Printf("\nThe cluster, audio-api and the tone keep running until Ctrl-C. With the matching kubectl:\n  export KUBECONFIG=%s\n  %s get resourceslices,resourceclaims,sinks,peripherals -A\n",
 			c.Kubeconfig(), filepath.Join(binDir(ctx), "kubectl"))
-		fmt.Printf("and the plugin (go build -o kubectl-liken-audio ./cmd/kubectl-liken-audio; it dials audio-api directly, there being no kubelet to port-forward through):\n  ./kubectl-liken-audio --api-address %s capture %s -t 0,5 -o now.wav\n",
+		fmt.Printf("and the plugin (go build -o kubectl-liken-audio ./cmd/kubectl-liken-audio; it dials audio-api directly, there being no kubelet to port-forward through, and --force skips the version check against a DaemonSet the demo does not run):\n  ./kubectl-liken-audio --api-address %s --force capture %s -t 0,5 -o now.wav\n",
 			listenAddr, listenSink)
 		<-ctx.Done()
 	} else {
