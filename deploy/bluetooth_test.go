@@ -257,9 +257,9 @@ func checkPairingPerson(t *testing.T, k *kube) {
 }
 
 // checkBluetoothPodMonitor renders the base with its podmonitor
-// component: the PodMonitor selects the operator's pods by the seed's
+// component: the PodMonitor selects the operator's pods by operator.yaml's
 // label, and the operator container gets METRICS_ADDRESS and the port
-// named metrics, with the rest of the pod as the seed has it.
+// named metrics, with the rest of the pod as operator.yaml has it.
 func checkBluetoothPodMonitor(t *testing.T, k *kube, root string, _ []string) {
 	ctx := t.Context()
 	overlay := t.TempDir()
@@ -318,7 +318,7 @@ func checkBluetoothPodMonitor(t *testing.T, k *kube, root string, _ []string) {
 			env = append(env, e.Name+"="+e.Value)
 		}
 		if !slices.Contains(env, "METRICS_ADDRESS=:9250") || !slices.Contains(env, "NODE_NAME=") {
-			t.Errorf("operator env %v: want the seed's and METRICS_ADDRESS=:9250", env)
+			t.Errorf("operator env %v: want operator.yaml's and METRICS_ADDRESS=:9250", env)
 		}
 		if len(c.Ports) != 1 || c.Ports[0].Name != "metrics" || c.Ports[0].ContainerPort != 9250 {
 			t.Errorf("operator ports %+v", c.Ports)

@@ -1,6 +1,6 @@
 // Package deploy_test proves the kustomize bases in deploy/ against a real
-// API server: what `kubectl apply -k deploy/<operator>` sends is what the
-// seed manifests say, the API server accepts all of it, the operators'
+// API server: what `kubectl apply -k deploy/<operator>` sends is what
+// deploy/<operator>/operator.yaml says, the API server accepts all of it, the operators'
 // DaemonSets land only where their hardware is, the admission policy
 // keeps each operator's ServiceAccount to its own node's ResourceSlice,
 // and the audio base's Sink and Source CRDs serve what the audio operator
@@ -66,9 +66,9 @@ type base struct {
 	// device is the liken.sh device the DaemonSet's claim must allocate
 	// on a node that has it.
 	device string
-	// seedSHA256 is the SHA-256 of the seed manifest operator.yaml must
-	// equal byte for byte.
-	seedSHA256 string
+	// manifestSHA256 is the SHA-256 of the manifest the operator must
+	// run under; operator.yaml must equal it byte for byte.
+	manifestSHA256 string
 	// objects lists every object the base renders, as "Kind/name".
 	objects []string
 	// secretVerbs are all the operator's ServiceAccount may do with
@@ -90,10 +90,9 @@ var bases = []base{
 		claimTemplate:  "bluetooth-adapter",
 		policy:         "bluetooth-operator-own-node-slices",
 		device:         harness.BluetoothAdapterDevice,
-		// 000_180429d723a84c39.reformatted.yaml: the seed arrived on one
-		// line, with its line breaks lost, and this is the copy with them
-		// restored.
-		seedSHA256: "dff86f262b7f2e1f9574d09cddfdba9bc45098cee27eb84a7c8bad28031380da",
+		// The manifest arrived on one line, with its line breaks lost;
+		// this is the copy with them restored (operator.yaml's header).
+		manifestSHA256: "dff86f262b7f2e1f9574d09cddfdba9bc45098cee27eb84a7c8bad28031380da",
 		objects: []string{
 			"CustomResourceDefinition/adapters.bluetooth.liken.sh",
 			"CustomResourceDefinition/peripherals.bluetooth.liken.sh",
@@ -127,7 +126,7 @@ var bases = []base{
 		policy:         "audio-operator-own-node-slices",
 		device:         harness.SoundControllerDevice,
 		// 001_b6cdbdd289a89b70.txt.
-		seedSHA256: "3bd365fcf940876ae2ef05f2529d87bdc2ab52041d31ad60ab1a7629dd8747c0",
+		manifestSHA256: "3bd365fcf940876ae2ef05f2529d87bdc2ab52041d31ad60ab1a7629dd8747c0",
 		objects: []string{
 			"CustomResourceDefinition/sinks.audio.liken.sh",
 			"CustomResourceDefinition/sources.audio.liken.sh",
@@ -199,18 +198,18 @@ func TestBases(t *testing.T) {
 				t.Fatal(err)
 			}
 			docs := parseDocs(t, "rendered "+b.dir, []byte(rendered))
-			seed, err := os.ReadFile(filepath.Join(dir, "operator.yaml"))
+			manifestBytes, err := os.ReadFile(filepath.Join(dir, "operator.yaml"))
 			if err != nil {
 				t.Fatal(err)
 			}
 			// operator.yaml is the requirement itself, so an edit to it is
 			// a change of requirement and must change this hash too.
-			if sum := fmt.Sprintf("%x", sha256.Sum256(seed)); sum != b.seedSHA256 {
-				t.Errorf("%s/operator.yaml has SHA-256 %s; the seed manifest has %s", b.dir, sum, b.seedSHA256)
+			if sum := fmt.Sprintf("%x", sha256.Sum256(manifestBytes)); sum != b.manifestSHA256 {
+				t.Errorf("%s/operator.yaml has SHA-256 %s; the manifest has %s", b.dir, sum, b.manifestSHA256)
 			}
-			seedDocs := parseDocs(t, b.dir+"/operator.yaml", seed)
+			manifestDocs := parseDocs(t, b.dir+"/operator.yaml", manifestBytes)
 
-			t.Run("renders", func(t *testing.T) { checkRendered(t, b, docs, seedDocs) })
+			t.Run("renders", func(t *testing.T) { checkRendered(t, b, docs, manifestDocs) })
 			if b.rendered != nil {
 				t.Run("components", func(t *testing.T) { b.rendered(t, k, root, b.objects) })
 			}
@@ -232,10 +231,10 @@ func TestBases(t *testing.T) {
 }
 
 // checkRendered proves the rendered base holds exactly the expected
-// objects, every namespaced one in liken-system, and that the seed's
+// objects, every namespaced one in liken-system, and that operator.yaml's
 // DaemonSet and ResourceClaimTemplate come out of kustomize unchanged
 // apart from that namespace.
-func checkRendered(t *testing.T, b base, docs, seedDocs []map[string]any) {
+func checkRendered(t *testing.T, b base, docs, manifestDocs []map[string]any) {
 	var got []string
 	for _, d := range docs {
 		got = append(got, kindName(d))
@@ -254,17 +253,17 @@ func checkRendered(t *testing.T, b base, docs, seedDocs []map[string]any) {
 		t.Errorf("rendered objects:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
 	}
 
-	var seedNames []string
-	for _, d := range seedDocs {
-		seedNames = append(seedNames, kindName(d))
+	var manifestNames []string
+	for _, d := range manifestDocs {
+		manifestNames = append(manifestNames, kindName(d))
 	}
-	wantSeed := []string{"ResourceClaimTemplate/" + b.claimTemplate, "DaemonSet/" + b.daemonSet}
-	if !slices.Equal(seedNames, wantSeed) {
-		t.Fatalf("operator.yaml holds %v, want %v", seedNames, wantSeed)
+	wantManifest := []string{"ResourceClaimTemplate/" + b.claimTemplate, "DaemonSet/" + b.daemonSet}
+	if !slices.Equal(manifestNames, wantManifest) {
+		t.Fatalf("operator.yaml holds %v, want %v", manifestNames, wantManifest)
 	}
-	for _, s := range seedDocs {
+	for _, s := range manifestDocs {
 		if _, ok, _ := nestedString(s, "metadata", "namespace"); ok {
-			t.Errorf("operator.yaml's %s names a namespace; the seed names none", kindName(s))
+			t.Errorf("operator.yaml's %s names a namespace; the manifest names none", kindName(s))
 		}
 		r := find(docs, kindName(s))
 		if r == nil {
@@ -277,27 +276,27 @@ func checkRendered(t *testing.T, b base, docs, seedDocs []map[string]any) {
 		delete(meta, "namespace")
 		// As maps, so that a field no Go type knows about would count too.
 		if !reflect.DeepEqual(r, s) {
-			t.Errorf("rendered %s differs from operator.yaml beyond the namespace:\nrendered: %s\nseed:     %s",
+			t.Errorf("rendered %s differs from operator.yaml beyond the namespace:\nrendered:      %s\noperator.yaml: %s",
 				kindName(s), toYAML(t, r), toYAML(t, s))
 		}
 		meta["namespace"] = namespace
 	}
 
 	// As typed objects too, decoded strictly: a field the API does not
-	// have, in the seed or in what kustomize renders, fails here rather
+	// have, in operator.yaml or in what kustomize renders, fails here rather
 	// than being dropped quietly by the API server.
-	var seedDS, renderedDS appsv1.DaemonSet
-	var seedRCT, renderedRCT resourceapi.ResourceClaimTemplate
-	strict(t, find(seedDocs, "DaemonSet/"+b.daemonSet), &seedDS)
+	var manifestDS, renderedDS appsv1.DaemonSet
+	var manifestRCT, renderedRCT resourceapi.ResourceClaimTemplate
+	strict(t, find(manifestDocs, "DaemonSet/"+b.daemonSet), &manifestDS)
 	strict(t, find(docs, "DaemonSet/"+b.daemonSet), &renderedDS)
-	strict(t, find(seedDocs, "ResourceClaimTemplate/"+b.claimTemplate), &seedRCT)
+	strict(t, find(manifestDocs, "ResourceClaimTemplate/"+b.claimTemplate), &manifestRCT)
 	strict(t, find(docs, "ResourceClaimTemplate/"+b.claimTemplate), &renderedRCT)
 	renderedDS.Namespace, renderedRCT.Namespace = "", ""
-	if !apiequality.Semantic.DeepEqual(seedDS, renderedDS) {
-		t.Errorf("typed DaemonSet differs from the seed's")
+	if !apiequality.Semantic.DeepEqual(manifestDS, renderedDS) {
+		t.Errorf("typed DaemonSet differs from operator.yaml's")
 	}
-	if !apiequality.Semantic.DeepEqual(seedRCT, renderedRCT) {
-		t.Errorf("typed ResourceClaimTemplate differs from the seed's")
+	if !apiequality.Semantic.DeepEqual(manifestRCT, renderedRCT) {
+		t.Errorf("typed ResourceClaimTemplate differs from operator.yaml's")
 	}
 }
 
@@ -373,7 +372,7 @@ func checkTypes(ctx context.Context, c *harness.Cluster, name string) error {
 }
 
 // checkScheduling proves the DaemonSet, its claim template and the
-// base's DeviceClass work together as the seed says: the pod on the node
+// base's DeviceClass work together as operator.yaml says: the pod on the node
 // with the hardware is bound with that device allocated to its claim, and
 // the pod on the node without it parks Pending.
 func checkScheduling(t *testing.T, c *harness.Cluster, b base) {

@@ -14,7 +14,7 @@ import (
 )
 
 // inventoryBase is deploy/inventory in the terms of checkPolicy and
-// checkSecrets. It has no seed manifest and no claim: its DaemonSet runs
+// checkSecrets. It has no operator.yaml and no claim: its DaemonSet runs
 // on every node, and it may touch no Secret at all.
 var inventoryBase = base{
 	dir:            "inventory",

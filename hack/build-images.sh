@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the images the seeds run, without Docker or a registry: the Go
+# Builds the images deploy/*/operator.yaml run, without Docker or a registry: the Go
 # binaries (static, CGO_ENABLED=0), then each image from the packages
 # installed here (PipeWire, WirePlumber, BlueZ, dbus; hack/install-deps.sh
 # installs them), as an OCI layout and a docker-save tarball under the

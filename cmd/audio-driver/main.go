@@ -149,7 +149,7 @@ const layoutReadTimeout = 3 * time.Second
 
 func runDeclare(p paths) error {
 	if os.Getenv("NODE_NAME") == "" {
-		return errors.New("NODE_NAME must be set: every output's name starts with it (the seed sets it from the downward API)")
+		return errors.New("NODE_NAME must be set: every output's name starts with it (deploy/audio/operator.yaml sets it from the downward API)")
 	}
 	logger := klog.Background()
 	_, mediaBus := os.LookupEnv("DBUS_SYSTEM_BUS_ADDRESS")
@@ -183,7 +183,7 @@ func runDeclare(p paths) error {
 func runOperator(ctx context.Context, p paths) error {
 	node := os.Getenv("NODE_NAME")
 	if node == "" {
-		return errors.New("NODE_NAME must be set (the seed sets it from the downward API)")
+		return errors.New("NODE_NAME must be set (deploy/audio/operator.yaml sets it from the downward API)")
 	}
 	reg, err := metricsserver.Start(ctx, os.Getenv("METRICS_ADDRESS"))
 	if err != nil {

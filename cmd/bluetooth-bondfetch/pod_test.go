@@ -23,7 +23,7 @@ import (
 // bondfetch of TestAsThePodRunsIt, and where its volume is.
 const childEnv = "BONDFETCH_TEST_CHILD"
 
-// TestAsThePodRunsIt runs the restore under the seed's security context:
+// TestAsThePodRunsIt runs the restore under deploy/bluetooth/operator.yaml's security context:
 // uid 0 with every capability dropped (so root obeys file modes, having no
 // CAP_DAC_OVERRIDE or CAP_FOWNER), no new privileges, and a read-only root
 // filesystem with only the bonds volume writable. The test binary re-runs
@@ -40,7 +40,7 @@ func TestAsThePodRunsIt(t *testing.T) {
 		return
 	}
 	if os.Geteuid() != 0 {
-		t.Fatal("this test builds the container's mounts and needs root, as the seed's bondfetch runs as uid 0")
+		t.Fatal("this test builds the container's mounts and needs root, as deploy/bluetooth/operator.yaml's bondfetch runs as uid 0")
 	}
 	for _, tool := range []string{"unshare", "setpriv", "mount"} {
 		if _, err := exec.LookPath(tool); err != nil {

@@ -1,12 +1,12 @@
-// Command bluetooth-operator is the operator container of the Bluetooth
-// seed: the bluetooth.liken.sh DRA driver. It reads bluetoothd over the
+// Command bluetooth-operator is the operator container of
+// deploy/bluetooth/operator.yaml: the bluetooth.liken.sh DRA driver. It reads bluetoothd over the
 // pod's D-Bus socket, finds controllers' input nodes in sysfs, publishes
 // every paired controller and the adapter's media bus, prepares claims
 // into CDI specs, writes new pairings back to Secrets, and serves the
 // pairing API (Adapters, Peripherals, PairingRequests) for the adapter
 // the pod claimed.
 //
-// Environment (as the seed sets it): NODE_NAME and POD_NAMESPACE
+// Environment (as deploy/bluetooth/operator.yaml sets it): NODE_NAME and POD_NAMESPACE
 // (required), DBUS_SYSTEM_BUS_ADDRESS, optional BLUETOOTH_BONDS_ROOT,
 // POD_UID (per-pod kubelet sockets for rolling updates) and
 // METRICS_ADDRESS (empty: no metrics listener). Flags move the host paths
@@ -72,7 +72,7 @@ func main() {
 func run(ctx context.Context, kubeconfig, sysRoot, devRoot, registrar, plugins, cdiDir string) error {
 	node, ns := os.Getenv("NODE_NAME"), os.Getenv("POD_NAMESPACE")
 	if node == "" || ns == "" {
-		return errors.New("NODE_NAME and POD_NAMESPACE must be set (the seed sets both from the downward API)")
+		return errors.New("NODE_NAME and POD_NAMESPACE must be set (deploy/bluetooth/operator.yaml sets both from the downward API)")
 	}
 	rc, err := kubeclient.Config(kubeconfig, "bluetooth-operator")
 	if err != nil {

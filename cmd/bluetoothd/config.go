@@ -12,7 +12,7 @@ const configMode = 0o644
 
 // mainConf is BlueZ's main.conf: AutoEnable powers every adapter as it
 // appears (src/main.conf, [Policy]), and nothing else is set, so privacy
-// stays off and the adapter keeps its public identity (reference §4).
+// stays off and the adapter keeps its public identity.
 const mainConf = `# Written by the bluetoothd image's entrypoint at every start.
 [Policy]
 AutoEnable=true

@@ -1,5 +1,5 @@
 // Command bluetoothd is the entrypoint of the bluetoothd image, run as the
-// operator pod's native sidecar (seed 000, container "bluetoothd"). It
+// operator pod's native sidecar (deploy/bluetooth/operator.yaml, container "bluetoothd"). It
 // starts the private system bus that bluetoothd and the operator share,
 // writes BlueZ's configuration, and then becomes bluetoothd.
 //
@@ -46,7 +46,7 @@ const (
 	// EnvBusAddress names the bus to serve; bluetoothd inherits it.
 	EnvBusAddress = "DBUS_SYSTEM_BUS_ADDRESS"
 	// DefaultBusAddress is served when EnvBusAddress is unset or empty:
-	// the socket in the hostPath directory the seed mounts at
+	// the socket in the hostPath directory deploy/bluetooth/operator.yaml mounts at
 	// /var/run/bluetooth.liken.sh/dbus.
 	DefaultBusAddress = "unix:path=/var/run/bluetooth.liken.sh/dbus/system_bus_socket"
 	// EnvClassicBondedOnly sets input.conf's ClassicBondedOnly.

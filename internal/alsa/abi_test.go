@@ -10,7 +10,7 @@ import (
 // TestABISizes: every structure has the size the 64-bit kernel has, and
 // the fields the code reads by offset sit where the kernel puts them.
 // Sizes from include/uapi/sound/asound.h on amd64, as measured on real
-// kernels 6.1 and 6.12 (vm-tier.md §3a) and asserted by the reference.
+// kernels 6.1 and 6.12 and asserted by the reference.
 func TestABISizes(t *testing.T) {
 	for _, tc := range []struct {
 		name      string

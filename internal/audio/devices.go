@@ -8,7 +8,7 @@ import (
 	"github.com/liken-sh/operators/internal/dra"
 )
 
-// Taint keys (reference-audio §4.5).
+// Taint keys.
 const (
 	// TaintDisconnected (NoExecute): nothing can play there now — no sink
 	// node, or an HDMI/DP output with no monitor.

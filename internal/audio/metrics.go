@@ -6,7 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics are the operator's own Prometheus series (reference-audio §8).
+// metrics are the operator's own Prometheus series.
 // Every value is set by a pass and read by a scrape from memory: a scrape
 // touches no card, PipeWire or API server. An endpoint that goes away
 // keeps its last values, since unknown is not disconnected.

@@ -34,7 +34,7 @@ const (
 )
 
 // Config is what the operator runs with. Node and KubeClient are
-// required; the rest defaults to the seed's pod.
+// required; the rest defaults to deploy/audio/operator.yaml's pod.
 type Config struct {
 	Node       string
 	KubeClient kubernetes.Interface

@@ -14,7 +14,7 @@ import (
 	"github.com/liken-sh/operators/internal/dra"
 )
 
-// RuntimeDir is the PipeWire runtime directory: a hostPath in the seed,
+// RuntimeDir is the PipeWire runtime directory: a hostPath in deploy/audio/operator.yaml,
 // mounted at the same path in the operator's pod. A consumer's container
 // gets its claim's socket directory mounted at this path, so its
 // PIPEWIRE_REMOTE is the path of the node's socket, while the node's own

@@ -34,7 +34,7 @@ type relayTarget struct {
 	user           *User
 }
 
-// hopHeaders are not relayed (RFC 9110 §7.6.1).
+// hopHeaders are not relayed (RFC 9110 section 7.6.1).
 var hopHeaders = []string{"Connection", "Keep-Alive", "Proxy-Connection", "Te", "Trailer", "Transfer-Encoding", "Upgrade"}
 
 // relay sends the request to the capture container and streams its

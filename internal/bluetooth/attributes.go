@@ -16,7 +16,7 @@ const maxStringAttribute = 64
 
 // hidAppearanceCategory is the appearance category of HID devices
 // (keyboard, mouse, joystick, gamepad, ...): values 0x03C0..0x03FF, whose
-// bits 15..6 are 0x00F (Assigned Numbers §2.6 "Appearance Values").
+// bits 15..6 are 0x00F (Assigned Numbers section 2.6 "Appearance Values").
 const hidAppearanceCategory = 0x00F
 
 // controllerAttributes describes one paired device. Every attribute is in

@@ -40,7 +40,7 @@ const (
 )
 
 // Config is what the operator runs with. NodeName, Namespace and
-// KubeClient are required; the rest defaults to the paths of the seed's pod.
+// KubeClient are required; the rest defaults to the paths of deploy/bluetooth/operator.yaml's pod.
 type Config struct {
 	NodeName   string               // the node, from the downward API
 	Namespace  string               // where the bond Secrets live (POD_NAMESPACE)
@@ -140,7 +140,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("uevents: %w", err)
 	}
 	if ok, err := uevent.InInitialUserNamespace(); err == nil && !ok {
-		logger.Error(nil, "Not in the initial user namespace: the kernel sends this process no uevents, so controllers appear only at the backstop pass (the seed sets hostUsers: true)")
+		logger.Error(nil, "Not in the initial user namespace: the kernel sends this process no uevents, so controllers appear only at the backstop pass (deploy/bluetooth/operator.yaml sets hostUsers: true)")
 	}
 
 	op := &operator{cfg: cfg, client: client, driver: driver, published: published, tracker: hid.NewTracker(),

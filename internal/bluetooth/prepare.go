@@ -12,7 +12,7 @@ import (
 )
 
 // The pod's bus: the hostPath directory that holds dbus-daemon's socket
-// (the seed's "bus" volume) and the address that names the socket in it.
+// (deploy/bluetooth/operator.yaml's "bus" volume) and the address that names the socket in it.
 // The directory, not the socket, is mounted, because dbus-daemon unlinks
 // and recreates the socket at every start and a file mount would pin the
 // dead inode.

@@ -9,7 +9,7 @@ import (
 	"github.com/go-logr/logr/funcr"
 )
 
-// Problems are logged at verbosity 0 (the seed's pods set no -v), and only
+// Problems are logged at verbosity 0 (the pods of deploy/bluetooth/operator.yaml set no -v), and only
 // when they change between passes.
 func TestPassProblemsAreLoggedWhenTheyChange(t *testing.T) {
 	var lines []string

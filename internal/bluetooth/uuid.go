@@ -8,7 +8,7 @@ import (
 
 // baseUUIDSuffix ends every UUID in the Bluetooth base range
 // 0000xxxx-0000-1000-8000-00805F9B34FB, in which the SIG assigns 16-bit
-// UUIDs (Bluetooth Core, Vol 3 Part B §2.5.1).
+// UUIDs (Bluetooth Core, Vol 3 Part B section 2.5.1).
 const baseUUIDSuffix = "-0000-1000-8000-00805f9b34fb"
 
 // UUID16 returns the 16-bit short form of a 128-bit UUID in the Bluetooth
@@ -27,7 +27,7 @@ func UUID16(uuid string) (uint16, bool) {
 }
 
 // profileFlags maps 16-bit service UUIDs to the profile flag they set
-// (Assigned Numbers §3.3 "Service Class" and §3.4 "GATT Service").
+// (Assigned Numbers section 3.3 "Service Class" and section 3.4 "GATT Service").
 var profileFlags = map[uint16]string{
 	0x1101: "serialPort",      // SerialPort
 	0x1108: "headset",         // Headset

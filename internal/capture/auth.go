@@ -116,7 +116,7 @@ func (r *TokenReviewer) Review(ctx context.Context, token string) *captureapi.Pr
 	return nil
 }
 
-// tokenExpiry reads the "exp" claim (RFC 7519 §4.1.4) of a JWT without
+// tokenExpiry reads the "exp" claim (RFC 7519 section 4.1.4) of a JWT without
 // verifying it: it only shortens how long an accepted token is cached,
 // and the API server has verified the token already.
 func tokenExpiry(token string) (time.Time, bool) {

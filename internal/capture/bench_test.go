@@ -30,11 +30,11 @@ import (
 	"github.com/liken-sh/operators/test/secretvolume"
 )
 
-// captureSeedMemoryRequest is the capture container's memory request in
+// captureManifestMemoryRequest is the capture container's memory request in
 // deploy/audio/operator.yaml (16Mi), the idle target; its limit is 64Mi.
 const (
-	captureSeedMemoryRequest = 16 << 20
-	captureSeedMemoryLimit   = 64 << 20
+	captureManifestMemoryRequest = 16 << 20
+	captureManifestMemoryLimit   = 64 << 20
 )
 
 // benchWorld is the capture container's binary as the image runs it
@@ -187,9 +187,9 @@ func cpuTime(pid int) (self, children time.Duration, err error) {
 	return tick(11, 12), tick(13, 14), nil
 }
 
-// BenchmarkCaptureIdleRSS runs the capture container's command as the
-// seed runs it (`audio-operator capture`, which executes the small
-// audio-capture binary in place) with the seed's environment on real
+// BenchmarkCaptureIdleRSS runs the capture container's command as
+// deploy/audio/operator.yaml runs it (`audio-operator capture`, which executes the small
+// audio-capture binary in place) with deploy/audio/operator.yaml's environment on real
 // PipeWire, serving a leaf, and once /readyz answers samples its VmRSS
 // every 500 ms for 5 s, reporting the largest VmRSS, RssAnon and RssFile
 // in MiB. The target is the container's 16 MiB request; it fails past
@@ -207,12 +207,12 @@ func BenchmarkCaptureIdleRSS(b *testing.B) {
 			time.Sleep(500 * time.Millisecond)
 		}
 	}
-	if most > captureSeedMemoryLimit {
-		b.Fatalf("idle VmRSS %d bytes, past the container's limit %d", most, captureSeedMemoryLimit)
+	if most > captureManifestMemoryLimit {
+		b.Fatalf("idle VmRSS %d bytes, past the container's limit %d", most, captureManifestMemoryLimit)
 	}
 	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
 	b.ReportMetric(mib(most), "rss-max-MiB")
-	b.ReportMetric(mib(captureSeedMemoryRequest), "target-MiB")
+	b.ReportMetric(mib(captureManifestMemoryRequest), "target-MiB")
 	b.ReportMetric(mib(anon), "anon-max-MiB")
 	b.ReportMetric(mib(file), "file-max-MiB")
 	b.ReportMetric(0, "ns/op")

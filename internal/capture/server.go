@@ -160,7 +160,7 @@ func (s *Server) serveAPI(w http.ResponseWriter, r *http.Request) {
 }
 
 // authenticate checks the bearer token; a 401 carries WWW-Authenticate
-// (RFC 6750 §3).
+// (RFC 6750 section 3).
 func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) *captureapi.Problem {
 	const realm = `Bearer realm="audio-capture"`
 	auth := r.Header.Get("Authorization")

@@ -127,7 +127,7 @@ func TestLeafReload(t *testing.T) {
 	}
 }
 
-// TestConfigFromEnv: the container's environment as the seed sets it,
+// TestConfigFromEnv: the container's environment as deploy/audio/operator.yaml sets it,
 // and each bad value named.
 func TestConfigFromEnv(t *testing.T) {
 	env := map[string]string{EnvAddress: ":9201", EnvTaps: "4", EnvTLSDir: "/var/run/audio-capture-tls",

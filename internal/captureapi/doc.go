@@ -8,9 +8,9 @@
 //     endpoint's information at /v1/audio/{sinks|sources}/{name} and its
 //     sound at .../{name}/audio[.wav|.flac|.opus];
 //   - the query of a tap (ParseTapQuery): the temporal dimension "t" of
-//     W3C Media Fragments URI 1.0 §4.2.1 in Normal Play Time, and an Opus
+//     W3C Media Fragments URI 1.0 section 4.2.1 in Normal Play Time, and an Opus
 //     bitrate;
-//   - content negotiation by Accept (Negotiate, RFC 9110 §12.5.1) among
+//   - content negotiation by Accept (Negotiate, RFC 9110 section 12.5.1) among
 //     the formats served (Formats);
 //   - errors as RFC 9457 problem documents (Problem) with this API's
 //     problem type URIs.

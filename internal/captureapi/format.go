@@ -27,11 +27,11 @@ var (
 	// older names clients still send.
 	WAV = Format{Name: "wav", MediaType: "audio/wav", Aliases: []string{"audio/wave", "audio/x-wav", "audio/vnd.wave"}, MaxChannels: 1<<16 - 1}
 	// FLAC is a native FLAC stream (RFC 9639), registered as audio/flac;
-	// its frame header codes at most 8 channels (RFC 9639 §9.1.3).
+	// its frame header codes at most 8 channels (RFC 9639 section 9.1.3).
 	FLAC = Format{Name: "flac", MediaType: "audio/flac", Aliases: []string{"audio/x-flac"}, MaxChannels: 8}
 	// Opus is Opus in Ogg (RFC 7845), audio/ogg with the codecs parameter
-	// of RFC 5334 §4; plain audio/ogg and audio/opus name it too.
-	// An Ogg Opus stream carries at most 255 channels (RFC 7845 §5.1.1).
+	// of RFC 5334 section 4; plain audio/ogg and audio/opus name it too.
+	// An Ogg Opus stream carries at most 255 channels (RFC 7845 section 5.1.1).
 	Opus = Format{Name: "opus", MediaType: "audio/ogg; codecs=opus", Aliases: []string{"audio/ogg", "audio/opus"}, Bitrate: true, MaxChannels: 255}
 )
 
@@ -85,6 +85,6 @@ const (
 	// MediaTypeOpenAPI is the OpenAPI document's type (OpenAPI 3.1,
 	// registered with IANA as application/openapi+json).
 	MediaTypeOpenAPI = "application/openapi+json"
-	// MediaTypeProblem is the type of every error body (RFC 9457 §3).
+	// MediaTypeProblem is the type of every error body (RFC 9457 section 3).
 	MediaTypeProblem = "application/problem+json"
 )

@@ -68,7 +68,7 @@ func (s Span) Query() string {
 }
 
 // ParseTime parses the value of a "t" parameter (already percent-decoded)
-// as the temporal dimension of W3C Media Fragments URI 1.0 §4.2.1 in
+// as the temporal dimension of W3C Media Fragments URI 1.0 section 4.2.1 in
 // Normal Play Time: an optional "npt:" prefix, then "begin,end", "begin"
 // or ",end", each time in seconds ("12", "12.5"), "mm:ss[.f]" or
 // "h:mm:ss[.f]" (minutes and seconds 00–59). begin defaults to 0 and an
@@ -187,7 +187,7 @@ func allDigits(s string) bool {
 }
 
 // Bitrate bounds: opusenc(1) documents 6 to 256 kbit/s per channel, and
-// Opus streams carry at most 255 channels (RFC 7845 §5.1.1).
+// Opus streams carry at most 255 channels (RFC 7845 section 5.1.1).
 const (
 	MinBitrate           = 6
 	MaxBitratePerChannel = 256

@@ -21,7 +21,7 @@ type mediaRange struct {
 }
 
 // Negotiate chooses the format of a tap from the Accept header values
-// accept (RFC 9110 §12.5.1; several headers are one list), among
+// accept (RFC 9110 section 12.5.1; several headers are one list), among
 // candidates (Formats for a negotiated tap, one format for a fixed one).
 // No Accept at all is the first candidate. Each candidate takes the
 // quality of the most specific range that matches it (type/subtype over
@@ -73,7 +73,7 @@ func truncate(s string, n int) string {
 }
 
 // parseAccept splits an Accept value into media ranges; empty elements
-// (",,") are skipped as RFC 9110 §5.6.1 asks of a recipient.
+// (",,") are skipped as RFC 9110 section 5.6.1 asks of a recipient.
 func parseAccept(v string) ([]mediaRange, *Problem) {
 	var out []mediaRange
 	for _, elem := range splitOutsideQuotes(v, ',') {
@@ -145,7 +145,7 @@ func isToken(s string) bool {
 	return true
 }
 
-// parseQValue parses an RFC 9110 §12.4.2 qvalue into thousandths.
+// parseQValue parses an RFC 9110 section 12.4.2 qvalue into thousandths.
 func parseQValue(s string) (int, bool) {
 	whole, frac, _ := strings.Cut(s, ".")
 	if (whole != "0" && whole != "1") || len(frac) > 3 || !allDigits(frac) {
@@ -212,7 +212,7 @@ func (f Format) topType() string {
 }
 
 // codec returns the codec name a codecs parameter names f by: the
-// parameter of its media type ("opus"), "1" (PCM, RFC 2361 §3) for WAV,
+// parameter of its media type ("opus"), "1" (PCM, RFC 2361 section 3) for WAV,
 // else its Name.
 func (f Format) codec() string {
 	if f.Name == WAV.Name {

@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// ProblemType is one problem type of RFC 9457 §3.1: the URI that names
+// ProblemType is one problem type of RFC 9457 section 3.1: the URI that names
 // it, its title and the status it is answered with.
 type ProblemType struct {
 	// URI is the type's identifier, the "type" member.
@@ -70,7 +70,7 @@ type Acceptable struct {
 
 // Problem is an RFC 9457 problem document, and an error.
 type Problem struct {
-	// Type, Title and Status are the problem type's (RFC 9457 §3.1).
+	// Type, Title and Status are the problem type's (RFC 9457 section 3.1).
 	Type   string `json:"type"`
 	Title  string `json:"title"`
 	Status int    `json:"status"`
@@ -149,7 +149,7 @@ const maxProblemBytes = 64 << 10
 // (wrapping ErrNotProblem) when the type is not application/problem+json,
 // the body is longer than 64 KiB, not a JSON object, or its status member
 // is present and differs from status. A missing type is "about:blank"
-// (RFC 9457 §4.2.1) and a missing status is status; RetryAfter is not
+// (RFC 9457 section 4.2.1) and a missing status is status; RetryAfter is not
 // read (it is a header).
 func ParseProblem(status int, contentType string, body []byte) (*Problem, error) {
 	mt, _, _ := strings.Cut(contentType, ";")

@@ -23,7 +23,7 @@ const Aspect = "audio"
 const Group = "audio.liken.sh"
 
 // Allow is the Allow header of every route: the methods each one answers
-// (RFC 9110 §10.2.1). Any other method is 405 with this header.
+// (RFC 9110 section 10.2.1). Any other method is 405 with this header.
 const Allow = "GET, HEAD, OPTIONS"
 
 // Resource is one kind of object a route names by its name.

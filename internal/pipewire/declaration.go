@@ -19,7 +19,7 @@ import (
 const DeclarationFile = "60-liken-outputs.conf"
 
 // DeclarationDir is where the pod mounts PipeWire's drop-in directory
-// (the seed's pipewire-config volume).
+// (deploy/audio/operator.yaml's pipewire-config volume).
 const DeclarationDir = "/etc/pipewire/pipewire.conf.d"
 
 // declarationHeader opens every declaration. SPA-JSON comments run from

@@ -30,7 +30,7 @@ const waitDelay = time.Second
 type Remote struct {
 	// RuntimeDir is the directory holding PipeWire's socket
 	// (pipewire-0). It is given to the tools as both
-	// PIPEWIRE_RUNTIME_DIR and XDG_RUNTIME_DIR, as the seed's containers
+	// PIPEWIRE_RUNTIME_DIR and XDG_RUNTIME_DIR, as deploy/audio/operator.yaml's containers
 	// set them; empty leaves the process environment as it is.
 	RuntimeDir string
 	// PWDump is the pw-dump binary; empty means "pw-dump" from PATH.

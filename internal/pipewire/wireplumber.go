@@ -15,7 +15,7 @@ import (
 const Profile = "main-embedded"
 
 // WirePlumberDropInDir is where the pod mounts WirePlumber's drop-in
-// directory (the seed's wireplumber-config volume). WirePlumber merges
+// directory (deploy/audio/operator.yaml's wireplumber-config volume). WirePlumber merges
 // /usr/share/wireplumber/wireplumber.conf.d first and this one second.
 const WirePlumberDropInDir = "/etc/wireplumber/wireplumber.conf.d"
 

@@ -51,7 +51,7 @@ func child(uuid string) int {
 	return 1
 }
 
-// TestListenWithoutCapabilities proves the seed's claim that binding group 1
+// TestListenWithoutCapabilities proves deploy/bluetooth/operator.yaml's claim that binding group 1
 // takes no capability (NL_CFG_F_NONROOT_RECV): a copy of this test binary
 // runs as uid/gid 65534, with an empty effective capability set, and
 // receives a real kernel event.

@@ -678,7 +678,7 @@ def create_adapter(name, address, overrides):
         'Alias': dbus.String(overrides.get('Alias', system_name)),
         'Class': dbus.UInt32(overrides.get('Class', 0x00010c)),
         # AutoEnable=true powers the adapter; a fresh bluetoothd leaves
-        # page scan off, so Connectable starts false (reference §5.5).
+        # page scan off, so Connectable starts false.
         'Powered': dbus.Boolean(overrides.get('Powered', True)),
         'Connectable': dbus.Boolean(overrides.get('Connectable', False)),
         'Discoverable': dbus.Boolean(False),

@@ -22,25 +22,25 @@ import (
 	"github.com/liken-sh/operators/test/pwtest"
 )
 
-// audioSeedMemoryLimit is the operator container's memory limit in the
-// audio seed (128Mi). The container's cgroup holds the operator and its
+// audioManifestMemoryLimit is the operator container's memory limit in
+// deploy/audio/operator.yaml (128Mi). The container's cgroup holds the operator and its
 // `pw-dump -m` child, so both count against it.
-const audioSeedMemoryLimit = 128 << 20
+const audioManifestMemoryLimit = 128 << 20
 
 // BenchmarkAudioOperatorIdleRSS builds cmd/audio-operator and runs the
-// binary as the seed's containers would, with host paths moved by flags:
+// binary as deploy/audio/operator.yaml's containers would, with host paths moved by flags:
 // its declare mode writes the PipeWire declaration and the WirePlumber
 // drop-ins for the recorded Dell XPS 17 (ALSA's null device standing in
 // for each card), real PipeWire 1.4 and WirePlumber 0.5 start on exactly
 // those files, and the operator mode (NODE_NAME, PIPEWIRE_RUNTIME_DIR,
-// XDG_RUNTIME_DIR, METRICS_ADDRESS on a free port, as the seed serves
+// XDG_RUNTIME_DIR, METRICS_ADDRESS on a free port, as deploy/audio/operator.yaml serves
 // metrics) follows that PipeWire and publishes to the real control plane.
 // Once the slice holds every declared output with its sink, it reads
 // /proc/<pid>/status every 500 ms for 5 s and reports the largest VmRSS,
 // RssAnon and VmHWM in MiB, and the largest VmRSS of the operator's
 // children (the `pw-dump -m` that streams the graph), which shares the
 // container's limit. The target is under 40 MiB of the operator's VmRSS;
-// it fails when the operator and its children together pass the seed's
+// it fails when the operator and its children together pass deploy/audio/operator.yaml's
 // 128 MiB limit, and when the operator does not exit 0 on SIGTERM.
 //
 // As with the Bluetooth operator, most of VmRSS is RssFile, pages of the
@@ -145,8 +145,8 @@ func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if most.RSS+children > audioSeedMemoryLimit {
-		b.Fatalf("idle RSS %d bytes and %d in children, above the seed's limit of %d", most.RSS, children, audioSeedMemoryLimit)
+	if most.RSS+children > audioManifestMemoryLimit {
+		b.Fatalf("idle RSS %d bytes and %d in children, above deploy/audio/operator.yaml's limit of %d", most.RSS, children, audioManifestMemoryLimit)
 	}
 	if most.Anon <= 0 || most.Anon > most.RSS || most.RSS > most.HWM {
 		b.Fatalf("inconsistent figures %+v: want 0 < RssAnon <= VmRSS <= VmHWM", most)

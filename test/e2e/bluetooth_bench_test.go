@@ -37,9 +37,9 @@ import (
 // so an iteration ends where it began, with the gamepad connected.
 const benchToggles = 6
 
-// seedMemoryLimit is the operator container's memory limit in the seed
-// (64Mi); above it the kubelet kills the container.
-const seedMemoryLimit = 64 << 20
+// manifestMemoryLimit is the operator container's memory limit in
+// deploy/bluetooth/operator.yaml (64Mi); above it the kubelet kills the container.
+const manifestMemoryLimit = 64 << 20
 
 // bluetoothWorld is a node as the operator sees it: the real control plane
 // with the node and the bond namespace, the BlueZ simulator with a paired
@@ -211,14 +211,14 @@ func awaitSlice(w watch.Interface, timeout time.Duration, ok func(*resourceapi.R
 }
 
 // BenchmarkBluetoothOperatorIdleRSS builds cmd/bluetooth-operator and runs
-// the binary as the seed's container would (NODE_NAME, POD_NAMESPACE,
+// the binary as deploy/bluetooth/operator.yaml's container would (NODE_NAME, POD_NAMESPACE,
 // DBUS_SYSTEM_BUS_ADDRESS; host paths moved by flags) against the BlueZ
 // simulator and the real control plane. Once it has published the
 // gamepad, the speaker and the media bus and written both bonds back to
 // their Secrets, it reads VmRSS from /proc/<pid>/status every 500 ms for
 // 5 s and reports the largest, in MiB, beside the largest RssAnon and
 // VmHWM (the peak since start). The target is under 25 MiB of VmRSS; it
-// fails above the seed's 64 MiB limit, and when the operator does not exit
+// fails above deploy/bluetooth/operator.yaml's 64 MiB limit, and when the operator does not exit
 // 0 on SIGTERM.
 //
 // Most of VmRSS is RssFile: pages of the binary (client-go makes it 70-odd
@@ -271,8 +271,8 @@ func BenchmarkBluetoothOperatorIdleRSS(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	if most.RSS > seedMemoryLimit {
-		b.Fatalf("idle RSS %d bytes, above the seed's limit of %d", most.RSS, seedMemoryLimit)
+	if most.RSS > manifestMemoryLimit {
+		b.Fatalf("idle RSS %d bytes, above deploy/bluetooth/operator.yaml's limit of %d", most.RSS, manifestMemoryLimit)
 	}
 	if most.Anon <= 0 || most.Anon > most.RSS || most.RSS > most.HWM {
 		b.Fatalf("inconsistent figures %+v: want 0 < RssAnon <= VmRSS <= VmHWM", most)

@@ -24,7 +24,7 @@ var (
 )
 
 // TestBluetoothdImage runs the image's entrypoint as the pod's bluetoothd
-// sidecar runs: PID 1 of its own PID namespace, the seed's capabilities,
+// sidecar runs: PID 1 of its own PID namespace, deploy/bluetooth/operator.yaml's capabilities,
 // the bus directory and the bonds volume mounted. It starts dbus-daemon,
 // whose socket appears in the shared directory, and execs bluetoothd,
 // which gets on the bus and then, on a kernel without AF_BLUETOOTH (this

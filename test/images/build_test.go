@@ -318,7 +318,7 @@ func unpack(t *testing.T, name string) unpacked {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The images hold no shell; the seeds' probes and commands name
+	// The images hold no shell; the probes and commands of deploy/*/operator.yaml name
 	// binaries, and nothing may come to depend on one.
 	for _, sh := range []string{"bin/sh", "usr/bin/sh", "bin/bash", "usr/bin/bash"} {
 		if _, err := os.Lstat(filepath.Join(root, sh)); err == nil {

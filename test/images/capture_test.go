@@ -26,8 +26,8 @@ import (
 	"github.com/liken-sh/operators/test/secretvolume"
 )
 
-// captureContainer runs the seed's capture container from the image
-// (`audio-operator capture` with the seed's environment, the PipeWire
+// captureContainer runs deploy/audio/operator.yaml's capture container from the image
+// (`audio-operator capture` with deploy/audio/operator.yaml's environment, the PipeWire
 // runtime volume, the capture-tls Secret volume read-only and the pod's
 // ServiceAccount token, in a PID namespace of its own) beside the image's
 // running PipeWire and WirePlumber, against a real API server: its
@@ -90,7 +90,7 @@ func captureContainer(t *testing.T, img unpacked, runtime bind, sinks []pipewire
 	addr := l.Addr().String()
 	l.Close()
 
-	// The seed's environment; the address is a free loopback port, as
+	// deploy/audio/operator.yaml's environment; the address is a free loopback port, as
 	// the sandbox shares the host's network.
 	env := append(append([]string{}, pipewireEnv...),
 		"CAPTURE_ADDRESS="+addr, "CAPTURE_TAPS=4", "CAPTURE_TLS_DIR=/var/run/audio-capture-tls",

@@ -15,7 +15,7 @@ import (
 )
 
 // sandbox runs a program of an unpacked image under bubblewrap as a
-// container of the seeds' pods runs: the image's root filesystem as /
+// container of the pods of deploy/*/operator.yaml runs: the image's root filesystem as /
 // (read-only unless writable), fresh /proc and /dev, the image's
 // environment and nothing of the host's, every capability dropped but
 // caps, and a PID namespace of its own with the program as PID 1, unless
@@ -71,7 +71,7 @@ func (s sandbox) command(t *testing.T, ctx context.Context, argv ...string) *exe
 		t.Fatalf("bubblewrap: %v (hack/install-deps.sh installs it)", err)
 	}
 	if os.Geteuid() != 0 {
-		t.Fatal("the image tests run bubblewrap as root, which gives a container exactly the capabilities its seed names; run them as root (hack/test.sh does in CI)")
+		t.Fatal("the image tests run bubblewrap as root, which gives a container exactly the capabilities its manifest names; run them as root (hack/test.sh does in CI)")
 	}
 	rootBind := "--ro-bind"
 	if s.writable {

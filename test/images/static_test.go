@@ -8,8 +8,8 @@ import (
 
 // TestStaticImages runs the static images' entrypoints as their
 // containers run (read-only root, no capability): --help prints each
-// binary's flags and exits 0, and with the environment the seed gives
-// them missing, each refuses to start with the reason, which shows the
+// binary's flags and exits 0, and with the environment deploy/*/operator.yaml
+// gives them missing, each refuses to start with the reason, which shows the
 // binary runs its own code in the image and not only flag parsing.
 func TestStaticImages(t *testing.T) {
 	for _, tc := range []struct {

@@ -106,9 +106,9 @@ func inventoryBase(t *testing.T, ctx context.Context) {
 }
 
 // bluetoothBase applies deploy/bluetooth through the tier's overlay, with
-// the recorded gamepad's bond stored in a Secret, and checks the pod the
-// seed describes: bondfetch first, restoring the bond into the emptyDir;
-// the bluetoothd sidecar's dbus-daemon under the seed's capabilities,
+// the recorded gamepad's bond stored in a Secret, and checks the pod
+// deploy/bluetooth/operator.yaml describes: bondfetch first, restoring the bond into the emptyDir;
+// the bluetoothd sidecar's dbus-daemon under deploy/bluetooth/operator.yaml's capabilities,
 // dropped to messagebus; the operator last, with no capability,
 // registered with the kubelet and publishing the gamepad.
 func bluetoothBase(t *testing.T, ctx context.Context) {
@@ -153,12 +153,12 @@ func bluetoothBase(t *testing.T, ctx context.Context) {
 
 	// The bluetoothd container: dbus-daemon dropped to messagebus with no
 	// capability left; the simulator in bluetoothd's place holds exactly
-	// the seed's five.
-	seedCaps := caps(capNetAdmin, capNetRaw, capNetBindService, capSetuid, capSetgid)
+	// deploy/bluetooth/operator.yaml's five.
+	manifestCaps := caps(capNetAdmin, capNetRaw, capNetBindService, capSetuid, capSetgid)
 	var sawBus, sawSim bool
 	for _, hp := range containerProcs(t, p, "bluetoothd") {
-		if hp.capBnd != seedCaps {
-			t.Errorf("bluetoothd container: %s (pid %d) has bounding set %#x, want the seed's %#x", hp.comm, hp.pid, hp.capBnd, seedCaps)
+		if hp.capBnd != manifestCaps {
+			t.Errorf("bluetoothd container: %s (pid %d) has bounding set %#x, want deploy/bluetooth/operator.yaml's %#x", hp.comm, hp.pid, hp.capBnd, manifestCaps)
 		}
 		if !hp.noNewPrivs {
 			t.Errorf("bluetoothd container: %s (pid %d) may gain privileges (allowPrivilegeEscalation is false)", hp.comm, hp.pid)
@@ -171,8 +171,8 @@ func bluetoothBase(t *testing.T, ctx context.Context) {
 			}
 		case strings.HasPrefix(hp.comm, "python"):
 			sawSim = true
-			if hp.uid != 0 || hp.capEff != seedCaps {
-				t.Errorf("the simulated bluetoothd runs as uid %d with capabilities %#x, want root with %#x", hp.uid, hp.capEff, seedCaps)
+			if hp.uid != 0 || hp.capEff != manifestCaps {
+				t.Errorf("the simulated bluetoothd runs as uid %d with capabilities %#x, want root with %#x", hp.uid, hp.capEff, manifestCaps)
 			}
 		}
 	}
@@ -241,7 +241,7 @@ func bluetoothConsumer(t *testing.T, ctx context.Context) {
 }
 
 // audioBase applies deploy/audio through the tier's overlay on the
-// recorded laptop's cards and checks the seed's order and security
+// recorded laptop's cards and checks deploy/audio/operator.yaml's order and security
 // contexts from the real image, the startup probes, and registration.
 func audioBase(t *testing.T, ctx context.Context) {
 	if _, err := fakesys.XPS17(root, SoundDir); err != nil {
@@ -273,7 +273,7 @@ func audioBase(t *testing.T, ctx context.Context) {
 			t.Errorf("%s: startup probe has not passed", name)
 		}
 	}
-	// The seed drops every capability in every container.
+	// deploy/audio/operator.yaml drops every capability in every container.
 	for _, name := range order {
 		if c := containerStatus(t, p, name); c.State.Running == nil {
 			t.Errorf("%s is not running: %+v", name, c.State)

@@ -23,7 +23,7 @@ const (
 )
 
 // mediaBus is a private system bus with, once startBlueZ ran, python-
-// dbusmock's bluez5 template owning org.bluez on it (infra.md §6).
+// dbusmock's bluez5 template owning org.bluez on it.
 type mediaBus struct {
 	dir  string
 	bus  *dbusd.Daemon

@@ -13,7 +13,7 @@ import (
 
 // Paths in the image: Debian's pipewire, pipewire-bin and wireplumber
 // packages install the daemons and pw-dump under /usr/bin; the declaration
-// is the drop-in the declare container writes (seed 001, volume
+// is the drop-in the declare container writes (deploy/audio/operator.yaml, volume
 // pipewire-config).
 const (
 	DefaultPipeWire    = "/usr/bin/pipewire"
@@ -23,13 +23,13 @@ const (
 )
 
 // SocketName is the name of the socket PipeWire serves in its runtime
-// directory: its default core name, the one the seed's consumers reach
+// directory: its default core name, the one deploy/audio/operator.yaml's consumers reach
 // through PIPEWIRE_REMOTE=/var/run/audio.liken.sh/pipewire-0.
 const SocketName = "pipewire-0"
 
 // Environment variables the modes read. PipeWire looks for its runtime
 // directory in PIPEWIRE_RUNTIME_DIR first and XDG_RUNTIME_DIR second
-// (seed 001); DBUS_SYSTEM_BUS_ADDRESS is the media bus the Bluetooth
+// (deploy/audio/operator.yaml); DBUS_SYSTEM_BUS_ADDRESS is the media bus the Bluetooth
 // operator's claim delivers.
 const (
 	EnvPipeWireRuntimeDir = "PIPEWIRE_RUNTIME_DIR"
@@ -37,8 +37,8 @@ const (
 	EnvSystemBus          = "DBUS_SYSTEM_BUS_ADDRESS"
 )
 
-// Bounds. The probes' deadline stays under the 10 s timeoutSeconds the seed
-// gives every probe, with room for the process to start and report; the
+// Bounds. The probes' deadline stays under the 10 s timeoutSeconds
+// deploy/audio/operator.yaml gives every probe, with room for the process to start and report; the
 // wait for a returning PipeWire outlasts the kubelet's longest crash
 // backoff (5 min), so a PipeWire container that crashed and came back is
 // still followed.

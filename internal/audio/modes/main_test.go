@@ -42,8 +42,8 @@ func durationEnv(key string) time.Duration {
 	return d
 }
 
-func TestByNameHoldsTheSeedsModes(t *testing.T) {
-	// The names the seed's commands and probes run.
+func TestByNameHoldsTheManifestsModes(t *testing.T) {
+	// The names deploy/audio/operator.yaml's commands and probes run.
 	for _, name := range []string{"pipewire", "wireplumber", "graph-answers", "endpoints-registered"} {
 		if ByName[name] == nil {
 			t.Errorf("mode %q missing", name)

@@ -9,7 +9,7 @@ import "context"
 // SIGTERM would) and cuts a probe short.
 type Func func(ctx context.Context, args []string, env Env) int
 
-// ByName maps the seed's mode names, the first argument of
+// ByName maps deploy/audio/operator.yaml's mode names, the first argument of
 // audio-operator, to their Funcs.
 var ByName = map[string]Func{
 	"pipewire":             PipeWire,

@@ -13,7 +13,7 @@ package modes
 // binary, which runs PipeWire as its child and replaces it in place; the
 // restart count counts crashes only.
 //
-// When is a declaration not yet loaded? The seed's fact is "the drop-in
+// When is a declaration not yet loaded? The deploy/audio/operator.yaml's fact is "the drop-in
 // is newer than PipeWire's socket", and the operator container, which
 // cannot see PipeWire's process, reads it that way. The first process
 // holds a tighter bound: the moment it forked the running PipeWire, which
@@ -136,7 +136,7 @@ func PipeWire(ctx context.Context, args []string, env Env) int {
 }
 
 // WirePlumber is the mode `audio-operator wireplumber <args>`, the first
-// process of the wireplumber sidecar (args are the seed's
+// process of the wireplumber sidecar (args are deploy/audio/operator.yaml's
 // --profile=main-embedded, passed on). It runs Env.WirePlumber with args as
 // its child, with Env's environment and output, and returns the status to
 // exit with:

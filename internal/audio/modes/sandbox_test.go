@@ -1,7 +1,7 @@
 package modes
 
 // A headless PipeWire (and WirePlumber) sandbox for these tests, after
-// infra.md §5: a private runtime directory, configuration drop-ins under
+// a private runtime directory, configuration drop-ins under
 // a private XDG_CONFIG_HOME, no session bus, no D-Bus support in PipeWire,
 // WirePlumber's ALSA, MIDI, Bluetooth and camera monitors off.
 
