@@ -40,6 +40,7 @@ type Driver struct {
 	opts    Options
 	helper  *kubeletplugin.Helper
 	pub     *publisher
+	slices  *sliceController
 	cdi     *cdiWriter
 	metrics *metrics
 	plan    planFunc
@@ -109,7 +110,8 @@ func Start[P any](ctx context.Context, opts Options, prepare PrepareFunc[P]) (*D
 		return nil, fmt.Errorf("dra: start kubelet plugin: %w", err)
 	}
 	d.helper = helper
-	d.pub = newPublisher(opts.NodeName, opts.SettleQuiet, opts.SettleCap, helper.PublishResources, d.metrics)
+	d.slices = &sliceController{d: d}
+	d.pub = newPublisher(opts.NodeName, opts.SettleQuiet, opts.SettleCap, d.slices.publish, d.metrics)
 	d.pub.onWrite = d.health.publish
 	d.wg.Add(3)
 	go func() { defer d.wg.Done(); d.pub.run(d.ctx) }()
@@ -146,6 +148,7 @@ func (d *Driver) Err() error { return context.Cause(d.ctx) }
 func (d *Driver) Stop() {
 	d.cancel(errors.New("driver stopped"))
 	d.helper.Stop()
+	d.slices.stop()
 	d.wg.Wait()
 }
 

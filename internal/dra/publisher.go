@@ -32,7 +32,7 @@ const (
 const maxDevicesPerSlice = resourceapi.ResourceSliceMaxDevicesWithAdvancedFeatures
 
 // PublishFunc hands a pool description to whatever writes ResourceSlices;
-// in production it is kubeletplugin.Helper.PublishResources.
+// in production it is the driver's own slice controller (slices.go).
 type PublishFunc func(ctx context.Context, resources resourceslice.DriverResources) error
 
 // publisher turns device-set updates into debounced slice writes.
