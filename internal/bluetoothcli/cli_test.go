@@ -29,3 +29,38 @@ func TestVersionAndCompletion(t *testing.T) {
 		t.Errorf("pair --window a year: %d %q", code, out.String())
 	}
 }
+
+// TestLongValuesAreNotEchoed: a 10 KB value in a flag or argument is
+// refused with a message that quotes its first bytes and its length, and
+// the whole output stays short.
+func TestLongValuesAreNotEchoed(t *testing.T) {
+	long := strings.Repeat("A", 10240)
+	for _, args := range [][]string{
+		{"pair", "--device", long, "--adapter", "00-1a-7d-da-71-13"},
+		{"pair", "--adapter", long},
+		{"pair", "--pin", long, "--adapter", "00-1a-7d-da-71-13"},
+		{"unpair", long},
+		{"completion", long},
+	} {
+		var out bytes.Buffer
+		streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}
+		code := Execute(t.Context(), "dev", streams, append(args, "--server", "https://127.0.0.1:1"))
+		if code != 1 || out.Len() > 1024 || !strings.Contains(out.String(), `AAAA"... (10240 bytes)`) {
+			t.Errorf("%s with a 10 KB value: exit %d, %d bytes of output: %.300q", args[0], code, out.Len(), out.String())
+		}
+	}
+}
+
+func TestQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		"gamepad":               `"gamepad"`,
+		strings.Repeat("é", 40): `"` + strings.Repeat("é", 32) + `"... (80 bytes)`,
+		strings.Repeat("x", 64): `"` + strings.Repeat("x", 64) + `"`,
+		strings.Repeat("x", 65): `"` + strings.Repeat("x", 64) + `"... (65 bytes)`,
+		"a\x00b":                `"a\x00b"`,
+	} {
+		if got := quote(in); got != want {
+			t.Errorf("quote(%.20q) = %s, want %s", in, got, want)
+		}
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -59,6 +60,10 @@ func newPair(e *env) *cobra.Command {
 	return cmd
 }
 
+// pinRE is what spec.pin accepts (the CRD's pattern): checked here too,
+// so that a bad value is refused before anything is created.
+var pinRE = regexp.MustCompile(`^[ -~]{1,16}$`)
+
 // pair is the whole pair command.
 func (e *env) pair(ctx context.Context, o pairOptions) error {
 	d, ns, err := e.client()
@@ -68,11 +73,14 @@ func (e *env) pair(ctx context.Context, o pairOptions) error {
 	if o.window < btv1.MinWindowSeconds*time.Second || o.window > btv1.MaxWindowSeconds*time.Second {
 		return fmt.Errorf("--window %v is outside %ds to %ds", o.window, btv1.MinWindowSeconds, btv1.MaxWindowSeconds)
 	}
+	if o.pin != "" && !pinRE.MatchString(o.pin) {
+		return fmt.Errorf("--pin %s is not 1 to 16 printable ASCII characters", quote(o.pin))
+	}
 	device := ""
 	if o.device != "" {
 		a, err := bdaddr.Parse(o.device)
 		if err != nil {
-			return fmt.Errorf("--device %q is not a Bluetooth address (XX:XX:XX:XX:XX:XX)", o.device)
+			return fmt.Errorf("--device %s is not a Bluetooth address (XX:XX:XX:XX:XX:XX)", quote(o.device))
 		}
 		device = a.String()
 	}
@@ -121,7 +129,7 @@ func chooseAdapter(ctx context.Context, d dynamic.Interface, adapter, node strin
 	if adapter != "" {
 		a, err := bdaddr.Parse(adapter)
 		if err != nil {
-			return "", fmt.Errorf("--adapter %q is neither an Adapter name nor an address", adapter)
+			return "", fmt.Errorf("--adapter %s is neither an Adapter name nor an address", quote(adapter))
 		}
 		return a.Key(), nil
 	}
@@ -153,7 +161,7 @@ func chooseAdapter(ctx context.Context, d dynamic.Interface, adapter, node strin
 	case len(all) == 0:
 		return "", errors.New("there is no Adapter: is the bluetooth operator running on a node with a radio?")
 	case len(fit) == 0 && node != "":
-		return "", fmt.Errorf("no present adapter on node %s; the adapters are: %s", node, strings.Join(all, ", "))
+		return "", fmt.Errorf("no present adapter on node %s; the adapters are: %s", quote(node), strings.Join(all, ", "))
 	case len(fit) == 0:
 		return "", fmt.Errorf("no adapter is present; the adapters are: %s", strings.Join(all, ", "))
 	}
@@ -336,6 +344,9 @@ func (s *session) answer(ctx context.Context, r *btv1.PairingRequest, line strin
 		yes := strings.HasPrefix(strings.ToLower(line), "y")
 		return s.patch(ctx, map[string]any{"passkeyConfirmed": yes})
 	case reason == btv1.ReasonAwaitingPIN:
+		if !pinRE.MatchString(line) {
+			return fmt.Errorf("%s is not a PIN: 1 to 16 printable ASCII characters", quote(line))
+		}
 		return s.patch(ctx, map[string]any{"pin": line})
 	case s.device == "":
 		addr := line
@@ -347,7 +358,7 @@ func (s *session) answer(ctx context.Context, r *btv1.PairingRequest, line strin
 		}
 		a, err := bdaddr.Parse(addr)
 		if err != nil {
-			return fmt.Errorf("%q is neither a row number nor an address", line)
+			return fmt.Errorf("%s is neither a row number nor an address", quote(line))
 		}
 		s.device = a.String()
 		fmt.Fprintf(s.e.streams.ErrOut, "pairing with %s\n", s.device)

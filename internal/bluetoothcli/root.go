@@ -56,7 +56,7 @@ func NewCommand(version string, streams genericiooptions.IOStreams) *cobra.Comma
 			case "powershell":
 				return root.GenPowerShellCompletionWithDesc(streams.Out)
 			}
-			return fmt.Errorf("no completion for shell %q; use bash, zsh, fish or powershell", args[0])
+			return fmt.Errorf("no completion for shell %s; use bash, zsh, fish or powershell", quote(args[0]))
 		},
 	})
 	return root

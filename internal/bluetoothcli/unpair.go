@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
 )
@@ -43,6 +44,9 @@ func newUnpair(e *env) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			name := args[0]
+			if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
+				return fmt.Errorf("%s is not a Peripheral name: %s", quote(name), errs[0])
+			}
 			res := d.Resource(btv1.PeripheralsResource)
 			if err := res.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				return fmt.Errorf("deleting Peripheral %s: %w", name, err)
