@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/bonds"
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/hci"
 	"github.com/liken-sh/operators/internal/hid"
 	"github.com/liken-sh/operators/internal/pairing"
 	"github.com/liken-sh/operators/internal/settle"
@@ -157,6 +159,11 @@ func Run(ctx context.Context, cfg Config) error {
 			logger.Info("Serving the adapter this pod claimed", "adapter", a)
 		}
 	}
+	defer func() {
+		if op.hci != nil {
+			op.hci.Close()
+		}
+	}()
 	go op.bondWindow.Run(ctx, op.syncBonds)
 	return op.loop(ctx, events)
 }
@@ -195,6 +202,7 @@ type operator struct {
 	others  map[string]bool     // adapters left alone, logged once each
 	pairing *pairing.Controller // nil until the adapter is known, or without Dynamic
 	follow  *time.Timer         // the pairing API's follow-up pass
+	hci     *hci.Socket         // for the page-scan flag; nil until first used
 
 	mu     sync.Mutex
 	live   []bdaddr.Address // the adapters of the latest pass, for bond sync
@@ -269,6 +277,10 @@ func (o *operator) pass(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	nodeAdapters := []string{}
+	for _, a := range objs.Adapters {
+		nodeAdapters = append(nodeAdapters, a.Address)
+	}
 	objs = o.scope(ctx, objs)
 	if err := o.startPairing(ctx); err != nil {
 		return err
@@ -276,8 +288,11 @@ func (o *operator) pass(ctx context.Context) error {
 	var live []bdaddr.Address
 	for _, a := range objs.Adapters {
 		if a.NeedsPageScan() {
-			// A fresh bluetoothd starts with page scan off, and then no
-			// bonded controller can reconnect, silently.
+			// A BlueZ that offers Adapter1.Connectable (5.66 does not)
+			// is asked for page scan outright. Without the property the
+			// kernel page-scans for the bonded devices bluetoothd put
+			// on its accept list, and the Adapter's PageScan condition
+			// reports what the kernel does (pairing, pageScan).
 			if err := o.client.SetConnectable(ctx, a.Path); err != nil {
 				logger.Error(err, "Asserting page scan", "adapter", a.Address)
 			} else {
@@ -299,12 +314,18 @@ func (o *operator) pass(ctx context.Context) error {
 	var res pairing.Result
 	var pairErr error
 	if o.pairing != nil {
-		res, pairErr = o.pairing.Pass(ctx, pairing.Input{
+		in := pairing.Input{
 			Objects:    objs,
 			InputNodes: func(addr string) []string { return scan.EventNodes(addr, "") },
 			HIDDevPath: func(addr string) string { return hidDevPath(scan, addr) },
 			Holders:    o.driver.Holders(),
-		})
+
+			NodeAdapters: nodeAdapters,
+		}
+		if len(objs.Adapters) == 1 {
+			in.PageScan, in.PageScanErr = o.readPageScan(objs.Adapters[0].Path)
+		}
+		res, pairErr = o.pairing.Pass(ctx, in)
 		if res.After > 0 {
 			o.follow.Reset(res.After)
 		}
@@ -330,6 +351,28 @@ func (o *operator) pass(ctx context.Context) error {
 		return fmt.Errorf("adapters %v left bluetoothd", gone)
 	}
 	return pairErr
+}
+
+// readPageScan asks the kernel whether the adapter at BlueZ's object path
+// (/org/bluez/hciN) page-scans: HCIGETDEVINFO on an unbound HCI socket,
+// which takes no capability. The socket is opened on first use and kept.
+func (o *operator) readPageScan(path dbus.ObjectPath) (*bool, error) {
+	base := string(path)[strings.LastIndexByte(string(path), '/')+1:]
+	n, err := strconv.ParseUint(strings.TrimPrefix(base, "hci"), 10, 16)
+	if err != nil || !strings.HasPrefix(base, "hci") {
+		return nil, fmt.Errorf("BlueZ's adapter path %s names no hciN", path)
+	}
+	if o.hci == nil {
+		if o.hci, err = hci.OpenSocket(); err != nil {
+			return nil, err
+		}
+	}
+	info, err := o.hci.DevInfo(uint16(n))
+	if err != nil {
+		return nil, err
+	}
+	on := info.PageScan()
+	return &on, nil
 }
 
 // scope keeps the adapter this operator serves and its devices, and says

@@ -37,6 +37,8 @@ const (
 	offFlags  = 16
 	offType   = 20
 	flagUp    = 1 << 0 // HCI_UP
+	flagPScan = 1 << 3 // HCI_PSCAN
+	flagIScan = 1 << 4 // HCI_ISCAN
 )
 
 // DevInfo is what this package reads of the kernel's struct hci_dev_info
@@ -60,6 +62,19 @@ type DevInfo struct {
 
 // Up reports the HCI_UP flag: the kernel has opened the adapter.
 func (d DevInfo) Up() bool { return d.Flags&flagUp != 0 }
+
+// PageScan reports the HCI_PSCAN flag: the controller answers pages, so a
+// device that knows the adapter's address can connect to it. The kernel
+// sets the flag when a Write Scan Enable it sent completes
+// (net/bluetooth/hci_event.c, hci_cc_write_scan_enable), whichever way it
+// decided to scan: the management interface's Connectable setting, or a
+// disconnected device on its accept list (hci_sync.c,
+// hci_update_scan_sync).
+func (d DevInfo) PageScan() bool { return d.Flags&flagPScan != 0 }
+
+// InquiryScan reports the HCI_ISCAN flag: the controller answers
+// inquiries, i.e. it is discoverable.
+func (d DevInfo) InquiryScan() bool { return d.Flags&flagIScan != 0 }
 
 // Bus returns the bus number of the Type field (1 means USB).
 func (d DevInfo) Bus() uint8 { return d.Type & 0x0f }

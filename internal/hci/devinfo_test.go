@@ -45,6 +45,12 @@ func TestParseDevInfo(t *testing.T) {
 	if !d.Up() || d.Bus() != 1 || d.Flags != 0x0d {
 		t.Fatalf("flags %#x bus %d up %v", d.Flags, d.Bus(), d.Up())
 	}
+	if !d.PageScan() || d.InquiryScan() {
+		t.Errorf("flags %#x: page scan %v, inquiry scan %v; want on, off", d.Flags, d.PageScan(), d.InquiryScan())
+	}
+	if off := (DevInfo{Flags: 0x15}); off.PageScan() || !off.InquiryScan() {
+		t.Errorf("flags 0x15: page scan %v, inquiry scan %v; want off, on", off.PageScan(), off.InquiryScan())
+	}
 	// The reference's 96-byte buffer and our 128-byte one parse the same.
 	long := append(append([]byte{}, devInfoHci3...), make([]byte, 36)...)
 	if d2, err := ParseDevInfo(long); err != nil || d2 != d {

@@ -3,7 +3,7 @@ package pairing
 import (
 	"fmt"
 	"slices"
-
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -11,7 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
+	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/bluez"
+	"github.com/liken-sh/operators/internal/bonds"
 )
 
 // syncAdapter creates or adopts the Adapter of our radio, writes its spec
@@ -30,9 +32,14 @@ func (p *pass) syncAdapter() {
 			cur = &adapters[i]
 		}
 	}
+	p.releaseAbsentElsewhere(adapters, key)
 	if p.radio == nil {
 		// The radio is not on the bus: nothing to create. An existing
-		// object says so.
+		// object says so, and its deletion goes ahead.
+		if cur != nil && cur.DeletionTimestamp != nil && (cur.Status.Node == p.c.cfg.Node || cur.Status.Node == "") {
+			p.releaseAbsent(cur, fmt.Sprintf("bluetoothd on node %s does not report the radio", p.c.cfg.Node))
+			return
+		}
 		if cur != nil && cur.Status.Node == p.c.cfg.Node {
 			next := cur.DeepCopy()
 			next.Status.Powered, next.Status.Discoverable, next.Status.Pairable, next.Status.Discovering = false, false, false, false
@@ -112,9 +119,138 @@ func (p *pass) syncAdapter() {
 		setCondition(&st.Conditions, btv1.ConditionBondsRestored, true, btv1.ReasonNoBonds,
 			"nothing has been paired with this radio yet", cur.Generation)
 	}
+	p.pageScan(cur, st)
 	if err := p.c.store.writeStatus(p.ctx, btv1.AdaptersResource, "Adapter", next, cur.Status, next.Status, ""); err != nil {
 		p.statusFailed("Adapter "+key, err)
 	}
+}
+
+// pageScan sets the PageScan condition from the kernel's flag. A bonded
+// device that pages the host (a gamepad's PS button) is answered only
+// while the controller page-scans, and BlueZ 5.66 offers no
+// Adapter1.Connectable to ask for that. It needs none: bluetoothd adds
+// every bonded BR/EDR device it loads from its storage to the kernel's
+// accept list (src/device.c, btd_device_set_temporary ->
+// adapter_accept_list_add, MGMT_OP_ADD_DEVICE with action 0x01), and the
+// kernel page-scans while any device on that list is disconnected,
+// whatever the management interface's Connectable setting says
+// (net/bluetooth/hci_sync.c, hci_update_scan_sync), and accepts its
+// connection (hci_event.c, hci_conn_request_evt). bluetoothd sends that
+// from its own container, which holds CAP_NET_ADMIN; the operator holds
+// no capability and only reads the flag (HCIGETDEVINFO). This is why the
+// bonds must be in the tree before bluetoothd starts: it loads them once,
+// when it registers the adapter. A Warning Event marks the change to
+// PageScanOff, the state in which a bonded device cannot reconnect.
+func (p *pass) pageScan(cur *btv1.Adapter, st *btv1.AdapterStatus) {
+	var waiting []string
+	for _, d := range p.in.Objects.Devices {
+		if (d.Paired || d.Bonded) && !d.Connected {
+			waiting = append(waiting, d.Address)
+		}
+	}
+	gen := cur.Generation
+	switch {
+	case p.in.PageScan == nil:
+		msg := "the kernel's scan state of the radio could not be read"
+		if p.in.PageScanErr != nil {
+			msg += ": " + p.in.PageScanErr.Error()
+		}
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{Type: btv1.ConditionPageScan, Status: metav1.ConditionUnknown,
+			Reason: btv1.ReasonUnreadable, Message: truncate(msg, 1024), ObservedGeneration: gen})
+	case *p.in.PageScan:
+		setCondition(&st.Conditions, btv1.ConditionPageScan, true, btv1.ReasonPageScanOn,
+			fmt.Sprintf("the radio answers pages: %d disconnected bonded devices can reconnect", len(waiting)), gen)
+	case len(waiting) == 0:
+		setCondition(&st.Conditions, btv1.ConditionPageScan, false, btv1.ReasonNothingToReconnect,
+			"page scan is off, and no bonded device is disconnected (the kernel scans for bonded devices only while one is)", gen)
+	default:
+		msg := fmt.Sprintf("page scan is off while %d bonded devices are disconnected (%s): they cannot reconnect; were the bonds restored after bluetoothd started?",
+			len(waiting), truncate(strings.Join(waiting, ", "), 200))
+		if c := meta.FindStatusCondition(cur.Status.Conditions, btv1.ConditionPageScan); c == nil || c.Reason != btv1.ReasonPageScanOff {
+			p.c.event(cur, true, btv1.ReasonPageScanOff, "PageScan", "%s", msg)
+			p.log.Info("Page scan is off while bonded devices are disconnected", "adapter", st.Address, "devices", waiting)
+		}
+		setCondition(&st.Conditions, btv1.ConditionPageScan, false, btv1.ReasonPageScanOff, msg, gen)
+	}
+}
+
+// releaseAbsentElsewhere lets the deletion of another radio's Adapter go
+// ahead when that radio was last on this node and bluetoothd here no
+// longer reports it: no operator serves it, so none would ever release it.
+func (p *pass) releaseAbsentElsewhere(adapters []btv1.Adapter, key string) {
+	if p.in.NodeAdapters == nil {
+		return
+	}
+	for i := range adapters {
+		a := &adapters[i]
+		if a.Name == key || a.DeletionTimestamp == nil || a.Status.Node != p.c.cfg.Node ||
+			!slices.Contains(a.Finalizers, btv1.AdapterFinalizer) {
+			continue
+		}
+		present := slices.ContainsFunc(p.in.NodeAdapters, func(addr string) bool {
+			b, err := bdaddr.Parse(addr)
+			return err == nil && b.Key() == a.Name
+		})
+		if !present {
+			p.releaseAbsent(a, fmt.Sprintf("bluetoothd on node %s, where the radio was last, does not report it", p.c.cfg.Node))
+		}
+	}
+}
+
+// releaseAbsent lets the deletion of an Adapter whose radio is not
+// present go ahead, and keeps its bonds: the bond Secrets lose their
+// owner references first (so garbage collection does not take them with
+// the Peripherals), then the Peripherals their unpair finalizer (there is
+// no radio to unpair on, and they go with the Adapter), then the Adapter
+// its own. bondfetch restores those Secrets when the radio comes back,
+// and the operator then adopts the bonds again. A step that fails leaves
+// the finalizer for the next pass.
+func (p *pass) releaseAbsent(a *btv1.Adapter, why string) {
+	if !slices.Contains(a.Finalizers, btv1.AdapterFinalizer) {
+		return
+	}
+	sel := metav1.ListOptions{LabelSelector: bonds.AdapterLabel + "=" + a.Name}
+	secrets, err := p.c.cfg.Kube.CoreV1().Secrets(p.c.cfg.Namespace).List(p.ctx, sel)
+	if err != nil {
+		p.fail("Adapter %s: listing its bond Secrets: %v", a.Name, err)
+		return
+	}
+	for i := range secrets.Items {
+		s := &secrets.Items[i]
+		refs := slices.DeleteFunc(slices.Clone(s.OwnerReferences), func(r metav1.OwnerReference) bool {
+			return r.APIVersion == btv1.GroupVersion.String() && r.Kind == "Peripheral"
+		})
+		if len(refs) == len(s.OwnerReferences) {
+			continue
+		}
+		s.OwnerReferences = refs
+		if _, err := p.c.cfg.Kube.CoreV1().Secrets(p.c.cfg.Namespace).Update(p.ctx, s, metav1.UpdateOptions{}); err != nil {
+			p.fail("Adapter %s: keeping bond Secret %s: %v", a.Name, s.Name, err)
+			return
+		}
+	}
+	pers, err := p.c.cfg.Client.Resource(btv1.PeripheralsResource).List(p.ctx, metav1.ListOptions{LabelSelector: btv1.AdapterLabel + "=" + a.Name})
+	if err != nil {
+		p.fail("Adapter %s: listing its Peripherals: %v", a.Name, err)
+		return
+	}
+	for _, u := range pers.Items {
+		if !slices.Contains(u.GetFinalizers(), btv1.PeripheralFinalizer) {
+			continue
+		}
+		fin := slices.DeleteFunc(slices.Clone(u.GetFinalizers()), func(f string) bool { return f == btv1.PeripheralFinalizer })
+		if err := p.c.store.patchFinalizers(p.ctx, btv1.PeripheralsResource, "", u.GetName(), u.GetResourceVersion(), fin); err != nil {
+			p.fail("Adapter %s: releasing Peripheral %s: %v", a.Name, u.GetName(), err)
+			return
+		}
+	}
+	fin := slices.DeleteFunc(slices.Clone(a.Finalizers), func(f string) bool { return f == btv1.AdapterFinalizer })
+	if err := p.c.store.patchFinalizers(p.ctx, btv1.AdaptersResource, "", a.Name, a.ResourceVersion, fin); err != nil {
+		p.fail("Adapter %s: releasing the finalizer: %v", a.Name, err)
+		return
+	}
+	p.log.Info("Released the deletion of an Adapter whose radio is not present; its bond Secrets stay", "adapter", a.Name, "why", why, "secrets", len(secrets.Items))
+	p.c.event(a, false, "Released", "Delete", "%s, so the deletion goes ahead; its %d bond Secrets stay, and bondfetch restores them if the radio comes back", why, len(secrets.Items))
 }
 
 func (p *pass) otherAdapterHasBonds(adapters []btv1.Adapter, key string) bool {

@@ -75,6 +75,16 @@ type Input struct {
 	// Holders maps the DRA device names a prepared claim holds to that
 	// claim (dra.Driver.Holders).
 	Holders map[string]dra.ClaimRef
+	// PageScan is the kernel's HCI_PSCAN flag of the adapter
+	// (hci.DevInfo.PageScan), nil when it could not be read; PageScanErr
+	// says why.
+	PageScan    *bool
+	PageScanErr error
+	// NodeAdapters are the addresses of every adapter bluetoothd on this
+	// node reports, served or not; nil when unknown. An Adapter being
+	// deleted whose radio was last on this node and is not among them
+	// is released.
+	NodeAdapters []string
 }
 
 // Result is what a pass asks of the rest of the operator.

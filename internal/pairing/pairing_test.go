@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
+	"github.com/liken-sh/operators/internal/bonds"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/test/bluezsim"
 )
@@ -375,5 +377,69 @@ func TestUnpair(t *testing.T) {
 	})
 	if _, err := os.Stat(info); !os.IsNotExist(err) {
 		t.Errorf("the bond's info after the unpair: %v", err)
+	}
+}
+
+// TestDeleteAdapterWithoutRadio: an Adapter whose radio has left is
+// deleted at once, its Peripherals go with it, and its bond Secrets stay
+// (no longer owned by the Peripherals) for bondfetch to restore when the
+// radio comes back. While the radio is present the same delete is
+// refused (TestAdoption).
+func TestDeleteAdapterWithoutRadio(t *testing.T) {
+	r := newRig(t, "00:1A:7D:DA:71:07")
+	pad := "E4:17:D8:C5:67:07"
+	name := "e4-17-d8-c5-67-07"
+	_, err := r.sim.AddDevice("hci0", pad, bluezsim.Device{Name: "Pad", Class: 0x002508, UUIDs: []string{hid}, Trusted: true})
+	must(t, err)
+	must(t, r.sim.Pair("hci0", pad))
+	r.start()
+	var per *btv1.Peripheral
+	eventually(t, "the Peripheral", func() (bool, string) {
+		per, err = getObj[btv1.Peripheral](r, btv1.PeripheralsResource, name)
+		return err == nil && per.UID != "", fmt.Sprint(err)
+	})
+	// The bond's Secret, owned by its Peripheral as the operator's
+	// write-back leaves it.
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Name: "bluetooth-bond-" + r.key + "-" + name, Namespace: r.ns,
+		Labels:          map[string]string{bonds.AdapterLabel: r.key},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: btv1.GroupVersion.String(), Kind: "Peripheral", Name: per.Name, UID: per.UID}},
+	}, Type: corev1.SecretTypeOpaque, Data: map[string][]byte{name + ".info": []byte("[LinkKey]\nKey=00112233445566778899AABBCCDDEEFF\nType=4\nPINLength=0\n")}}
+	_, err = r.kube.CoreV1().Secrets(r.ns).Create(t.Context(), secret, metav1.CreateOptions{})
+	must(t, err)
+
+	must(t, r.sim.RemoveAdapter("hci0"))
+	eventually(t, "the Adapter absent", func() (bool, string) {
+		a, err := getObj[btv1.Adapter](r, btv1.AdaptersResource, r.key)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := cond(a.Status.Conditions, btv1.ConditionPresent)
+		return c.Reason == btv1.ReasonAbsent, c.Message
+	})
+	must(t, r.dyn.Resource(btv1.AdaptersResource).Delete(t.Context(), r.key, metav1.DeleteOptions{}))
+	eventually(t, "the Adapter and its Peripheral gone", func() (bool, string) {
+		_, aerr := getObj[btv1.Adapter](r, btv1.AdaptersResource, r.key)
+		_, perr := getObj[btv1.Peripheral](r, btv1.PeripheralsResource, name)
+		return apierrors.IsNotFound(aerr) && apierrors.IsNotFound(perr), fmt.Sprintf("Adapter: %v; Peripheral: %v", aerr, perr)
+	})
+	// Garbage collection has had its chance at the Secret: the
+	// Peripheral that owned it is gone.
+	time.Sleep(2 * time.Second)
+	got, err := r.kube.CoreV1().Secrets(r.ns).Get(t.Context(), secret.Name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the bond Secret after the Adapter's deletion: %v", err)
+	}
+	if len(got.OwnerReferences) != 0 || string(got.Data[name+".info"]) != string(secret.Data[name+".info"]) {
+		t.Errorf("the bond Secret: owners %v, data %q; want no owner and the bond as it was", got.OwnerReferences, got.Data)
+	}
+	evs, err := r.kube.EventsV1().Events("default").List(t.Context(), metav1.ListOptions{})
+	must(t, err)
+	released := false
+	for _, e := range evs.Items {
+		released = released || e.Regarding.Name == r.key && e.Reason == "Released" && strings.Contains(e.Note, "bond Secrets stay")
+	}
+	if !released {
+		t.Errorf("no Released Event on Adapter %s among %d Events", r.key, len(evs.Items))
 	}
 }

@@ -92,9 +92,11 @@ type AdapterStatus struct {
 	// Bonds is how many bonds BlueZ holds for the radio.
 	// +optional
 	Bonds int32 `json:"bonds,omitempty"`
-	// Conditions: Present (the radio is on status.node's bus) and
+	// Conditions: Present (the radio is on status.node's bus),
 	// BondsRestored (its bonds came back from Secrets, or it is a new
-	// radio while bonds exist for another one).
+	// radio while bonds exist for another one) and PageScan (whether a
+	// bonded device that pages the host, as a gamepad's PS button does,
+	// is answered).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -128,4 +130,17 @@ const (
 	// another radio: a new dongle, whose devices must be paired again
 	// (a link key belongs to one adapter address).
 	ReasonNewAdapter = "NewAdapter"
+
+	// ConditionPageScan: the kernel answers pages from this radio's
+	// bonded devices. True with reason PageScanOn; False with
+	// NothingToReconnect (no bonded device is disconnected, so the
+	// kernel has no reason to scan) or PageScanOff (a bonded device is
+	// disconnected and cannot reconnect), or Unknown with Unreadable
+	// when the kernel could not be asked.
+	ConditionPageScan = "PageScan"
+
+	ReasonPageScanOn         = "PageScanOn"
+	ReasonPageScanOff        = "PageScanOff"
+	ReasonNothingToReconnect = "NothingToReconnect"
+	ReasonUnreadable         = "Unreadable"
 )
