@@ -226,7 +226,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	allocated := createWithPod(t, ctx, cluster, claim, "player-desk")
 	kl := kubelet.New(cluster.Client(), draOpts.RegistrarDir)
 	t.Cleanup(func() { kl.Close() })
-	plugin, err := kl.Discover(ctx, audio.DriverName, nil)
+	plugin, err := kl.Discover(ctx, audio.DriverName)
 	must(t, err)
 	prepareOK(t, ctx, plugin, allocated)
 	waitSink("the DP Sink's claim", dp, func(s *audiov1.Sink) bool {

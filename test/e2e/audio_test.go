@@ -100,7 +100,7 @@ func TestAudioOperator(t *testing.T) {
 	}
 	kl := kubelet.New(client, draOpts.RegistrarDir)
 	t.Cleanup(func() { kl.Close() })
-	plugin, err := kl.Discover(ctx, audio.DriverName, nil)
+	plugin, err := kl.Discover(ctx, audio.DriverName)
 	must(t, err)
 	dev := prepareOK(t, ctx, plugin, allocated)
 	spec, err := cdi.ReadSpec(filepath.Join(draOpts.CDIDir, audio.DriverName+"-"+string(allocated.UID)+".json"), 0)

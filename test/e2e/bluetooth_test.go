@@ -116,7 +116,7 @@ func TestBluetoothOperator(t *testing.T) {
 	}
 	kl := kubelet.New(client, draOpts.RegistrarDir)
 	t.Cleanup(func() { kl.Close() })
-	plugin, err := kl.Discover(ctx, bluetooth.DriverName, nil)
+	plugin, err := kl.Discover(ctx, bluetooth.DriverName)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -81,7 +81,7 @@ func TestDriverChain(t *testing.T) {
 	// 3. The fake kubelet finds the driver and prepares the claim.
 	kl := kubelet.New(client, opts.RegistrarDir)
 	t.Cleanup(func() { kl.Close() })
-	plugin, err := kl.Discover(ctx, testdriver.Name, nil)
+	plugin, err := kl.Discover(ctx, testdriver.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestDriverChain(t *testing.T) {
 		t.Fatal(err)
 	}
 	plugin.Close()
-	if plugin, err = kl.Discover(ctx, testdriver.Name, nil); err != nil {
+	if plugin, err = kl.Discover(ctx, testdriver.Name); err != nil {
 		t.Fatal(err)
 	}
 	again := prepareOK(t, ctx, plugin, blue)

@@ -174,7 +174,7 @@ func TestInventoryDriver(t *testing.T) {
 	}
 	kl := kubelet.New(client, draOpts.RegistrarDir)
 	t.Cleanup(func() { kl.Close() })
-	plugin, err := kl.Discover(ctx, inventory.DriverName, nil)
+	plugin, err := kl.Discover(ctx, inventory.DriverName)
 	must(t, err)
 	gotSound := cdiNodes(t, draOpts.CDIDir, soundClaim, prepareOK(t, ctx, plugin, soundClaim).CdiDeviceIds[0])
 	wantSound := []string{"/dev/input/event5", "/dev/input/event6", "/dev/snd/controlC0", "/dev/snd/hwC0D0", "/dev/snd/hwC0D2",

@@ -55,7 +55,7 @@ func TestAPIServerOutage(t *testing.T) {
 	blue := create(t, ctx, cluster, testdriver.ClaimForColor("default", "blue", "blue", ""), "player-blue")
 	kl := kubelet.New(client, opts.RegistrarDir)
 	t.Cleanup(func() { kl.Close() })
-	plugin, err := kl.Discover(ctx, testdriver.Name, nil)
+	plugin, err := kl.Discover(ctx, testdriver.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ func TestBluetoothHIDIsDiscovered(t *testing.T) {
 	if _, err := BluetoothHID(root, "0005:2DC8:3820.0001", "8Bitdo NES30 Pro", "E4:17:D8:C5:67:6D", "00:1A:7D:DA:71:13", 7); err != nil {
 		t.Fatal(err)
 	}
-	scan, err := hid.Discover(root, "/dev", nil)
+	scan, err := hid.Discover(root, "/dev")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,7 +127,7 @@ func TestKubelet(t *testing.T) {
 		defer k.Close()
 		discoverCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		p, err := k.Discover(discoverCtx, driver, nil)
+		p, err := k.Discover(discoverCtx, driver)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,7 +200,7 @@ func TestKubelet(t *testing.T) {
 
 		k := kubelet.New(c.Client(), registry)
 		defer k.Close()
-		p, err := k.Discover(ctx, driver, nil)
+		p, err := k.Discover(ctx, driver)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func TestKubelet(t *testing.T) {
 		registry, _ := dirs(t)
 		short, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
 		defer cancel()
-		if _, err := kubelet.New(c.Client(), registry).Discover(short, driver, nil); err == nil {
+		if _, err := kubelet.New(c.Client(), registry).Discover(short, driver); err == nil {
 			t.Error("Discover found a plugin in an empty directory")
 		}
 	})
