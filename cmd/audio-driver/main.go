@@ -44,6 +44,7 @@ import (
 	"github.com/liken-sh/operators/internal/kubeclient"
 	"github.com/liken-sh/operators/internal/metricsserver"
 	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/internal/procmem"
 )
 
 // paths are the host paths every mode may be pointed elsewhere.
@@ -185,6 +186,7 @@ func runOperator(ctx context.Context, p paths) error {
 	if node == "" {
 		return errors.New("NODE_NAME must be set (deploy/audio/operator.yaml sets it from the downward API)")
 	}
+	procmem.Fit(ctx) // the Go memory limit from the container's; start-up memory given back
 	reg, err := metricsserver.Start(ctx, os.Getenv("METRICS_ADDRESS"))
 	if err != nil {
 		return err

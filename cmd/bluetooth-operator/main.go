@@ -34,6 +34,7 @@ import (
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/kubeclient"
 	"github.com/liken-sh/operators/internal/metricsserver"
+	"github.com/liken-sh/operators/internal/procmem"
 )
 
 // version is the release, set at build time with -ldflags "-X main.version=..."
@@ -60,6 +61,7 @@ func main() {
 	logger := klog.Background()
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("bluetooth-operator starting", "version", version)
+	procmem.Fit(ctx) // the Go memory limit from the container's; start-up memory given back
 	if err := run(ctx, *kubeconfig, *sysRoot, *devRoot, *registrar, *plugins, *cdiDir); err != nil {
 		logger.Error(err, "bluetooth-operator failed")
 		klog.Flush()
