@@ -1,12 +1,12 @@
 package capture
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/liken-sh/operators/internal/tailbuf"
 	"io"
 	"os"
 	"os/exec"
@@ -31,7 +31,7 @@ type session struct {
 	accepted time.Time
 
 	rec, enc       *exec.Cmd
-	recErr, encErr *tailBuffer
+	recErr, encErr *tailbuf.Buffer
 	recDone        chan struct{}
 	encDone        chan struct{}
 	body           io.Reader // what the response carries
@@ -43,29 +43,6 @@ type session struct {
 	pumpDone  chan struct{}
 	delivered bool  // set by the pump before pumpDone: the whole span went to the encoder
 	pumpErr   error // why the pump ended early
-}
-
-// tailBuffer keeps the last 4 KiB written to it: a child's stderr, quoted
-// in a problem's detail.
-type tailBuffer struct {
-	mu  sync.Mutex
-	buf []byte
-}
-
-func (b *tailBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.buf = append(b.buf, p...)
-	if len(b.buf) > 4096 {
-		b.buf = b.buf[len(b.buf)-4096:]
-	}
-	return len(p), nil
-}
-
-func (b *tailBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return string(bytes.TrimSpace(b.buf))
 }
 
 // child returns a command for a tap's child process: killed with SIGKILL
@@ -131,7 +108,7 @@ func (c Config) encoderEnv(base []string) []string {
 // child never closes a pipe that still holds its last bytes.
 func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format, q captureapi.TapQuery, accepted time.Time) (*session, *captureapi.Problem, string) {
 	s := &session{cfg: cfg, t: t, format: f, span: q.Span, accepted: accepted,
-		recErr: &tailBuffer{}, encErr: &tailBuffer{}, recDone: make(chan struct{}), encDone: make(chan struct{}), pumpDone: make(chan struct{})}
+		recErr: tailbuf.New(4096), encErr: tailbuf.New(4096), recDone: make(chan struct{}), encDone: make(chan struct{}), pumpDone: make(chan struct{})}
 	env := cfg.Remote.Env()
 	var sink io.WriteCloser
 	if prog, args := cfg.encoderArgs(f, t, q.Bitrate); prog != "" {
@@ -209,7 +186,7 @@ func (s *session) awaitLink(ctx context.Context) (*captureapi.Problem, string) {
 	for {
 		select {
 		case <-s.recDone:
-			return captureapi.NewProblem(captureapi.ProblemRecorderFailed, "pw-record exited before recording %s: %s", s.t.node.Name, orNothing(s.recErr.String())), "connect"
+			return captureapi.NewProblem(captureapi.ProblemRecorderFailed, "pw-record exited before recording %s: %s", s.t.node.Name, orNothing(s.recErr.Trimmed())), "connect"
 		case <-ctx.Done():
 			return captureapi.NewProblem(captureapi.ProblemUnavailable, "The request ended before the recording started."), "connect"
 		default:
@@ -323,7 +300,7 @@ func (s *session) pump(src *os.File, sink io.WriteCloser) {
 			case errors.Is(err, os.ErrDeadlineExceeded):
 				s.pumpErr = fmt.Errorf("no sound from pw-record for %s", s.cfg.IdleTimeout)
 			case errors.Is(err, io.EOF), errors.Is(err, os.ErrClosed):
-				s.pumpErr = fmt.Errorf("pw-record ended: %s", orNothing(s.recErr.String()))
+				s.pumpErr = fmt.Errorf("pw-record ended: %s", orNothing(s.recErr.Trimmed()))
 			default:
 				s.pumpErr = err
 			}
@@ -410,7 +387,7 @@ func (s *session) finish() (bool, int, error) {
 		}
 		return false, code, s.pumpErr
 	case s.enc != nil && code != 0:
-		return false, code, fmt.Errorf("the encoder exited %d: %s", code, orNothing(s.encErr.String()))
+		return false, code, fmt.Errorf("the encoder exited %d: %s", code, orNothing(s.encErr.Trimmed()))
 	}
 	return true, code, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/liken-sh/operators/internal/tailbuf"
 	"io"
 	"io/fs"
 	"os"
@@ -60,7 +61,7 @@ type Daemon struct {
 	socketPath string
 	configPath string // generated configuration, removed by Stop
 	cmd        *exec.Cmd
-	stderr     *tailBuffer // nil when the caller took stderr
+	stderr     *tailbuf.Buffer // nil when the caller took stderr
 
 	done    chan struct{} // closed once the daemon has been reaped
 	waitErr error         // valid after done
@@ -107,7 +108,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	d.cmd.Stdout = opts.Stdout
 	d.cmd.Stderr = opts.Stderr
 	if opts.Stderr == nil {
-		d.stderr = &tailBuffer{max: 4096}
+		d.stderr = tailbuf.New(4096)
 		d.cmd.Stderr = d.stderr
 	}
 	if err := d.start(opts.DieWithParent); err != nil {
@@ -247,33 +248,4 @@ func (d *Daemon) removeFiles() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// tailBuffer keeps the last max bytes written to it.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	buf []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailBuffer) Len() int {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return len(t.buf)
-}
-
-func (t *tailBuffer) String() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return string(t.buf)
 }

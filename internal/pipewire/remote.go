@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/liken-sh/operators/internal/tailbuf"
 	"io"
 	"os"
 	"os/exec"
@@ -98,21 +99,21 @@ func (r Remote) Dump(ctx context.Context) (*Graph, error) {
 	}
 	cmd := r.command(ctx)
 	stdout := &boundedBuffer{max: MaxBatchBytes + 1}
-	stderr := &tailBuffer{max: 2048}
+	stderr := tailbuf.New(2048)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		return nil, fmt.Errorf("pw-dump: %w%s", err, stderr.quote())
+		return nil, fmt.Errorf("pw-dump: %w%s", err, stderrQuote(stderr))
 	}
 	if stdout.over {
 		return nil, fmt.Errorf("pw-dump: %w: the dump is longer than %d bytes", ErrBadDump, MaxBatchBytes)
 	}
 	g, err := ParseDump(stdout.b.Bytes())
 	if err != nil {
-		return nil, fmt.Errorf("pw-dump: %w%s", err, stderr.quote())
+		return nil, fmt.Errorf("pw-dump: %w%s", err, stderrQuote(stderr))
 	}
 	return g, nil
 }
@@ -125,7 +126,7 @@ type Monitor struct {
 	cmd       *exec.Cmd
 	snapshots chan *Graph
 	done      chan struct{}
-	stderr    *tailBuffer
+	stderr    *tailbuf.Buffer
 
 	mu      sync.Mutex
 	latest  *Graph
@@ -149,7 +150,7 @@ func (r Remote) Monitor(ctx context.Context) (*Monitor, error) {
 		cmd:       cmd,
 		snapshots: make(chan *Graph, 1),
 		done:      make(chan struct{}),
-		stderr:    &tailBuffer{max: 2048},
+		stderr:    tailbuf.New(2048),
 	}
 	cmd.Stderr = m.stderr
 	if err := cmd.Start(); err != nil {
@@ -191,7 +192,7 @@ func (m *Monitor) run(ctx context.Context, stdout io.Reader) {
 	case m.stopped || ctx.Err() != nil:
 		m.err = ErrMonitorStopped
 	case readErr != nil:
-		m.err = fmt.Errorf("pw-dump -m: %w%s", readErr, m.stderr.quote())
+		m.err = fmt.Errorf("pw-dump -m: %w%s", readErr, stderrQuote(m.stderr))
 	default:
 		// pw-dump -m exits with status 0 and says nothing when PipeWire
 		// goes away (measured), so any exit is an end, never "done".
@@ -199,7 +200,7 @@ func (m *Monitor) run(ctx context.Context, stdout io.Reader) {
 		if waitErr != nil {
 			status = waitErr.Error()
 		}
-		m.err = fmt.Errorf("%w: pw-dump -m %s after %d batches%s", ErrMonitorEnded, status, m.batches, m.stderr.quote())
+		m.err = fmt.Errorf("%w: pw-dump -m %s after %d batches%s", ErrMonitorEnded, status, m.batches, stderrQuote(m.stderr))
 	}
 	close(m.done)
 	close(m.snapshots)
@@ -291,35 +292,9 @@ func (w *boundedBuffer) Write(p []byte) (int, error) {
 	return w.b.Write(p)
 }
 
-// tailBuffer keeps the last max bytes written to it, for error messages.
-type tailBuffer struct {
-	mu  sync.Mutex
-	max int
-	b   []byte
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.b = append(t.b, p...)
-	if len(t.b) > t.max {
-		t.b = append(t.b[:0], t.b[len(t.b)-t.max:]...)
-	}
-	return len(p), nil
-}
-
-// bytes returns a copy of what is kept.
-func (t *tailBuffer) bytes() []byte {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return append([]byte(nil), t.b...)
-}
-
-// quote returns ": stderr: <text>" or "" when nothing was written.
-func (t *tailBuffer) quote() string {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := strings.TrimSpace(string(t.b))
+// stderrQuote returns "; stderr: <text>" or "" when nothing was written.
+func stderrQuote(t *tailbuf.Buffer) string {
+	s := t.Trimmed()
 	if s == "" {
 		return ""
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/liken-sh/operators/internal/tailbuf"
 	"math"
 	"strconv"
 	"strings"
@@ -140,16 +141,16 @@ func (r Remote) setParam(ctx context.Context, object uint32, param, lit string) 
 	cmd := r.tool(ctx, r.pwCli(), "set-param", id, param, lit)
 	// pw-cli prints the param it sends on stdout; only stderr says
 	// whether it went anywhere.
-	stderr := &tailBuffer{max: 2048}
+	stderr := tailbuf.New(2048)
 	cmd.Stderr = stderr
 	what := "pw-cli set-param " + id + " " + param + " " + lit
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
 		}
-		return fmt.Errorf("%s: %w%s", what, err, stderr.quote())
+		return fmt.Errorf("%s: %w%s", what, err, stderrQuote(stderr))
 	}
-	if line := errorLine(stderr.bytes()); line != "" {
+	if line := errorLine(stderr.Bytes()); line != "" {
 		if strings.Contains(line, "unknown global") {
 			return fmt.Errorf("%s: %w: %s", what, ErrNoSuchObject, line)
 		}

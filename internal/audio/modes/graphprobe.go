@@ -32,6 +32,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/liken-sh/operators/internal/tailbuf"
 	"os/exec"
 	"strings"
 	"time"
@@ -65,12 +66,11 @@ func GraphAnswers(ctx context.Context, args []string, env Env) int {
 	}
 	ctx, cancel := context.WithTimeout(ctx, e.ProbeDeadline)
 	defer cancel()
-	var stderr tailWriter
-	stderr.max = stderrKept
+	stderr := tailbuf.New(stderrKept)
 	cmd := exec.CommandContext(ctx, e.PwDump, coreID)
 	cmd.Env = e.Environ
 	cmd.Stdout = nil // /dev/null
-	cmd.Stderr = &stderr
+	cmd.Stderr = stderr
 	cmd.WaitDelay = waitDelay
 	began := time.Now()
 	err := cmd.Run()
@@ -100,20 +100,3 @@ func oneLine(s string) string {
 	}
 	return strings.Join(parts, "; ")
 }
-
-// tailWriter keeps the last max bytes written to it. exec.Cmd copies into
-// it from one goroutine, and it is read after Wait, so it takes no lock.
-type tailWriter struct {
-	max int
-	buf []byte
-}
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailWriter) String() string { return string(t.buf) }

@@ -2,6 +2,7 @@ package modes
 
 import (
 	"context"
+	"github.com/liken-sh/operators/internal/tailbuf"
 	"net"
 	"strings"
 	"testing"
@@ -92,7 +93,7 @@ func TestGraphAnswersRefusesArguments(t *testing.T) {
 }
 
 func TestTailWriterKeepsTheEnd(t *testing.T) {
-	w := tailWriter{max: 8}
+	w := tailbuf.New(8)
 	w.Write([]byte("0123456"))
 	w.Write([]byte("789abc"))
 	if w.String() != "56789abc" {
