@@ -1,6 +1,7 @@
 package main
 
 import (
+	"github.com/liken-sh/operators/test/child"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,13 +18,8 @@ import (
 func binary(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	for _, pkg := range []string{".", "../audio-driver"} {
-		out, err := exec.Command("go", "build", "-trimpath", "-o", dir, pkg).CombinedOutput()
-		if err != nil {
-			t.Fatalf("build %s: %v\n%s", pkg, err, out)
-		}
-	}
-	return filepath.Join(dir, "audio-operator")
+	child.BuildCommandInto(t, dir, "../audio-driver")
+	return child.BuildCommandInto(t, dir, ".")
 }
 
 // TestEntrypointLinksNoAPIClient: the entrypoint's own modes (the probes,
@@ -48,10 +44,7 @@ func TestEntrypointLinksNoAPIClient(t *testing.T) {
 // no media bus, which passes), and says which binary is missing for a
 // mode it executes.
 func TestEntrypointRunsItsModesAlone(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "audio-operator")
-	if out, err := exec.Command("go", "build", "-trimpath", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := child.BuildCommand(t, ".")
 	cmd := exec.Command(bin, "endpoints-registered")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	if out, err := cmd.CombinedOutput(); err != nil || !strings.Contains(string(out), "no media bus") {
@@ -120,10 +113,7 @@ func TestDeclareModeTakesItsFlagsAndNothingElse(t *testing.T) {
 // the same pid.
 func TestCaptureModeExecutesAudioCapture(t *testing.T) {
 	bin := binary(t)
-	capture := filepath.Join(filepath.Dir(bin), "audio-capture")
-	if out, err := exec.Command("go", "build", "-trimpath", "-o", capture, "../audio-capture").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	child.BuildCommandInto(t, filepath.Dir(bin), "../audio-capture")
 	cmd := exec.Command(bin, "capture", "-x")
 	cmd.Env = []string{"PIPEWIRE_RUNTIME_DIR=/run/x", "POD_NAMESPACE=liken-system"}
 	if out, _ := cmd.CombinedOutput(); cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), "no arguments") {

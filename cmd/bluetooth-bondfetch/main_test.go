@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/liken-sh/operators/test/child"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -468,16 +469,7 @@ func TestIndexFlag(t *testing.T) {
 // AF_BLUETOOTH (this machine) the socket fails; with it (the VM tier) the
 // empty /dev holds no claimed node.
 func TestBinary(t *testing.T) {
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = "/usr/local/go/bin/go"
-	}
-	bin := filepath.Join(t.TempDir(), "bluetooth-bondfetch")
-	build := exec.Command(goTool, "build", "-trimpath", "-o", bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := child.BuildCommand(t, ".")
 	c := apiServer(t)
 
 	for _, tc := range []struct {

@@ -7,6 +7,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
+	testchild "github.com/liken-sh/operators/test/child"
 	"io"
 	"net"
 	"net/http"
@@ -74,11 +75,7 @@ func newBenchWorld(b *testing.B) (*benchWorld, error) {
 		return nil, err
 	}
 	for _, cmd := range []string{"audio-operator", "audio-capture"} {
-		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, cmd), "../../cmd/"+cmd)
-		build.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := build.CombinedOutput(); err != nil {
-			return nil, fmt.Errorf("build %s: %v\n%s", cmd, err, out)
-		}
+		testchild.BuildCommandInto(b, dir, "../../cmd/"+cmd)
 	}
 	ctx := context.Background()
 	cluster, err := harness.Start(ctx, harness.Options{})

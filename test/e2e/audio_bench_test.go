@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"github.com/liken-sh/operators/test/child"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,41 +159,17 @@ func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
 	b.ReportMetric(0, "ns/op") // the iteration time is the waits' sum, not a figure
 }
 
-// buildCommand builds cmd/<name> as the image does (static, -trimpath)
-// into a temporary directory.
-func buildCommand(b testing.TB, name string) string {
-	b.Helper()
-	return buildInto(b, b.TempDir(), name)
-}
-
 // buildAudioImage builds the audio image's binaries side by side, as
-// internal/images installs them: the entrypoint audio-operator and the
+// internal/imageset installs them: the entrypoint audio-operator and the
 // audio-driver and audio-capture it executes. It returns the
 // entrypoint's path.
 func buildAudioImage(b testing.TB) string {
 	b.Helper()
 	dir := b.TempDir()
 	for _, name := range []string{"audio-driver", "audio-capture"} {
-		buildInto(b, dir, name)
+		child.BuildCommandInto(b, dir, "github.com/liken-sh/operators/cmd/"+name)
 	}
-	return buildInto(b, dir, "audio-operator")
-}
-
-// buildInto builds cmd/<name> as the image does (static, -trimpath) into
-// dir and returns the binary's path.
-func buildInto(b testing.TB, dir, name string) string {
-	b.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = "/usr/local/go/bin/go"
-	}
-	bin := filepath.Join(dir, name)
-	build := exec.Command(goTool, "build", "-trimpath", "-o", bin, "github.com/liken-sh/operators/cmd/"+name)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
+	return child.BuildCommandInto(b, dir, "github.com/liken-sh/operators/cmd/audio-operator")
 }
 
 // childrenRSS sums the VmRSS of pid's children, found by the PPid line of

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"github.com/liken-sh/operators/test/child"
 	"io"
 	"math/big"
 	"net"
@@ -421,14 +422,7 @@ func checkMinted(t *testing.T, ctx context.Context, c *harness.Cluster, ns strin
 // audio-api directly: this control plane has no kubelet to port-forward
 // through, and the kubelet tier proves the port-forward.
 func checkCLI(t *testing.T, ctx context.Context, c *harness.Cluster, addr, listener, nobody string) {
-	root, err := harness.ModuleRoot()
-	must(t, err)
-	bin := filepath.Join(t.TempDir(), "kubectl-liken-audio")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/kubectl-liken-audio")
-	build.Dir = root
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the plugin: %v\n%s", err, out)
-	}
+	bin := child.BuildCommand(t, "github.com/liken-sh/operators/cmd/kubectl-liken-audio")
 	run := func(token string, args ...string) (string, string, error) {
 		kc := c.Kubeconfig()
 		if token != "" {

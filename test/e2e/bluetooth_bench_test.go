@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/liken-sh/operators/test/child"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -232,7 +233,7 @@ func awaitSlice(w watch.Interface, timeout time.Duration, ok func(*resourceapi.R
 // the binary once, and VmHWM keeps that peak; at rest the operator keeps
 // a few MiB of it mapped.
 func BenchmarkBluetoothOperatorIdleRSS(b *testing.B) {
-	bin := buildOperator(b)
+	bin := child.BuildCommand(b, "github.com/liken-sh/operators/cmd/bluetooth-operator")
 	ctx := context.Background()
 	w := startBluetoothWorld(b, ctx)
 	// Eight paired devices in all: six more speakers beside the gamepad
@@ -297,23 +298,6 @@ func BenchmarkBluetoothOperatorIdleRSS(b *testing.B) {
 	b.ReportMetric(mib(most.File), "file-max-MiB")
 	b.ReportMetric(mib(most.HWM), "hwm-MiB")
 	b.ReportMetric(0, "ns/op") // the iteration time is the waits' sum, not a figure
-}
-
-// buildOperator builds cmd/bluetooth-operator as the image does (static,
-// -trimpath) into a temporary directory.
-func buildOperator(b *testing.B) string {
-	b.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = "/usr/local/go/bin/go"
-	}
-	bin := filepath.Join(b.TempDir(), "bluetooth-operator")
-	build := exec.Command(goTool, "build", "-trimpath", "-o", bin, "github.com/liken-sh/operators/cmd/bluetooth-operator")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
-	return bin
 }
 
 // operatorProcess is a running operator binary.

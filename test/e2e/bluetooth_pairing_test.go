@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/liken-sh/operators/test/child"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -102,7 +103,7 @@ func TestPairingThroughThePlugin(t *testing.T) {
 	}()
 	t.Cleanup(func() { stopOp(); <-opDone })
 
-	alice := plugin{bin: buildCommand(t, "kubectl-liken-bluetooth"), kubeconfig: cluster.Kubeconfig(), as: []string{"--as=alice", "-n", "alice"}}
+	alice := plugin{bin: child.BuildCommand(t, "github.com/liken-sh/operators/cmd/kubectl-liken-bluetooth"), kubeconfig: cluster.Kubeconfig(), as: []string{"--as=alice", "-n", "alice"}}
 	admin := plugin{bin: alice.bin, kubeconfig: cluster.Kubeconfig()}
 	adapterKey := mustAddr(t, adapterAddr).Key()
 	waitUntil(t, "the Adapter", func() (bool, string) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"github.com/liken-sh/operators/test/child"
 	"io"
 	"math"
 	"net/http"
@@ -150,14 +151,7 @@ func TestCaptureThroughAudioAPI(t *testing.T) {
 	// The plugin binary, as a person runs it, dialling audio-api
 	// directly (this control plane has no kubelet to port-forward
 	// through; the kubelet tier proves the port-forward).
-	root, err := harness.ModuleRoot()
-	must(t, err)
-	bin := filepath.Join(t.TempDir(), "kubectl-liken-audio")
-	build := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/kubectl-liken-audio")
-	build.Dir = root
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the plugin: %v\n%s", err, b)
-	}
+	bin := child.BuildCommand(t, "github.com/liken-sh/operators/cmd/kubectl-liken-audio")
 	wav := filepath.Join(dir, "now.wav")
 	kube := serviceAccountToken(t, ctx, c, "default", "listener", "https://kubernetes.default.svc")
 	bindClient(t, ctx, c, "default", "listener")

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/liken-sh/operators/test/child"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -53,12 +54,8 @@ type probeCost struct {
 // container's 128 MiB limit.
 func BenchmarkAudioProbes(b *testing.B) {
 	dir := b.TempDir()
-	entry := buildInto(b, dir, "audio-operator")
-	launcher := filepath.Join(dir, "rusage")
-	build := exec.Command("go", "build", "-trimpath", "-o", launcher, "./cmd/rusage")
-	if out, err := build.CombinedOutput(); err != nil {
-		b.Fatalf("build rusage: %v\n%s", err, out)
-	}
+	entry := child.BuildCommandInto(b, dir, "github.com/liken-sh/operators/cmd/audio-operator")
+	launcher := child.BuildCommandInto(b, dir, "./cmd/rusage")
 	sim := bluezsim.New(b, bluezsim.Options{})
 	must(b, ignore(sim.AddAdapter("hci0", adapterAddr)))
 	var outputs []pipewire.Output
