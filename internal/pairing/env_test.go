@@ -19,6 +19,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
 	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/bluez"
@@ -70,10 +72,17 @@ type rig struct {
 	kube    kubernetes.Interface
 	clock   *clock
 
-	mu      sync.Mutex
-	holders map[string]dra.ClaimRef
-	last    Result
-	stop    func()
+	// Set before start: the metrics registry, the sysfs root for
+	// batteries, and the HID device path of each peer (BlueZ spelling).
+	reg     *prometheus.Registry
+	sysRoot string
+	hidDev  map[string]string
+
+	mu       sync.Mutex
+	holders  map[string]dra.ClaimRef
+	pageScan *bool
+	last     Result
+	stop     func()
 }
 
 func newRig(t *testing.T, adapter string) *rig {
@@ -101,8 +110,12 @@ func (r *rig) start() {
 	ctx, cancel := context.WithCancel(ctx)
 	client, err := bluez.Connect(ctx, bluez.Options{Address: r.sim.Address()})
 	must(r.t, err)
-	ctrl, err := New(Config{Node: "node-" + r.ns, Namespace: r.ns, Adapter: bdaddr.MustParse(r.adapter),
-		Client: r.dyn, Kube: r.kube, Radio: client, Now: r.clock.Now})
+	cfg := Config{Node: "node-" + r.ns, Namespace: r.ns, Adapter: bdaddr.MustParse(r.adapter),
+		Client: r.dyn, Kube: r.kube, Radio: client, Now: r.clock.Now, SysRoot: r.sysRoot}
+	if r.reg != nil {
+		cfg.Registerer = r.reg
+	}
+	ctrl, err := New(cfg)
 	must(r.t, err)
 	ctrl.Start(ctx)
 	done := make(chan struct{})
@@ -118,9 +131,11 @@ func (r *rig) start() {
 				for k, v := range r.holders {
 					holders[k] = v
 				}
+				pageScan := r.pageScan
 				r.mu.Unlock()
 				res, _ := ctrl.Pass(ctx, Input{Objects: scopeTo(objs, r.adapter), Holders: holders,
-					InputNodes: func(string) []string { return nil }})
+					InputNodes: func(string) []string { return nil }, PageScan: pageScan,
+					HIDDevPath: func(addr string) string { return r.hidDev[addr] }})
 				if len(res.KeepOut) > 0 {
 					ctrl.Retired(res.KeepOut)
 				}

@@ -1,6 +1,7 @@
 package pairing
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,10 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
 	"github.com/liken-sh/operators/internal/bonds"
@@ -442,4 +447,154 @@ func TestDeleteAdapterWithoutRadio(t *testing.T) {
 	if !released {
 		t.Errorf("no Released Event on Adapter %s among %d Events", r.key, len(evs.Items))
 	}
+}
+
+// TestStatusSpecMetricsAndEvents: a Peripheral's battery comes from the
+// kernel's power_supply under its HID device before BlueZ's Battery1;
+// the Adapter's spec.alias and spec.powered and a Peripheral's spec.alias
+// reach BlueZ; page scan off with a bonded device away is a PageScanOff
+// condition and a Warning Event; a radio with no bonds while another has
+// some is a new dongle; the metrics carry the same facts.
+func TestStatusSpecMetricsAndEvents(t *testing.T) {
+	r := newRig(t, "00:1A:7D:DA:71:08")
+	kernelPad, bluezPad, away := "E4:17:D8:C5:67:08", "E4:17:D8:C5:68:08", "E4:17:D8:C5:69:08"
+	pct := func(n uint8) *uint8 { return &n }
+	for addr, bat := range map[string]*uint8{kernelPad: pct(80), bluezPad: pct(64), away: nil} {
+		_, err := r.sim.AddDevice("hci0", addr, bluezsim.Device{Name: "Pad " + addr[12:14], Class: 0x002508, UUIDs: []string{hid}, Trusted: true, Battery: bat})
+		must(t, err)
+		must(t, r.sim.Pair("hci0", addr))
+	}
+	must(t, r.sim.Connect("hci0", kernelPad))
+	must(t, r.sim.Connect("hci0", bluezPad))
+	// hid-playstation's power_supply under the first pad's HID device.
+	r.sysRoot = t.TempDir()
+	dev := "/devices/virtual/misc/uhid/0005:054C:0CE6.0001"
+	supply := filepath.Join(r.sysRoot, dev, "power_supply", "ps-controller-battery-e4:17:d8:c5:67:08")
+	must(t, os.MkdirAll(supply, 0o755))
+	must(t, os.WriteFile(filepath.Join(supply, "capacity"), []byte("55\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(supply, "status"), []byte("Charging\n"), 0o644))
+	r.hidDev = map[string]string{kernelPad: dev}
+	r.reg = prometheus.NewRegistry()
+	off := false
+	r.pageScan = &off
+	r.start()
+
+	battery := func(addr string) string {
+		p, err := getObj[btv1.Peripheral](r, btv1.PeripheralsResource, strings.ToLower(strings.ReplaceAll(addr, ":", "-")))
+		if err != nil || p.Status.Battery == nil || p.Status.Battery.Percentage == nil {
+			return fmt.Sprint(err)
+		}
+		b := p.Status.Battery
+		return fmt.Sprintf("%d %s charging=%v", *b.Percentage, b.Source, b.Charging != nil && *b.Charging)
+	}
+	for addr, want := range map[string]string{
+		kernelPad: "55 " + btv1.BatteryFromKernel + " charging=true",
+		bluezPad:  "64 " + btv1.BatteryFromBlueZ + " charging=false",
+	} {
+		eventually(t, "the battery of "+addr, func() (bool, string) { got := battery(addr); return got == want, got })
+	}
+
+	// Page scan off while a bonded device is away.
+	var adapter *btv1.Adapter
+	eventually(t, "PageScanOff", func() (bool, string) {
+		var err error
+		if adapter, err = getObj[btv1.Adapter](r, btv1.AdaptersResource, r.key); err != nil {
+			return false, err.Error()
+		}
+		c := cond(adapter.Status.Conditions, btv1.ConditionPageScan)
+		return c.Reason == btv1.ReasonPageScanOff && strings.Contains(c.Message, away), c.Message
+	})
+	r.mu.Lock()
+	on := true
+	r.pageScan = &on
+	r.mu.Unlock()
+	eventually(t, "PageScanOn", func() (bool, string) {
+		a, err := getObj[btv1.Adapter](r, btv1.AdaptersResource, r.key)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := cond(a.Status.Conditions, btv1.ConditionPageScan)
+		return c.Status == metav1.ConditionTrue && c.Reason == btv1.ReasonPageScanOn, c.Message
+	})
+
+	// The specs.
+	patchSpec := func(gvr schema.GroupVersionResource, name string, spec map[string]any) {
+		data, _ := json.Marshal(map[string]any{"spec": spec})
+		_, err := r.dyn.Resource(gvr).Patch(t.Context(), name, types.MergePatchType, data, metav1.PatchOptions{})
+		must(t, err)
+	}
+	patchSpec(btv1.AdaptersResource, r.key, map[string]any{"alias": "Living room", "powered": false})
+	eventually(t, "Alias and Powered on hci0", func() (bool, string) {
+		alias, _ := r.sim.AdapterProperty("hci0", "Alias")
+		powered, _ := r.sim.AdapterProperty("hci0", "Powered")
+		a, _ := getObj[btv1.Adapter](r, btv1.AdaptersResource, r.key)
+		return alias == "Living room" && powered == false && a != nil && !a.Status.Powered, fmt.Sprintf("alias %v powered %v", alias, powered)
+	})
+	patchSpec(btv1.AdaptersResource, r.key, map[string]any{"powered": true})
+	eventually(t, "Powered again", func() (bool, string) {
+		powered, _ := r.sim.AdapterProperty("hci0", "Powered")
+		return powered == true, fmt.Sprint(powered)
+	})
+	perName := strings.ToLower(strings.ReplaceAll(bluezPad, ":", "-"))
+	patchSpec(btv1.PeripheralsResource, perName, map[string]any{"alias": "Player 2"})
+	eventually(t, "the Peripheral's alias on Device1", func() (bool, string) {
+		alias, _ := r.sim.DeviceProperty("hci0", bluezPad, "Alias")
+		return alias == "Player 2", fmt.Sprint(alias)
+	})
+
+	// Metrics.
+	eventually(t, "the metrics", func() (bool, string) {
+		mfs, err := r.reg.Gather()
+		if err != nil {
+			return false, err.Error()
+		}
+		got := map[string]float64{}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				key := mf.GetName()
+				for _, l := range m.GetLabel() {
+					key += "{" + l.GetValue() + "}"
+				}
+				switch {
+				case m.Gauge != nil:
+					got[key] = m.GetGauge().GetValue()
+				case m.Histogram != nil:
+					got[key] = float64(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+		kp := strings.ToLower(strings.ReplaceAll(kernelPad, ":", "-"))
+		aw := strings.ToLower(strings.ReplaceAll(away, ":", "-"))
+		ok := got["bluetooth_peripheral_connected{"+kp+"}"] == 1 && got["bluetooth_peripheral_connected{"+aw+"}"] == 0 &&
+			got["bluetooth_peripheral_battery_percent{"+kp+"}"] == 55 && got["bluetooth_peripheral_battery_percent{"+perName+"}"] == 64 &&
+			got["bluetooth_reconcile_duration_seconds"] > 0
+		return ok, fmt.Sprint(got)
+	})
+
+	// Events: the adoption of each bond, and the Warning for page scan.
+	evs, err := r.kube.EventsV1().Events("default").List(t.Context(), metav1.ListOptions{})
+	must(t, err)
+	var adopted int
+	var warned bool
+	for _, e := range evs.Items {
+		if e.Reason == "Adopted" && strings.HasPrefix(e.Regarding.Name, "e4-17-d8-c5-6") && strings.HasSuffix(e.Regarding.Name, "-08") {
+			adopted++
+		}
+		warned = warned || e.Regarding.Name == r.key && e.Reason == btv1.ReasonPageScanOff && e.Type == "Warning"
+	}
+	if adopted != 3 || !warned {
+		t.Errorf("Events: %d Adopted for the three bonds (want 3), PageScanOff Warning %v", adopted, warned)
+	}
+
+	// A second radio with no bonds, while this one holds three.
+	dongle := newRig(t, "00:1A:7D:DA:72:08")
+	dongle.start()
+	eventually(t, "the new dongle", func() (bool, string) {
+		a, err := getObj[btv1.Adapter](dongle, btv1.AdaptersResource, dongle.key)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := cond(a.Status.Conditions, btv1.ConditionBondsRestored)
+		return c.Status == metav1.ConditionFalse && c.Reason == btv1.ReasonNewAdapter, c.Message
+	})
 }

@@ -59,6 +59,7 @@ MEDIA_IFACE = bluez5.MEDIA_IFACE
 AGENT_MANAGER_IFACE = bluez5.AGENT_MANAGER_IFACE
 PROFILE_MANAGER_IFACE = bluez5.PROFILE_MANAGER_IFACE
 INPUT_IFACE = 'org.bluez.Input1'
+BATTERY_IFACE = 'org.bluez.Battery1'
 PROPS_IFACE = dbus.PROPERTIES_IFACE
 INTROSPECT_IFACE = 'org.freedesktop.DBus.Introspectable'
 ENDPOINT_IFACE = 'org.bluez.MediaEndpoint1'
@@ -995,6 +996,8 @@ def create_device(adapter_name, address, spec, loaded=None):
     extra = {}
     if HID_UUID in uuids:
         extra[INPUT_IFACE] = {'ReconnectMode': dbus.String(spec.get('ReconnectMode', 'any'))}
+    if spec.get('Battery') is not None:
+        extra[BATTERY_IFACE] = {'Percentage': dbus.Byte(int(spec['Battery'])), 'Source': dbus.String('org.bluez.Battery1')}
     device = add_object(path, DEVICE_IFACE, props, extra)
     device.sim_bearer = bearer
     device.sim_wake = True if hid and bearer == 'le' else None
@@ -1529,7 +1532,7 @@ def AddDevice(_self, adapter_name, address, spec):
     '''A device comes into range (found by inquiry or advertising). spec
     keys: Name, Alias, Bearer ("bredr"|"le"), AddressType, Class,
     Appearance, Modalias, UUIDs, Trusted, LegacyPairing, ReconnectMode,
-    ServiceRecords ({handle: hex}); for a speaker (A2DP sink) Endpoints
+    ServiceRecords ({handle: hex}), Battery (Battery1.Percentage); for a speaker (A2DP sink) Endpoints
     ([{Codec: byte, Capabilities: bytes}], one per stream endpoint, in
     SEID order), DelayReporting (bool) and Volume (AVRCP absolute volume,
     0-127; absent when the speaker has none).'''

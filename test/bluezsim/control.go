@@ -74,6 +74,10 @@ type Device struct {
 	// Volume means no AVRCP absolute volume.
 	DelayReporting bool
 	Volume         *uint8
+	// Battery, when set, gives the device org.bluez.Battery1 with this
+	// Percentage (0 to 100), as BlueZ's battery plugin does for a device
+	// that reports its charge (profiles/battery, or HFP/AVRCP).
+	Battery *uint8
 	// Secret is what Pairing compares the agent's answer with: the PIN
 	// of PinCode, the passkey (decimal) of Passkey, or the D-Bus error
 	// name Pair fails with for PairFail (default
@@ -135,6 +139,9 @@ func (d Device) spec() map[string]dbus.Variant {
 		m["Endpoints"] = dbus.MakeVariant(eps)
 	}
 	put("DelayReporting", d.DelayReporting, d.DelayReporting)
+	if d.Battery != nil {
+		m["Battery"] = dbus.MakeVariant(*d.Battery)
+	}
 	if d.Volume != nil {
 		m["Volume"] = dbus.MakeVariant(uint16(*d.Volume))
 	}
