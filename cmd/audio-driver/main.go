@@ -40,6 +40,7 @@ import (
 	"github.com/liken-sh/operators/internal/audio"
 	"github.com/liken-sh/operators/internal/audio/modes"
 	"github.com/liken-sh/operators/internal/audio/objects"
+	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/kubeclient"
 	"github.com/liken-sh/operators/internal/metricsserver"
@@ -221,5 +222,9 @@ func runOperator(ctx context.Context, p paths) error {
 			PodUID: types.UID(os.Getenv("POD_UID")),
 		},
 		Registerer: reg,
+		// The media bus, when the claim delivered one: its CDI edits set
+		// DBUS_SYSTEM_BUS_ADDRESS in every container that names the
+		// claim, this one included.
+		BusAddress: os.Getenv(bluez.AddressEnv),
 	})
 }

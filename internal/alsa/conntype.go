@@ -8,6 +8,8 @@ const (
 	ConnDisplayPort = "displayport"
 	ConnAnalog      = "analog"
 	ConnUSB         = "usb"
+	// ConnBluetooth is a Bluetooth speaker's, which no PCM has.
+	ConnBluetooth = "bluetooth"
 )
 
 // usbAudioDriver is the ALSA card driver name of snd-usb-audio (CARD_INFO's

@@ -86,7 +86,7 @@ type running struct {
 // runOperator starts Run with hw, remote and the declaration directory,
 // and records every state the slice takes. The test's cleanup stops it and
 // fails the test if Run ended with an error or before it was stopped.
-func runOperator(t *testing.T, hw Hardware, remote pipewire.Remote, pipewireDir string, backstop time.Duration) *running {
+func runOperator(t *testing.T, hw Hardware, remote pipewire.Remote, pipewireDir string, backstop time.Duration, with ...func(*Config)) *running {
 	t.Helper()
 	logger := ktesting.NewLogger(t, ktesting.NewConfig(ktesting.BufferLogs(true)))
 	ctx, cancel := context.WithCancel(klog.NewContext(context.Background(), logger))
@@ -113,12 +113,14 @@ func runOperator(t *testing.T, hw Hardware, remote pipewire.Remote, pipewireDir 
 		}
 	}()
 	dir := t.TempDir()
-	go func() {
-		r.done <- Run(ctx, Config{Node: study, KubeClient: client, Hardware: hw, Remote: remote, PipeWireDir: pipewireDir,
-			StartWait: 20 * time.Second, Backstop: backstop,
-			DRA: dra.Options{RegistrarDir: filepath.Join(dir, "reg"), PluginDir: filepath.Join(dir, "plugin"),
-				CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 100 * time.Millisecond}})
-	}()
+	cfg := Config{Node: study, KubeClient: client, Hardware: hw, Remote: remote, PipeWireDir: pipewireDir,
+		StartWait: 20 * time.Second, Backstop: backstop,
+		DRA: dra.Options{RegistrarDir: filepath.Join(dir, "reg"), PluginDir: filepath.Join(dir, "plugin"),
+			CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 100 * time.Millisecond}}
+	for _, w := range with {
+		w(&cfg)
+	}
+	go func() { r.done <- Run(ctx, cfg) }()
 	t.Cleanup(func() {
 		if r.ended {
 			cancel()

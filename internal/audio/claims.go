@@ -44,7 +44,7 @@ func (o *operator) syncClaimFiles(ctx context.Context) {
 		}
 	}
 	o.mu.Lock()
-	known := o.known
+	known, speakerEPs := o.known, o.speakerEPs
 	o.mu.Unlock()
 	for uid, c := range held {
 		if !c.Completed {
@@ -54,6 +54,10 @@ func (o *operator) syncClaimFiles(ctx context.Context) {
 		for _, dev := range c.Devices {
 			if e, ok := known[dev]; ok && !slices.Contains(nodes, e.NodeName) {
 				nodes = append(nodes, e.NodeName)
+			}
+			// A speaker with no node now keeps its claim's file as it is.
+			if s, ok := speakerEPs[dev]; ok && s.NodeName() != "" && !slices.Contains(nodes, s.NodeName()) {
+				nodes = append(nodes, s.NodeName())
 			}
 		}
 		if len(nodes) == 0 {

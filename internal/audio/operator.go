@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/alsa"
 	"github.com/liken-sh/operators/internal/audio/objects"
+	"github.com/liken-sh/operators/internal/audio/speakers"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/mixer"
 	"github.com/liken-sh/operators/internal/pipewire"
@@ -55,6 +57,19 @@ type Config struct {
 	Objects dynamic.Interface
 	// SetVolume writes a node's volume and mute; nil means the Remote's.
 	SetVolume SetVolumeFunc
+	// BusAddress is the media bus the operator's claim delivered
+	// (DBUS_SYSTEM_BUS_ADDRESS in the claim's CDI edits, a
+	// unix:path=... address): the Bluetooth speakers are read from
+	// BlueZ on it. Empty: the claim delivered no bus, and no speaker is
+	// published.
+	BusAddress string
+	// SetCodec and SetRouteVolume write a speaker's codec and route
+	// volume; nil means the Remote's.
+	SetCodec       SetCodecFunc
+	SetRouteVolume SetRouteVolumeFunc
+	// CodecWait bounds prepare's wait for a speaker to run a claim's
+	// codec; zero means DefaultCodecWait.
+	CodecWait time.Duration
 }
 
 func (c *Config) complete() error {
@@ -75,6 +90,15 @@ func (c *Config) complete() error {
 	}
 	if c.SetVolume == nil {
 		c.SetVolume = c.Remote.SetVolume
+	}
+	if c.SetCodec == nil {
+		c.SetCodec = c.Remote.SetCodec
+	}
+	if c.SetRouteVolume == nil {
+		c.SetRouteVolume = c.Remote.SetRouteVolume
+	}
+	if c.CodecWait <= 0 {
+		c.CodecWait = DefaultCodecWait
 	}
 	c.DRA.DriverName, c.DRA.CDIClass = DriverName, CDIClass
 	c.DRA.NodeName, c.DRA.KubeClient, c.DRA.Registerer = c.Node, c.KubeClient, c.Registerer
@@ -108,13 +132,16 @@ func Run(ctx context.Context, cfg Config) error {
 		reported: map[string]bool{}, drifted: map[string]bool{},
 		metrics: newMetrics(cfg.Registerer), volumes: map[string]volumeWrite{}, warned: map[string]bool{},
 		controlsWritten: map[string]string{}, mixDirty: map[int]bool{},
-		objProblems: map[string]string{}, untrusted: map[string]bool{}, trustWaitLogged: map[uint32]bool{}}
+		objProblems: map[string]string{}, untrusted: map[string]bool{}, trustWaitLogged: map[uint32]bool{},
+		speakerNodes: map[string]string{}, codecBusy: map[string]int{}, codecWrites: map[string]codecWrite{},
+		routeWrites: map[string]routeWrite{}}
 	for _, o := range declared {
 		op.declared[o.Name] = true
 	}
 	// A claim prepared or unprepared changes who holds a Sink.
 	cfg.DRA.OnClaimsChanged = op.poke
-	driver, err := dra.Start(ctx, cfg.DRA, Prepare(op.lookup, cfg.runtimeDir(), DefaultSocketWait))
+	op.startSpeakers(ctx)
+	driver, err := dra.Start(ctx, cfg.DRA, PrepareWithCodecs(op.lookup, op, cfg.runtimeDir(), DefaultSocketWait))
 	if err != nil {
 		return err
 	}
@@ -229,9 +256,21 @@ type operator struct {
 	recorder record.EventRecorder // nil without Config.Objects
 	objWake  <-chan struct{}      // the store's; nil blocks
 
+	// speakerReader follows BlueZ on the media bus; speakerNodes are the
+	// speakers' node.names as last seen, codecWrites and routeWrites the
+	// resting codecs and route volumes last written (passes only).
+	speakerReader *speakers.Reader
+	speakerNodes  map[string]string
+	codecWrites   map[string]codecWrite
+	routeWrites   map[string]routeWrite
+
 	mu    sync.Mutex
 	known map[string]Endpoint // by device name, from the latest pass
 	live  map[string]bool     // node.names in the latest graph
+	// speakerEPs are the speakers of the latest pass by device name;
+	// codecBusy counts the prepares switching each one's codec.
+	speakerEPs map[string]SpeakerEndpoint
+	codecBusy  map[string]int
 }
 
 // startMonitor starts `pw-dump -m` and waits (bounded by StartWait) for
@@ -329,7 +368,8 @@ func (o *operator) pass(ctx context.Context, g *pipewire.Graph) {
 	o.mu.Lock()
 	o.known, o.live = known, p.Live
 	o.mu.Unlock()
-	o.publish(ctx, p.Devices)
+	p.Speakers = o.speakerPass(ctx, g)
+	o.publish(ctx, append(slices.Clip(p.Devices), SpeakerDevices(p.Speakers)...))
 	o.syncClaimFiles(ctx)
 	if o.store != nil {
 		o.syncObjects(ctx, p, g)
@@ -374,6 +414,9 @@ func (o *operator) publish(ctx context.Context, devices []dra.Device) {
 func (o *operator) lookup(device string) (string, bool, bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	if s, ok := o.speakerEPs[device]; ok {
+		return s.NodeName(), s.Node != nil, true
+	}
 	e, ok := o.known[device]
 	if !ok {
 		return "", false, false

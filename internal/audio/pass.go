@@ -21,6 +21,10 @@ type Pass struct {
 	// Live holds the node.names in the graph; empty when there was no
 	// graph.
 	Live map[string]bool
+	// Speakers are the paired Bluetooth speakers against the graph; the
+	// operator fills them in beside the cards' endpoints, and publishes
+	// their devices after Devices.
+	Speakers []SpeakerEndpoint
 	// Problems are the cards and outputs left out, and the outputs
 	// published from what could be read (Faults), each naming the card
 	// (and the PCM, where one is known) and what was wrong.

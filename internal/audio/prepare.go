@@ -6,12 +6,14 @@ import (
 	"os"
 	"path"
 	"slices"
+	"strings"
 	"time"
 
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pipewire"
 )
 
 // RuntimeDir is the PipeWire runtime directory: a hostPath in deploy/audio/operator.yaml,
@@ -24,9 +26,41 @@ const RuntimeDir = "/var/run/audio.liken.sh"
 // SocketName is PipeWire's default socket in RuntimeDir.
 const SocketName = "pipewire-0"
 
-// Params is the operator's opaque claim configuration. It has no fields
-// yet, so the core's strict decoding refuses any key.
-type Params struct{}
+// Params is the operator's opaque claim configuration
+// (config[].opaque.parameters of a claim or class naming DriverName). The
+// core's strict decoding refuses any other key and a value of another
+// JSON type.
+type Params struct {
+	// Codec is the codec a Bluetooth speaker is switched to for the
+	// claim ("sbc", "aac", "aptx" ...: one of the device's codecs
+	// attribute). Prepare fails on a wired output, and on a speaker that
+	// does not offer it, naming those it offers.
+	Codec string `json:"codec,omitempty"`
+}
+
+// Validate refuses a codec that is not spelt as one (1 to 32 lower-case
+// letters, digits and '_'), naming its length rather than repeating a
+// long value.
+func (p *Params) Validate() error {
+	if p.Codec == "" || pipewire.CodecNameValid(p.Codec) {
+		return nil
+	}
+	if len(p.Codec) > 32 {
+		return fmt.Errorf("codec: %d bytes of text is not a codec name (1 to 32 lower-case letters, digits and '_', as a speaker's codecs attribute lists them)", len(p.Codec))
+	}
+	return fmt.Errorf("codec %q is not a codec name (1 to 32 lower-case letters, digits and '_', as a speaker's codecs attribute lists them)", p.Codec)
+}
+
+// Codecs is what prepare asks of the operator about Bluetooth speakers.
+type Codecs interface {
+	// Offered returns the codecs device offers and the one it runs now;
+	// speaker is false for a device that is not a Bluetooth speaker.
+	Offered(device string) (offered []string, current string, speaker bool)
+	// Switch switches the speaker to codec and returns once the graph
+	// shows its node running it (the node is rebuilt under a new id),
+	// bounded; errors name the speaker and what did not happen.
+	Switch(ctx context.Context, device, codec string) error
+}
 
 // Lookup resolves a device name to what prepare needs now: the endpoint's
 // PipeWire node.name, and whether PipeWire holds that node. ok is false
@@ -48,8 +82,20 @@ const DefaultSocketWait = 5 * time.Second
 // container. A device with no sink right now fails with that reason, as
 // does a socket the gate has not served within wait; the kubelet retries.
 func Prepare(lookup Lookup, runtimeDir string, wait time.Duration) dra.PrepareFunc[Params] {
+	return PrepareWithCodecs(lookup, nil, runtimeDir, wait)
+}
+
+// PrepareWithCodecs is Prepare for an operator that publishes Bluetooth
+// speakers: a claim's codec parameter switches the speaker to that codec
+// (codecs.Switch) before its node is looked up, since the node is rebuilt.
+// A codec on a wired output fails, and so does one the speaker does not
+// offer, with the list it offers. Nil codecs has no speakers.
+func PrepareWithCodecs(lookup Lookup, codecs Codecs, runtimeDir string, wait time.Duration) dra.PrepareFunc[Params] {
 	return func(ctx context.Context, req dra.DeviceRequest[Params]) (dra.ContainerEdits, error) {
 		name := req.Result.Device
+		if err := switchCodec(ctx, codecs, name, req.Params.Codec); err != nil {
+			return dra.ContainerEdits{}, err
+		}
 		node, live, ok := lookup(name)
 		if !ok {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s is not one this operator publishes", name)
@@ -67,6 +113,29 @@ func Prepare(lookup Lookup, runtimeDir string, wait time.Duration) dra.PrepareFu
 		}
 		return Edits(gate.SocketDir(runtimeDir, uid), node), nil
 	}
+}
+
+func switchCodec(ctx context.Context, codecs Codecs, name, codec string) error {
+	if codec == "" {
+		return nil
+	}
+	var offered []string
+	var current string
+	speaker := false
+	if codecs != nil {
+		offered, current, speaker = codecs.Offered(name)
+	}
+	switch {
+	case !speaker:
+		return fmt.Errorf("output %s is not a Bluetooth speaker: the codec parameter (%q) applies to speakers only", name, codec)
+	case len(offered) == 0:
+		return fmt.Errorf("speaker %s offers no codec right now (PipeWire has no Bluetooth device for it: switched off, or out of range); codec %q cannot be set", name, codec)
+	case !slices.Contains(offered, codec):
+		return fmt.Errorf("speaker %s does not offer codec %q; it offers %s", name, codec, strings.Join(offered, ", "))
+	case current == codec:
+		return nil
+	}
+	return codecs.Switch(ctx, name, codec)
 }
 
 // claimNodes returns the node.names of every device of this driver that

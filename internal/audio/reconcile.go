@@ -158,6 +158,9 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 		gauge(o.metrics.ready, e.Name, node != nil)
 		gauge(o.metrics.claimed, e.Name, hp != nil)
 	}
+	if err := o.syncSpeakers(ctx, p.Speakers, holders, seen); err != nil {
+		return
+	}
 	o.markGone(ctx, seen)
 }
 

@@ -6,7 +6,9 @@ import (
 )
 
 // Sink is one playback endpoint of a node: an ALSA playback PCM (HDMI,
-// DisplayPort, analog, USB). Its name is the DRA device name.
+// DisplayPort, analog, USB) or a paired Bluetooth speaker (an A2DP sink).
+// Its name is the DRA device name; a speaker's is its address in lower
+// case with dashes.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
@@ -125,6 +127,15 @@ type SinkSpec struct {
 	// +listType=atomic
 	// +optional
 	Layout []ChannelPosition `json:"layout,omitempty"`
+	// Codec is a Bluetooth speaker's resting codec, one of
+	// status.bluetooth.codecs ("sbc", "aac", "aptx", "ldac" ...): the
+	// operator switches the speaker to it whenever no claim holds it. A
+	// claim's codec parameter wins while the claim is prepared. Ignored
+	// on a wired output; a codec the speaker does not offer is reported
+	// with an Event.
+	// +kubebuilder:validation:Pattern=`^[a-z0-9_]{1,32}$`
+	// +optional
+	Codec string `json:"codec,omitempty"`
 }
 
 // ChannelPosition is a SPA channel name (spa/param/audio/raw.h, as
@@ -192,6 +203,35 @@ type SinkStatus struct {
 	// +kubebuilder:validation:Enum=Spec;ELD;ChannelMap;None
 	// +optional
 	LayoutSource LayoutSource `json:"layoutSource,omitempty"`
+	// Bluetooth is the speaker behind a Bluetooth Sink; absent on a wired
+	// output.
+	// +optional
+	Bluetooth *Bluetooth `json:"bluetooth,omitempty"`
+}
+
+// Bluetooth is a paired Bluetooth speaker as BlueZ and PipeWire's bluez5
+// plugin report it.
+type Bluetooth struct {
+	// Address is the speaker's address as BlueZ spells it
+	// (A0:AB:51:33:B7:12).
+	Address string `json:"address"`
+	// Name is BlueZ's alias of the speaker: a person's alias, else the
+	// name the speaker gave.
+	// +optional
+	Name string `json:"name,omitempty"`
+	// Peripheral is the bluetooth.liken.sh Peripheral of the same
+	// device (the address in lower case with dashes).
+	// +optional
+	Peripheral string `json:"peripheral,omitempty"`
+	// Codec is the codec the speaker's stream runs now; absent while
+	// PipeWire has no node for it.
+	// +optional
+	Codec string `json:"codec,omitempty"`
+	// Codecs are the codecs the speaker offers, in the bluez5 plugin's
+	// order: what spec.codec and a claim's codec parameter may name.
+	// +listType=atomic
+	// +optional
+	Codecs []string `json:"codecs,omitempty"`
 }
 
 // LayoutSource is where a Sink's channel layout came from.
@@ -305,8 +345,8 @@ type ClaimReference struct {
 
 // Condition types.
 const (
-	// ConditionConnected: a monitor is present, a jack plugged; always
-	// true for USB.
+	// ConditionConnected: a monitor is present, a jack plugged, a
+	// speaker's Bluetooth link is up; always true for USB.
 	ConditionConnected = "Connected"
 	// ConditionReady: PipeWire holds a node for the endpoint.
 	ConditionReady = "Ready"

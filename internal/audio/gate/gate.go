@@ -365,6 +365,7 @@ func (s *session) global(g native.Global) {
 		}
 		uid, ok := s.clients[uint32(owner)]
 		if !ok {
+			s.regrant(g)
 			return
 		}
 		if why := s.misfit(g.Props); why != "" {
@@ -379,6 +380,66 @@ func (s *session) global(g native.Global) {
 			return
 		}
 		s.watched[proxy] = g.ID
+	}
+}
+
+// typeDevice is the registry type of a device (a Bluetooth speaker's
+// bluez5 device, an ALSA card's).
+const typeDevice = "PipeWire:Interface:Device"
+
+// speakerID returns the global id of the Bluetooth speaker node named
+// name: an Audio/Sink whose device.id names a device, neither of them made
+// by a client of a claim socket. Such a client may make nothing but a
+// stream (global destroys any other node it makes) and sees no factory
+// that makes a device, so the node is the one WirePlumber's bluez5
+// monitor made for the speaker, not a consumer posing as it. A speaker's
+// node is made anew (another id) whenever its codec or profile changes,
+// so it is looked up at each grant, never recorded.
+func (s *session) speakerID(name string) (uint32, bool) {
+	best, found := uint32(0), false
+	for _, g := range s.globals {
+		if g.Type != native.TypeNode || g.Props["node.name"] != name || g.Props["media.class"] != "Audio/Sink" || s.ownedByClaim(g) {
+			continue
+		}
+		dev, err := strconv.ParseUint(g.Props["device.id"], 10, 32)
+		if err != nil {
+			continue
+		}
+		if d, ok := s.globals[uint32(dev)]; !ok || d.Type != typeDevice || s.ownedByClaim(d) {
+			continue
+		}
+		if !found || g.ID < best {
+			best, found = g.ID, true
+		}
+	}
+	return best, found
+}
+
+// ownedByClaim reports whether a claim socket's client made g.
+func (s *session) ownedByClaim(g native.Global) bool {
+	owner, err := strconv.ParseUint(g.Props["client.id"], 10, 32)
+	if err != nil {
+		return false
+	}
+	_, ok := s.clients[uint32(owner)]
+	return ok
+}
+
+// regrant gives the clients of every claim that names node g (a speaker's
+// node made again under a new id) their permissions again.
+func (s *session) regrant(g native.Global) {
+	name := g.Props["node.name"]
+	if name == "" {
+		return
+	}
+	for id, uid := range s.clients {
+		sv := s.served[uid]
+		if sv == nil || !slices.Contains(sv.claim.Nodes, name) {
+			continue
+		}
+		if c, ok := s.globals[id]; ok {
+			s.grant(c, sv.claim)
+		}
 	}
 }
 
@@ -397,7 +458,11 @@ func (s *session) grant(client native.Global, c Claim) {
 	var granted []string
 	var ids []uint32
 	for _, name := range c.Nodes {
-		if id, ok := s.trustedID(name); ok {
+		id, ok := s.trustedID(name)
+		if !ok {
+			id, ok = s.speakerID(name)
+		}
+		if ok {
 			perms = append(perms, native.Permission{ID: id, Bits: native.PermR})
 			granted = append(granted, fmt.Sprintf("%s (%d)", name, id))
 			ids = append(ids, id)

@@ -1,0 +1,319 @@
+package audio
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/liken-sh/operators/internal/audio/gate"
+	"github.com/liken-sh/operators/internal/audio/speakers"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/bluezsim"
+)
+
+const (
+	speakerAddress = "A0:AB:51:33:B7:12"
+	speakerDevice  = "a0-ab-51-33-b7-12"
+	speakerNode    = "bluez_output.A0_AB_51_33_B7_12.1"
+)
+
+// liveGraph is a pw-dump stand-in for monitor mode: it prints every
+// batch the test appends to its file, as `pw-dump -m` prints the graph
+// and then each change. The first batch holds a node for every declared
+// output and the speaker's bluez5 device.
+type liveGraph struct {
+	path string
+	mu   sync.Mutex
+}
+
+func newLiveGraph(t *testing.T, outputs []pipewire.Output) (*liveGraph, pipewire.Remote) {
+	t.Helper()
+	dir := t.TempDir()
+	objs := []map[string]any{{"id": 0, "type": pipewire.TypeCore, "info": map[string]any{"cookie": 4242}}}
+	trusted := gate.Trusted{Cookie: 4242, Nodes: map[string]uint64{}}
+	for i, o := range outputs {
+		objs = append(objs, map[string]any{"id": 40 + i, "type": pipewire.TypeNode, "info": map[string]any{
+			"state": "suspended",
+			"props": map[string]any{"node.name": o.Name, "media.class": "Audio/Sink", "liken.audio.card": o.Card,
+				"liken.audio.pcm": o.Device, "liken.audio.output": o.Output, "object.serial": 50 + i},
+		}})
+		trusted.Nodes[o.Name] = uint64(50 + i)
+	}
+	objs = append(objs, speakerDeviceObject(-1))
+	data, err := json.Marshal(trusted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, gate.TrustedFile), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lg := &liveGraph{path: filepath.Join(dir, "batches.json")}
+	lg.append(t, objs...)
+	script := fmt.Sprintf("#!/bin/sh\nexec tail -n +1 -f %q\n", lg.path)
+	tool := filepath.Join(dir, "pw-dump")
+	if err := os.WriteFile(tool, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return lg, pipewire.Remote{RuntimeDir: dir, PWDump: tool}
+}
+
+func (lg *liveGraph) append(t testing.TB, objs ...map[string]any) {
+	data, err := json.Marshal(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lg.mu.Lock()
+	defer lg.mu.Unlock()
+	f, err := os.OpenFile(lg.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Write(append(data, '\n')); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// speakerDeviceObject is the speaker's bluez5 device offering SBC,
+// SBC-XQ and aptX, running codec (-1: none yet).
+func speakerDeviceObject(codec int) map[string]any {
+	params := map[string]any{
+		"PropInfo": []any{map[string]any{"id": "bluetoothAudioCodec", "type": map[string]any{"default": 1, "alt1": 1, "alt2": 2, "alt3": 5},
+			"labels": []any{1, "SBC", 2, "SBC-XQ", 5, "aptX"}}},
+		"Route": []any{map[string]any{"index": 0, "device": 1, "direction": "Output", "props": map[string]any{"mute": false, "channelVolumes": []float64{1, 1}}}},
+	}
+	if codec >= 0 {
+		params["Props"] = []any{map[string]any{"bluetoothAudioCodec": codec}}
+	}
+	return map[string]any{"id": 90, "type": pipewire.TypeDevice, "info": map[string]any{
+		"props":  map[string]any{"device.api": "bluez5", "api.bluez5.address": speakerAddress, "object.serial": 900},
+		"params": params,
+	}}
+}
+
+// speakerNodeObject is the speaker's A2DP sink node with id running codec.
+func speakerNodeObject(id int, codec string) map[string]any {
+	return map[string]any{"id": id, "type": pipewire.TypeNode, "info": map[string]any{"state": "suspended", "props": map[string]any{
+		"node.name": speakerNode, "media.class": "Audio/Sink", "device.id": 90, "device.api": "bluez5",
+		"api.bluez5.address": speakerAddress, "api.bluez5.codec": codec, "object.serial": 1000 + id}}}
+}
+
+func removed(id int) map[string]any { return map[string]any{"id": id, "info": nil} }
+
+func speakerSim(t *testing.T, connected bool) *bluezsim.Sim {
+	t.Helper()
+	sim := bluezsim.New(t, bluezsim.Options{})
+	if _, err := sim.AddAdapter("hci0", "00:1A:7D:DA:71:13"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.AddDevice("hci0", speakerAddress, bluezsim.Device{Name: "Living Room", UUIDs: []string{speakers.AudioSinkUUID}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := sim.Pair("hci0", speakerAddress); err != nil {
+		t.Fatal(err)
+	}
+	if connected {
+		if err := sim.Connect("hci0", speakerAddress); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return sim
+}
+
+func attr(d resourceapi.Device, name string) string {
+	a, ok := d.Attributes[resourceapi.QualifiedName(name)]
+	switch {
+	case !ok:
+		return "<absent>"
+	case a.StringValue != nil:
+		return *a.StringValue
+	case a.BoolValue != nil:
+		return fmt.Sprint(*a.BoolValue)
+	case a.IntValue != nil:
+		return fmt.Sprint(*a.IntValue)
+	}
+	return "?"
+}
+
+func speakerIs(connected bool, node bool, taints ...string) func(published) bool {
+	return func(p published) bool {
+		d, ok := p[speakerDevice]
+		if !ok || attr(d, "connected") != fmt.Sprint(connected) || (attr(d, "nodeName") == speakerNode) != node || len(d.Taints) != len(taints) {
+			return false
+		}
+		for _, k := range taints {
+			if !tainted(d, k) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
+// TestSpeakerPublishedTaintedAndRecovered: a paired speaker is published
+// beside the card outputs from the moment it is paired, tainted until it
+// is connected and PipeWire has its node, tainted again when it is
+// switched off, kept while bluetoothd restarts, and untainted once it
+// reconnects; no card output changes meanwhile.
+func TestSpeakerPublishedTaintedAndRecovered(t *testing.T) {
+	hw, pwDir, outputs := declaredOutputs(t)
+	sim := speakerSim(t, false)
+	lg, remote := newLiveGraph(t, outputs)
+	var codecs []string
+	var mu sync.Mutex
+	r := runOperator(t, hw, remote, pwDir, time.Minute, func(c *Config) {
+		c.BusAddress = sim.Address()
+		c.SetCodec = func(_ context.Context, dev uint32, codec int) error {
+			mu.Lock()
+			defer mu.Unlock()
+			codecs = append(codecs, fmt.Sprint(dev, "=", codec))
+			return nil
+		}
+	})
+	first := r.wait(t, "the speaker paired, switched off", speakerIs(false, false, TaintDisconnected, TaintNoSink))
+	d := first[speakerDevice]
+	for name, want := range map[string]string{"sink": speakerDevice, "connectionType": "bluetooth", "address": speakerAddress,
+		"name": "Living Room", "codecs": "sbc sbc_xq aptx", "codec": "<absent>"} {
+		if got := attr(d, name); got != want {
+			t.Errorf("attribute %s = %q, want %q", name, got, want)
+		}
+	}
+	if len(first) != len(outputs)+1 {
+		t.Errorf("%d devices, want the %d outputs and the speaker", len(first), len(outputs))
+	}
+
+	if err := sim.Connect("hci0", speakerAddress); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, "connected, no node yet", speakerIs(true, false, TaintDisconnected, TaintNoSink))
+	lg.append(t, speakerDeviceObject(1), speakerNodeObject(91, "sbc"))
+	live := r.wait(t, "connected with its node", speakerIs(true, true))
+	if got := attr(live[speakerDevice], "codec"); got != "sbc" {
+		t.Errorf("codec %q, want sbc", got)
+	}
+
+	// Switched off: the link drops, then WirePlumber removes the node.
+	if err := sim.Disconnect("hci0", speakerAddress, bluezsim.ReasonRemote); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, "switched off, node still there", speakerIs(false, true, TaintDisconnected))
+	lg.append(t, removed(91))
+	r.wait(t, "switched off", speakerIs(false, false, TaintDisconnected, TaintNoSink))
+
+	// bluetoothd restarts: the speaker stays, and comes back untainted
+	// once it reconnects.
+	before := r.wait(t, "before the restart", speakerIs(false, false, TaintDisconnected, TaintNoSink))
+	if err := sim.StopBlueZ(); err != nil {
+		t.Fatal(err)
+	}
+	r.waitLog(t, "The media bus or bluetoothd went away")
+	if err := sim.StartBlueZ(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	r.waitLog(t, "Following BlueZ's speakers on the media bus")
+	if err := sim.Connect("hci0", speakerAddress); err != nil {
+		t.Fatal(err)
+	}
+	lg.append(t, speakerNodeObject(92, "sbc"))
+	r.wait(t, "reconnected after the restart", speakerIs(true, true))
+	othersAsBefore(t, before, r.since(func(p published) bool { return true }), speakerDevice)
+
+	// Unpaired: it leaves the slice.
+	if err := sim.RemoveDevice("hci0", speakerAddress); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t, "unpaired", func(p published) bool { _, ok := p[speakerDevice]; return !ok && len(p) == len(outputs) })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(codecs) != 0 {
+		t.Errorf("codecs written with no claim and no spec: %v", codecs)
+	}
+}
+
+// declaredOutputs declares the XPS 17's outputs without starting PipeWire.
+func declaredOutputs(t *testing.T) (Hardware, string, []pipewire.Output) {
+	t.Helper()
+	hw := xpsHardware(t)
+	dir := t.TempDir()
+	res, err := Declare(DeclareConfig{Hardware: hw, Node: study, PipeWireDir: filepath.Join(dir, "pw"),
+		WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	outputs, err := pipewire.ReadDeclaration(res.Declaration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hw, filepath.Join(dir, "pw"), outputs
+}
+
+// fakeCodecs answers prepare's questions about one speaker.
+type fakeCodecs struct {
+	switched []string
+}
+
+func (f *fakeCodecs) Offered(dev string) ([]string, string, bool) {
+	if dev != speakerDevice {
+		return nil, "", false
+	}
+	return []string{"sbc", "sbc_xq", "aptx"}, "sbc", true
+}
+
+func (f *fakeCodecs) Switch(_ context.Context, dev, codec string) error {
+	f.switched = append(f.switched, dev+"="+codec)
+	return nil
+}
+
+func TestPrepareCodec(t *testing.T) {
+	lookup := func(dev string) (string, bool, bool) { return "", false, dev == speakerDevice || dev == "wired" }
+	codecs := &fakeCodecs{}
+	prep := PrepareWithCodecs(lookup, codecs, t.TempDir(), 10*time.Millisecond)
+	req := func(dev, codec string) dra.DeviceRequest[Params] {
+		return dra.DeviceRequest[Params]{Claim: &resourceapi.ResourceClaim{}, Result: resourceapi.DeviceRequestAllocationResult{Device: dev},
+			Params: Params{Codec: codec}}
+	}
+	for name, tc := range map[string]struct {
+		dev, codec string
+		want       []string
+	}{
+		"wired":       {"wired", "sbc", []string{"output wired is not a Bluetooth speaker", `"sbc"`}},
+		"not offered": {speakerDevice, "ldac", []string{`does not offer codec "ldac"`, "it offers sbc, sbc_xq, aptx"}},
+		"switched":    {speakerDevice, "aptx", []string{"has no PipeWire sink right now"}},
+		"current":     {speakerDevice, "sbc", []string{"has no PipeWire sink right now"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := prep(t.Context(), req(tc.dev, tc.codec))
+			if err == nil || !containsAll(err.Error(), tc.want...) {
+				t.Fatalf("prepare: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	if len(codecs.switched) != 1 || codecs.switched[0] != speakerDevice+"=aptx" {
+		t.Errorf("switched %v, want only aptx", codecs.switched)
+	}
+}
+
+// TestCodecParameterValidated: a codec of 10 KB of text is refused with
+// a short error that names its length, not its text.
+func TestCodecParameterValidated(t *testing.T) {
+	long := strings.Repeat("x", 10240)
+	err := (&Params{Codec: long}).Validate()
+	if err == nil || len(err.Error()) > 200 || !strings.Contains(err.Error(), "10240 bytes") {
+		t.Fatalf("10 KB codec: %v", err)
+	}
+	if err := (&Params{Codec: "SBC XQ"}).Validate(); err == nil || !strings.Contains(err.Error(), `"SBC XQ"`) {
+		t.Fatalf("bad codec: %v", err)
+	}
+	if err := (&Params{Codec: "sbc_xq"}).Validate(); err != nil {
+		t.Fatalf("sbc_xq: %v", err)
+	}
+}
