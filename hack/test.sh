@@ -66,6 +66,7 @@ if [ "${BENCH:-1}" != 0 ]; then
 	go test "${flags[@]}" -run '^$' -bench 'BluetoothOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 	echo "audio reconcile pass over 16 outputs (two recorded HDA cards of 8 HDMI PCMs each: cards read, endpoints named, devices formed against a graph):"
 	go test "${flags[@]}" -run '^$' -bench 'AudioPass16Outputs' -benchmem ./internal/audio/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
+	go test "${flags[@]}" -run '^$' -bench 'SpeakerConnectToSlice' -benchtime 5x ./internal/audio/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    |speaker connected)' || status=1
 	echo "audio-operator binary's idle resident set once published, on real PipeWire declared by its own declare mode (target: rss-max under 40 MiB; manifest limit 128 MiB with its pw-dump child):"
 	go test "${flags[@]}" -run '^$' -bench 'AudioOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 	echo "capture container (audio-operator capture, which executes audio-capture) idle, then 10 s taps of a 44.1 kHz 4-channel sink on real PipeWire (targets: rss-max at most 16 MiB, its request; wav-cores 0.01 and opus-cores 0.05 of one core, recorder and encoder included; first byte through the container alone):"

@@ -3,7 +3,10 @@ package audio
 import (
 	"testing"
 
+	"github.com/liken-sh/operators/internal/audio/speakers"
+	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pipewire"
 )
 
 // TestReferenceListsEveryPublishedAttribute keeps AttributeReference and
@@ -26,7 +29,16 @@ func TestReferenceListsEveryPublishedAttribute(t *testing.T) {
 		taints[tr.Key] = true
 	}
 	published := map[dra.QualifiedName]bool{}
-	for _, devs := range [][]dra.Device{Devices(eps, live), Devices(eps, nil)} {
+	g, err := pipewire.ParseDump([]byte(`[
+	 {"id": 90, "type": "PipeWire:Interface:Device", "info": {"props": {"device.api": "bluez5", "api.bluez5.address": "A0:AB:51:33:B7:12"},
+	  "params": {"PropInfo": [{"id": "bluetoothAudioCodec", "type": {"alt1": 1}, "labels": [1, "SBC"]}]}}},
+	 {"id": 91, "type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "bluez_output.A0_AB_51_33_B7_12.1",
+	  "media.class": "Audio/Sink", "device.id": 90, "api.bluez5.address": "A0:AB:51:33:B7:12", "api.bluez5.codec": "sbc"}}}]`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	speaker := []speakers.Speaker{{Address: bdaddr.MustParse("A0:AB:51:33:B7:12"), Alias: "Kitchen", Connected: true}}
+	for _, devs := range [][]dra.Device{Devices(eps, live), Devices(eps, nil), SpeakerDevices(SpeakerEndpoints(speaker, g)), SpeakerDevices(SpeakerEndpoints(speaker, nil))} {
 		for _, d := range devs {
 			for name := range d.Attributes {
 				published[name] = true

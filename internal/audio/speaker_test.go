@@ -35,7 +35,7 @@ type liveGraph struct {
 	mu   sync.Mutex
 }
 
-func newLiveGraph(t *testing.T, outputs []pipewire.Output) (*liveGraph, pipewire.Remote) {
+func newLiveGraph(t testing.TB, outputs []pipewire.Output) (*liveGraph, pipewire.Remote) {
 	t.Helper()
 	dir := t.TempDir()
 	objs := []map[string]any{{"id": 0, "type": pipewire.TypeCore, "info": map[string]any{"cookie": 4242}}}
@@ -109,7 +109,7 @@ func speakerNodeObject(id int, codec string) map[string]any {
 
 func removed(id int) map[string]any { return map[string]any{"id": id, "info": nil} }
 
-func speakerSim(t *testing.T, connected bool) *bluezsim.Sim {
+func speakerSim(t testing.TB, connected bool) *bluezsim.Sim {
 	t.Helper()
 	sim := bluezsim.New(t, bluezsim.Options{})
 	if _, err := sim.AddAdapter("hci0", "00:1A:7D:DA:71:13"); err != nil {
