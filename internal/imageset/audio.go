@@ -90,14 +90,18 @@ func AudioOperator(bin, tag string) ocibuild.Spec {
 		Files: files,
 		// The pod's volumes: the two drop-in directories, PipeWire's
 		// runtime directory, the kubelet's and CDI's directories, and the
-		// capture container's TLS Secret, and the ServiceAccount token the
+		// capture container's TLS Secret, the ServiceAccount token the
 		// kubelet mounts in every container (the capture container's
-		// TokenReviews use it).
+		// TokenReviews use it), and audio-api's token for the capture
+		// containers.
 		Dirs: mountPoints(
 			"/etc/pipewire/pipewire.conf.d", "/etc/wireplumber/wireplumber.conf.d",
 			"/run/audio.liken.sh", "/run/cdi", "/run/audio-capture-tls",
 			"/var/lib/kubelet/plugins/audio.liken.sh", "/var/lib/kubelet/plugins_registry",
 			"/run/secrets/kubernetes.io/serviceaccount",
+			// audio-api's projected token for the capture containers
+			// (deploy/audio/api.yaml).
+			"/run/secrets/audio.liken.sh/capture",
 		),
 		Entrypoint: []string{"/usr/local/bin/audio-operator"},
 		Labels:     labels("audio-operator"),

@@ -7,9 +7,10 @@ import (
 )
 
 // Host paths the tier lays out for the pods, below HostDir: a sysfs with
-// the recorded gamepad for the Bluetooth operator, and the recorded
-// laptop's sound cards (dumps, stand-in /dev/snd, sysfs) for the audio
-// pod.
+// the recorded gamepad for the Bluetooth operator, the recorded laptop's
+// sound cards (dumps, stand-in /dev/snd, sysfs) for the audio pod, and a
+// desktop's sysfs (a sound controller, a btusb adapter) for the inventory
+// driver.
 const (
 	HostDir      = "/run/liken-tier"
 	BluetoothSys = HostDir + "/bluetooth/sys"
