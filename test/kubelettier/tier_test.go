@@ -251,8 +251,15 @@ func audioBase(t *testing.T, ctx context.Context) {
 	kubectl(t, ctx, "apply", "--server-side", "-k", overlays.Audio)
 	p := waitDaemonPod(t, ctx, "audio-operator", 4*time.Minute, "", podReady)
 	t.Logf("FIGURE audio base: apply → pod Ready in %s", time.Since(began).Round(time.Millisecond))
-	waitDaemonPod(t, ctx, "audio-api", 2*time.Minute, "", podReady)
+	api := waitDaemonPod(t, ctx, "audio-api", 2*time.Minute, "", podReady)
 	t.Logf("FIGURE audio base: apply → audio-api Ready in %s", time.Since(began).Round(time.Millisecond))
+	// hostNetwork pods take the Node's InternalIP, which test/node sets
+	// to the loopback: audio-api dials the capture container there.
+	for _, pod := range []*corev1.Pod{p, api} {
+		if pod.Status.PodIP != "127.0.0.1" {
+			t.Errorf("pod %s has IP %q, want the Node's 127.0.0.1", pod.Name, pod.Status.PodIP)
+		}
+	}
 
 	d := containerStatus(t, p, "declare")
 	if d.State.Terminated == nil || d.State.Terminated.ExitCode != 0 {
