@@ -64,6 +64,8 @@ if [ "${BENCH:-1}" != 0 ]; then
 	go test "${flags[@]}" -run '^$' -bench 'BluetoothEventToSlice' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 	echo "bluetooth-operator binary's idle resident set once published and settled (target: rss-max under 25 MiB; manifest limit 64 MiB):"
 	go test "${flags[@]}" -run '^$' -bench 'BluetoothOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
+	echo "bondfetch's restore of 100 Secrets of about 1 MiB each from the real API server, under its soft memory limit (target: peak-MiB under its 64 MiB limit):"
+	go test "${flags[@]}" -run '^$' -bench 'FetchHeap' -benchtime 1x ./internal/bonds/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 	echo "audio reconcile pass over 16 outputs (two recorded HDA cards of 8 HDMI PCMs each: cards read, endpoints named, devices formed against a graph):"
 	go test "${flags[@]}" -run '^$' -bench 'AudioPass16Outputs' -benchmem ./internal/audio/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
 	go test "${flags[@]}" -run '^$' -bench 'SpeakerConnectToSlice' -benchtime 5x ./internal/audio/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    |speaker connected)' || status=1

@@ -10,7 +10,9 @@
 // $POD_NAMESPACE labelled bluetooth.liken.sh/adapter=<address>, and writes
 // <root>/<ADAPTER>/<DEVICE>/info and <root>/<ADAPTER>/cache/<DEVICE>
 // (package bonds). Secret contents are untrusted: what cannot be a bond is
-// skipped with a line naming the Secret and key.
+// skipped with a line naming the Secret and key, and so is what is past
+// the bound on what it holds at once (bonds.MaxFetchedBonds and
+// bonds.MaxFetchedBytes).
 //
 // Exit status 0 means the tree is written, or there was nothing to write
 // (an adapter that has paired nothing has no Secrets). Any other failure
@@ -31,7 +33,10 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
+
+	"github.com/liken-sh/operators/internal/bonds"
 )
 
 // version is the release, set at build time with -ldflags "-X main.version=..."
@@ -42,6 +47,12 @@ func main() {
 	if len(os.Args) == 2 && (os.Args[1] == "-version" || os.Args[1] == "--version") {
 		fmt.Println(version)
 		return
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		// The container's limit is 64 MiB (deploy/bluetooth/operator.yaml);
+		// a soft limit below it has the collector reclaim the pages of
+		// Secrets already decoded before the kernel's OOM killer acts.
+		debug.SetMemoryLimit(bonds.FetchMemoryLimit)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()

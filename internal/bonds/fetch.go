@@ -11,8 +11,16 @@ import (
 )
 
 // fetchPage bounds how many Secrets one list response holds. A Secret may
-// be up to 1 MiB and bondfetch runs in 64 MiB.
-const fetchPage = 16
+// be up to 1 MiB, and a page is held three times over while it is read
+// (the response body, its JSON decoding, the Secrets), beside the bonds
+// kept so far.
+const fetchPage = 4
+
+// FetchMemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit)
+// bondfetch sets, in bytes: below the 64 MiB of its container
+// (deploy/bluetooth/operator.yaml), so that the collector reclaims what
+// earlier pages left behind before the kernel would kill it.
+const FetchMemoryLimit = 40 << 20
 
 // Fetched is what Fetch found.
 type Fetched struct {
@@ -28,8 +36,9 @@ type Fetched struct {
 
 // Fetch lists the Secrets in namespace labelled with adapter
 // (AdapterLabel=adapter.Key()), page by page, and decodes their bonds
-// as DecodeSecrets does, keeping only the bonds between pages. It needs list on Secrets in namespace and nothing
-// else. No Secrets is not an error: an adapter that has paired nothing has
+// as DecodeSecrets does, keeping only the bonds between pages and at most
+// MaxFetchedBonds of them in MaxFetchedBytes. It needs list on Secrets in
+// namespace and nothing else. No Secrets is not an error: an adapter that has paired nothing has
 // none. A failed list is an error naming the namespace and selector.
 func Fetch(ctx context.Context, client kubernetes.Interface, namespace string, adapter bdaddr.Address) (Fetched, error) {
 	selector := AdapterLabel + "=" + adapter.Key()

@@ -102,8 +102,9 @@ func (e *SkipError) Error() string {
 // of the Secret is still read: a Secret not labelled with adapter (whole),
 // a key that is not one of the three shapes around a Bluetooth address, the
 // zero address, a second key for the same device, an info that fails
-// CheckInfo (with that device's cache), a cache that fails CheckCache or
-// has no bond beside it. An empty cache value counts as no cache.
+// CheckInfo or holds no key (the check Sync makes before it stores one;
+// skipped with that device's cache), a cache that fails CheckCache or has
+// no bond beside it. An empty cache value counts as no cache.
 //
 // Bonds come back sorted by device; none is empty and every one passes
 // Bond.Check.
@@ -169,7 +170,13 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 			}
 			source[e.device] = e.key
 			info := s.Data[e.key]
-			if err := CheckInfo(info); err != nil {
+			err := CheckInfo(info)
+			if err == nil {
+				// The check Sync makes before it stores a bond: a file
+				// without a key would be restored as a bond that is none.
+				err = checkBonded(info)
+			}
+			if err != nil {
 				skip(e.key, "%v", err)
 				byDevice[e.device] = nil // the device is known, and has no bond
 				continue
@@ -228,9 +235,16 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 // bond per device. When two Secrets hold the same device, the one named
 // SecretName(adapter, device) wins, then one named the reference's
 // per-bond way (SecretPrefix and the device), then the reference's older
-// per-adapter Secret; between equals, the name that sorts last. Each
-// copy that loses is reported in skipped, as is everything DecodeSecret
-// skips.
+// per-adapter Secret. Two Secrets of the same standing that hold
+// different bytes for one device are a conflict nothing can settle:
+// neither is used, and the error names both, so a planted copy never
+// replaces the real one by the way its name sorts (byte-identical copies
+// are one bond). Each copy that loses is reported in skipped, as is
+// everything DecodeSecret skips.
+//
+// At most MaxFetchedBonds bonds and MaxFetchedBytes bytes of them are
+// held: past either bound a Secret's bond is skipped, naming the bound,
+// and the bonds held so far are kept.
 func DecodeSecrets(adapter bdaddr.Address, secrets []corev1.Secret) (bonds []Bond, skipped []error) {
 	d := newDecoder(adapter)
 	for i := range secrets {
@@ -239,12 +253,26 @@ func DecodeSecrets(adapter bdaddr.Address, secrets []corev1.Secret) (bonds []Bon
 	return d.result()
 }
 
+// Bounds on the bonds DecodeSecrets and Fetch hold at once. bondfetch
+// runs in 64 MiB (deploy/bluetooth/operator.yaml); a bond is at most
+// 1 MiB, the API server's limit on a Secret, so without a bound anyone
+// who can write Secrets in the namespace could keep the pod from ever
+// starting. A radio's real bonds are a few KiB each (315 and 714 bytes of
+// info in the fixtures, caches of a few KiB), and BlueZ itself gives up
+// well before 256 paired devices on one controller.
+const (
+	MaxFetchedBonds = 256
+	MaxFetchedBytes = 8 << 20
+)
+
 // decoder accumulates DecodeSecrets over Secrets that arrive a page at a
 // time, holding only the winning bond of each device.
 type decoder struct {
-	adapter bdaddr.Address
-	best    map[bdaddr.Address]candidate
-	skipped []error
+	adapter  bdaddr.Address
+	best     map[bdaddr.Address]candidate
+	conflict map[bdaddr.Address]conflict // devices whose best copies disagree
+	held     int                         // bytes of the bonds in best
+	skipped  []error
 }
 
 type candidate struct {
@@ -254,8 +282,21 @@ type candidate struct {
 	rank int
 }
 
+// conflict is two copies of one device's bond of the same rank that
+// differ; a copy of a higher rank settles it.
+type conflict struct {
+	rank  int
+	names []string
+}
+
+func (c candidate) size() int { return len(c.bond.Info) + len(c.bond.Cache) }
+
+func (c candidate) same(o candidate) bool {
+	return bytes.Equal(c.bond.Info, o.bond.Info) && bytes.Equal(c.bond.Cache, o.bond.Cache)
+}
+
 func newDecoder(adapter bdaddr.Address) *decoder {
-	return &decoder{adapter: adapter, best: map[bdaddr.Address]candidate{}}
+	return &decoder{adapter: adapter, best: map[bdaddr.Address]candidate{}, conflict: map[bdaddr.Address]conflict{}}
 }
 
 // rank orders the Secrets that may hold a device's bond: this package's
@@ -274,20 +315,62 @@ func (d *decoder) add(s *corev1.Secret) {
 	got, skips := decodeSecret(d.adapter, s)
 	d.skipped = append(d.skipped, skips...)
 	for _, b := range got {
-		c := candidate{b.Bond, s.Name, b.key, d.rank(s.Name, b.Device)}
-		old, dup := d.best[b.Device]
-		if !dup {
-			d.best[b.Device] = c
-			continue
+		d.offer(s.Namespace, candidate{b.Bond, s.Name, b.key, d.rank(s.Name, b.Device)})
+	}
+}
+
+func (d *decoder) offer(namespace string, c candidate) {
+	device := c.bond.Device
+	lose := func(loser candidate, format string, args ...any) {
+		d.skipped = append(d.skipped, &SkipError{Secret: namespace + "/" + loser.name, Key: loser.key, Reason: fmt.Sprintf(format, args...)})
+	}
+	if k, ok := d.conflict[device]; ok {
+		if c.rank <= k.rank {
+			k.names = append(k.names, c.name)
+			d.conflict[device] = k
+			lose(c, "device %s is held with different keys by secrets %s of the same standing: none of them is restored; delete the wrong ones",
+				device, strings.Join(k.names, ", "))
+			return
 		}
-		loser := old
-		if c.rank > old.rank || (c.rank == old.rank && c.name > old.name) {
-			d.best[b.Device] = c
-		} else {
-			loser = c
-		}
-		d.skipped = append(d.skipped, &SkipError{Secret: s.Namespace + "/" + loser.name, Key: loser.key,
-			Reason: fmt.Sprintf("device %s is also in secret %s, which wins", b.Device, d.best[b.Device].name)})
+		delete(d.conflict, device)
+	}
+	old, dup := d.best[device]
+	switch {
+	case dup && c.rank < old.rank:
+		lose(c, "device %s is also in secret %s, which wins", device, old.name)
+		return
+	case dup && c.rank == old.rank && c.same(old):
+		lose(c, "device %s is also in secret %s, with the same bytes", device, old.name)
+		return
+	case dup && c.rank == old.rank:
+		names := []string{old.name, c.name}
+		d.conflict[device] = conflict{rank: c.rank, names: names}
+		d.drop(device)
+		reason := fmt.Sprintf("device %s is held with different keys by secrets %s and %s of the same standing: neither is restored; delete the wrong one",
+			device, old.name, c.name)
+		lose(old, "%s", reason)
+		lose(c, "%s", reason)
+		return
+	}
+	held := d.held + c.size()
+	if dup {
+		held -= old.size()
+	}
+	if !dup && len(d.best) >= MaxFetchedBonds || held > MaxFetchedBytes {
+		lose(c, "past the bound of %d bonds and %d bytes held at once (%d bonds, %d bytes held): not restored", MaxFetchedBonds, MaxFetchedBytes, len(d.best), d.held)
+		return
+	}
+	if dup {
+		lose(old, "device %s is also in secret %s, which wins", device, c.name)
+	}
+	d.best[device] = c
+	d.held = held
+}
+
+func (d *decoder) drop(device bdaddr.Address) {
+	if old, ok := d.best[device]; ok {
+		d.held -= old.size()
+		delete(d.best, device)
 	}
 }
 
