@@ -2,7 +2,6 @@ package bluetooth
 
 import (
 	"strings"
-	"unicode/utf8"
 
 	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/bluez"
@@ -70,19 +69,13 @@ func displayName(peer bdaddr.Address, d bluez.Device) string {
 	return name
 }
 
-// clip makes an outside string fit a string attribute: invalid UTF-8 is
-// dropped, surrounding white space (SDP names are often padded) trimmed,
-// and the result cut to the API's 64 bytes without splitting a character.
+// clip makes an outside string fit a string attribute: what a device
+// reports is cleaned as bluez.DisplayText cleans a name (no control,
+// format or invalid bytes, white space made single spaces and trimmed;
+// SDP names are often padded) and cut to the API's 64 bytes without
+// splitting a character.
 func clip(s string) string {
-	s = strings.TrimSpace(strings.ToValidUTF8(s, ""))
-	if len(s) <= maxStringAttribute {
-		return s
-	}
-	cut := maxStringAttribute
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return strings.TrimSpace(s[:cut])
+	return bluez.DisplayText(s, maxStringAttribute)
 }
 
 // ExpectsInput reports whether a device should register evdev nodes while

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/godbus/dbus/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -76,7 +75,7 @@ func (p *pass) syncPeripherals() {
 				continue
 			}
 			p.log.Info("Adopted a bond BlueZ holds", "peripheral", per.Name, "device", d.Address)
-			p.c.event(per, false, "Adopted", "Adopt", "BlueZ holds a bond with %s (%s); adopted it", d.Address, displayName(d))
+			p.c.event(per, false, "Adopted", "Adopt", "BlueZ holds a bond with %s (%s); adopted it", d.Address, truncate(displayName(d), 64))
 			have[addr.Key()] = per
 		}
 	}
@@ -380,20 +379,10 @@ func displayName(d bluez.Device) string {
 	return d.Alias
 }
 
-// truncate cuts s to at most n bytes on a rune boundary, with control
-// characters dropped: names come from the radio and are untrusted.
+// truncate cleans s, a name that came from the radio and is untrusted,
+// as bluez.DisplayText does (no control or format character, no invalid
+// UTF-8, single spaces) and cuts it to at most n bytes on a rune
+// boundary.
 func truncate(s string, n int) string {
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r == 0x7f || r == utf8.RuneError {
-			return -1
-		}
-		return r
-	}, s)
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
+	return bluez.DisplayText(s, n)
 }
