@@ -42,6 +42,10 @@ import (
 // default metadata within about a second.
 const DefaultReadyTimeout = 15 * time.Second
 
+// DefaultReadyAttempt bounds one readiness check: pw-dump answers in
+// about 0.1 s here.
+const DefaultReadyAttempt = 2 * time.Second
+
 // Options configures Start.
 type Options struct {
 	// Outputs are declared in 60-liken-outputs.conf before PipeWire
@@ -75,6 +79,10 @@ type Options struct {
 	// ReadyTimeout bounds each daemon's start; zero means
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
+	// ReadyAttempt bounds each readiness check within it (a connection,
+	// a pw-dump); zero means DefaultReadyAttempt. Under software
+	// emulation (the VM tier) a pw-dump alone takes seconds.
+	ReadyAttempt time.Duration
 }
 
 // NullOutput returns a playback output on ALSA's null device: card and
@@ -143,6 +151,9 @@ func Start(ctx context.Context, opts Options) (*Daemons, error) {
 func Prepare(opts Options) (*Daemons, error) {
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
+	}
+	if opts.ReadyAttempt <= 0 {
+		opts.ReadyAttempt = DefaultReadyAttempt
 	}
 	// A short name: the socket path must fit in a sockaddr_un.
 	root, err := os.MkdirTemp("", "pwtest")
@@ -394,20 +405,10 @@ func (d *Daemons) startGate() {
 // StartWirePlumber starts `wireplumber --profile=main-embedded` and waits
 // until the "default" metadata object (WirePlumber's policy) exists.
 func (d *Daemons) StartWirePlumber(ctx context.Context) error {
-	d.mu.Lock()
-	if d.wp != nil && !d.wp.Exited() {
-		d.mu.Unlock()
-		return errors.New("WirePlumber is already running")
-	}
-	d.n++
-	p, err := child.Start(filepath.Join(d.Root, fmt.Sprintf("wireplumber.%d.log", d.n)), d.DaemonEnv(),
-		"wireplumber", "--profile="+pipewire.Profile)
+	p, err := d.LaunchWirePlumber()
 	if err != nil {
-		d.mu.Unlock()
-		return fmt.Errorf("start wireplumber: %w", err)
+		return err
 	}
-	d.wp = p
-	d.mu.Unlock()
 	return d.waitReady(ctx, p, "WirePlumber", func(ctx context.Context) error {
 		md, err := d.Metadata(ctx, "default")
 		if err != nil {
@@ -420,6 +421,26 @@ func (d *Daemons) StartWirePlumber(ctx context.Context) error {
 	})
 }
 
+// LaunchWirePlumber starts WirePlumber and returns at once, for a test
+// that decides readiness by what WirePlumber does (endpoints registered
+// with BlueZ, say) rather than by a pw-dump. It is an error if one is
+// already running.
+func (d *Daemons) LaunchWirePlumber() (*Process, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.wp != nil && !d.wp.Exited() {
+		return nil, errors.New("WirePlumber is already running")
+	}
+	d.n++
+	p, err := child.Start(filepath.Join(d.Root, fmt.Sprintf("wireplumber.%d.log", d.n)), d.DaemonEnv(),
+		"wireplumber", "--profile="+pipewire.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("start wireplumber: %w", err)
+	}
+	d.wp = p
+	return p, nil
+}
+
 // waitReady polls ready every 50 ms until it succeeds, the process exits,
 // or the ready timeout passes.
 func (d *Daemons) waitReady(ctx context.Context, p *Process, name string, ready func(context.Context) error) error {
@@ -427,7 +448,7 @@ func (d *Daemons) waitReady(ctx context.Context, p *Process, name string, ready 
 	defer cancel()
 	var last error
 	for {
-		pctx, pcancel := context.WithTimeout(ctx, 2*time.Second)
+		pctx, pcancel := context.WithTimeout(ctx, d.opts.ReadyAttempt)
 		last = ready(pctx)
 		pcancel()
 		if last == nil {

@@ -47,12 +47,34 @@ var Modules = []string{
 }
 
 // Programs are the host programs (with their libraries) the guest tests
-// run: btvirt and btmgmt (bluez-test-tools, bluez), and what the
-// bluetoothd entrypoint starts.
+// run: btvirt and btmgmt (bluez-test-tools, bluez), what the bluetoothd
+// entrypoint starts, and PipeWire, WirePlumber, pw-dump and pw-play
+// (pw-cat under the name that makes it play), which the speaker tests run
+// against the real bluetoothd.
 var Programs = []string{
 	"/usr/bin/btvirt", "/usr/bin/btmgmt",
 	"/usr/bin/dbus-daemon", "/usr/libexec/bluetooth/bluetoothd",
+	"/usr/bin/pipewire", "/usr/bin/wireplumber", "/usr/bin/pw-dump", "/usr/bin/pw-play",
 }
+
+// Libraries are shell globs of the shared objects PipeWire and WirePlumber
+// load at run time (dlopen, so ldd of the programs does not list them),
+// staged like Programs with what each links: the modules pipewire.conf
+// loads, the SPA plugins the pod's graph uses (support, audioconvert,
+// audiomixer, control, the bluez5 plugin and its codecs) and every
+// WirePlumber module. The rest of PipeWire's modules (JACK, RAOP, ROC,
+// X11 ...) would pull in tens of megabytes of libraries nothing here
+// uses.
+var Libraries = []string{
+	"/usr/lib/x86_64-linux-gnu/pipewire-0.3/libpipewire-module-{rt,protocol-native,profiler,metadata,spa-device-factory,spa-node-factory,client-node,client-device,portal,access,adapter,link-factory,session-manager,spa-device,spa-node}.so",
+	"/usr/lib/x86_64-linux-gnu/spa-0.2/{support,audioconvert,audiomixer,control,bluez5}/*.so",
+	"/usr/lib/x86_64-linux-gnu/wireplumber-0.5/*.so",
+}
+
+// Trees are host directories copied whole to the same path: PipeWire's and
+// WirePlumber's configuration and WirePlumber's Lua scripts, and the
+// bluez5 plugin's hardware quirks.
+var Trees = []string{"/usr/share/pipewire", "/usr/share/wireplumber", "/usr/share/spa-0.2"}
 
 // Files are host files copied to the same path: the system bus's
 // configuration and BlueZ's policy in it, which the entrypoint's
@@ -74,7 +96,7 @@ var Written = map[string]string{
 // GuestTestTimeout bounds each guest test binary (-test.timeout), so a
 // hung test ends with its goroutines' stacks in its log rather than with
 // the whole boot's timeout.
-const GuestTestTimeout = "60s"
+const GuestTestTimeout = "300s"
 
 // InitScript is the guest's /init: mount the kernel's filesystems, name
 // busybox's modprobe as the kernel's module loader, mount the results

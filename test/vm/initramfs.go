@@ -224,3 +224,63 @@ func (s *Stage) Pack(ctx context.Context, out string) (int64, error) {
 	}
 	return fi.Size(), f.Close()
 }
+
+// AddLibraries stages, like AddProgram, every shared object that matches
+// one of patterns: shell globs (filepath.Match syntax) in which a
+// {a,b,...} group stands for each of its words. A pattern that matches
+// nothing is an error, so a package that moved its plugins is noticed.
+func (s *Stage) AddLibraries(ctx context.Context, patterns []string) (int, error) {
+	n := 0
+	for _, p := range patterns {
+		var found []string
+		for _, g := range expandBraces(p) {
+			m, err := filepath.Glob(g)
+			if err != nil {
+				return n, fmt.Errorf("library pattern %q: %w", p, err)
+			}
+			found = append(found, m...)
+		}
+		if len(found) == 0 {
+			return n, fmt.Errorf("library pattern %q matches nothing on this host", p)
+		}
+		for _, f := range found {
+			if err := s.AddProgram(ctx, f); err != nil {
+				return n, err
+			}
+			n++
+		}
+	}
+	return n, nil
+}
+
+// expandBraces expands the first {a,b} group of p, recursively; p with no
+// group is itself.
+func expandBraces(p string) []string {
+	open := strings.IndexByte(p, '{')
+	if open < 0 {
+		return []string{p}
+	}
+	end := strings.IndexByte(p[open:], '}')
+	if end < 0 {
+		return []string{p}
+	}
+	var out []string
+	for _, w := range strings.Split(p[open+1:open+end], ",") {
+		out = append(out, expandBraces(p[:open]+w+p[open+end+1:])...)
+	}
+	return out
+}
+
+// AddTree copies the regular files under the host directory dir to the
+// same paths in the guest, following no symbolic link out of it.
+func (s *Stage) AddTree(dir string) (int, error) {
+	n := 0
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		n++
+		return s.CopyFile(path, path)
+	})
+	return n, err
+}

@@ -6,7 +6,7 @@
 //
 // Usage, from the module root:
 //
-//	go run -trimpath ./test/vm/cmd/vm-test [-cache DIR] [-run alsa,hid] [-timeout 240s] [-keep]
+//	go run -trimpath ./test/vm/cmd/vm-test [-cache DIR] [-run alsa,hid] [-timeout 600s] [-keep]
 package main
 
 import (
@@ -35,7 +35,7 @@ func main() {
 	}
 	cache := flag.String("cache", filepath.Join(cacheRoot, "vm"), "where the kernel package is cached")
 	only := flag.String("run", "", "comma-separated guests to run (default: all)")
-	timeout := flag.Duration("timeout", 240*time.Second, "bound on the guest's whole boot")
+	timeout := flag.Duration("timeout", 600*time.Second, "bound on the guest's whole boot")
 	keep := flag.Bool("keep", false, "keep the work directory (initramfs, console log, results)")
 	flag.Parse()
 	os.Exit(run(*cache, *only, *timeout, *keep))
@@ -217,8 +217,16 @@ func fill(ctx context.Context, stage *vm.Stage, k vm.Kernel, guests []vm.Guest) 
 			return 0, err
 		}
 	}
+	if _, err := stage.AddLibraries(ctx, vm.Libraries); err != nil {
+		return 0, err
+	}
 	for _, f := range vm.Files {
 		if err := stage.CopyFile(f, f); err != nil {
+			return 0, err
+		}
+	}
+	for _, d := range vm.Trees {
+		if _, err := stage.AddTree(d); err != nil {
 			return 0, err
 		}
 	}
