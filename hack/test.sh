@@ -2,7 +2,7 @@
 # README command 2: installs what is missing, builds (or reuses) the local
 # control plane, checks formatting and vet, runs every test (unit,
 # component, end-to-end against the real control plane), a short pass of
-# every fuzz target, the core's benchmarks, the VM tier and the kubelet
+# every fuzz target, every benchmark (hack/bench.sh), the VM tier and the kubelet
 # tier, then prints a summary.
 #
 # FUZZTIME (default 10s) bounds each fuzz target; BENCH=0 skips benchmarks.
@@ -56,27 +56,7 @@ rm -f "$log.fuzz"
 
 if [ "${BENCH:-1}" != 0 ]; then
 	echo "== benchmarks"
-	echo "prepare of one claim through the gRPC socket, CDI and checkpoint fsyncs included (target: p99 under 20 ms):"
-	go test "${flags[@]}" -run '^$' -bench 'PrepareGRPC' -benchtime 300x ./internal/dra/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
-	echo "slice writes for 1,000 device changes in 10 s (bound: one write per settle window):"
-	go test "${flags[@]}" -run '^$' -bench 'EventStorm' -benchtime 1x ./internal/dra/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
-	echo "Bluetooth link change in the simulator to the ResourceSlice on the real API server, default settle window (target: p50 and max under 1.5 s + 200 ms):"
-	go test "${flags[@]}" -run '^$' -bench 'BluetoothEventToSlice' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
-	echo "bluetooth-operator binary's idle resident set once published and settled (target: rss-max under 25 MiB; manifest limit 64 MiB):"
-	go test "${flags[@]}" -run '^$' -bench 'BluetoothOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
-	echo "bondfetch's restore of 100 Secrets of about 1 MiB each from the real API server, under its soft memory limit (target: peak-MiB under its 64 MiB limit):"
-	go test "${flags[@]}" -run '^$' -bench 'FetchHeap' -benchtime 1x ./internal/bonds/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
-	echo "audio reconcile pass over 16 outputs (two recorded HDA cards of 8 HDMI PCMs each: cards read, endpoints named, devices formed against a graph):"
-	go test "${flags[@]}" -run '^$' -bench 'AudioPass16Outputs' -benchmem ./internal/audio/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
-	go test "${flags[@]}" -run '^$' -bench 'SpeakerConnectToSlice' -benchtime 5x ./internal/audio/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    |speaker connected)' || status=1
-	echo "audio-operator binary's idle resident set once published, on real PipeWire declared by its own declare mode (target: rss-max under 40 MiB; manifest limit 128 MiB with its pw-dump child):"
-	go test "${flags[@]}" -run '^$' -bench 'AudioOperatorIdleRSS' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
-	echo "capture container (audio-operator capture, which executes audio-capture) idle, then 10 s taps of a 44.1 kHz 4-channel sink on real PipeWire (targets: rss-max at most 16 MiB, its request; wav-cores 0.01 and opus-cores 0.05 of one core, recorder and encoder included; first byte through the container alone):"
-	go test "${flags[@]}" -run '^$' -bench 'Capture(IdleRSS|Tap)' -benchtime 1x ./internal/capture/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    )' || status=1
-	echo "time to the first audio byte of a tap through audio-api, the capture container and pw-record (target: p50 under 200 ms):"
-	go test "${flags[@]}" -run '^$' -bench 'AudioAPIFirstByte' -benchtime 10x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    |time to)' || status=1
-	echo "audio-api's resident set relaying four concurrent taps (target: under its 32 MiB request; limit 128 MiB):"
-	go test "${flags[@]}" -run '^$' -bench 'AudioAPIRSS4Taps' -benchtime 1x ./test/e2e/ 2>&1 | grep -E '^(Benchmark|ok|FAIL|--- FAIL|    |audio-api relaying)' || status=1
+	hack/bench.sh || status=1
 fi
 
 echo "== VM tier: the kernel-facing tests on a real kernel under qemu"

@@ -39,7 +39,7 @@ var (
 	mouse     = bdaddr.MustParse("F4:9A:2C:31:7D:05")
 )
 
-func fixture(t *testing.T, name string) []byte {
+func fixture(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "fixtures", "bluez", name))
 	if err != nil {
@@ -58,12 +58,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func apiServer(t *testing.T) *harness.Cluster { return shared.Get(t) }
+func apiServer(t testing.TB) *harness.Cluster { return shared.Get(t) }
 
 // namespaceWithReader creates namespace ns and returns a client acting as
 // the bondfetch ServiceAccount there, allowed to list Secrets in ns and
 // nothing else: the permission the deploy base gives it.
-func namespaceWithReader(t *testing.T, ctx context.Context, ns string) kubernetes.Interface {
+func namespaceWithReader(t testing.TB, ctx context.Context, ns string) kubernetes.Interface {
 	t.Helper()
 	c := apiServer(t)
 	admin := c.Client()
@@ -98,7 +98,7 @@ func namespaceWithReader(t *testing.T, ctx context.Context, ns string) kubernete
 }
 
 // serviceAccount returns a client acting as ServiceAccount ns/name.
-func serviceAccount(t *testing.T, ns, name string) kubernetes.Interface {
+func serviceAccount(t testing.TB, ns, name string) kubernetes.Interface {
 	t.Helper()
 	cfg := apiServer(t).RESTConfig()
 	cfg.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + ns + ":" + name}
@@ -117,7 +117,7 @@ type node struct {
 	kernel     *hcitest.Kernel
 }
 
-func newNode(t *testing.T) node {
+func newNode(t testing.TB) node {
 	t.Helper()
 	manifest, err := os.ReadFile(filepath.Join("..", "..", "internal", "hci", "testdata", "sysfs-three-adapters.txt"))
 	if err != nil {
@@ -195,7 +195,7 @@ func snapshot(t *testing.T, base string) map[string]string {
 	return out
 }
 
-func create(t *testing.T, ctx context.Context, s *corev1.Secret) {
+func create(t testing.TB, ctx context.Context, s *corev1.Secret) {
 	t.Helper()
 	if _, err := apiServer(t).Client().CoreV1().Secrets(s.Namespace).Create(ctx, s, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create secret %s/%s: %v", s.Namespace, s.Name, err)

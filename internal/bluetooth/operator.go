@@ -2,6 +2,8 @@ package bluetooth
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -148,7 +150,8 @@ func Run(ctx context.Context, cfg Config) error {
 	op := &operator{cfg: cfg, client: client, driver: driver, published: published, tracker: hid.NewTracker(),
 		bondWindow: settle.New(cfg.BondSettle, dra.DefaultSettleCap),
 		problems:   newPassProblems(), bondSkips: map[bdaddr.Address]*problemLog{},
-		adapter: cfg.Adapter, others: map[string]bool{}}
+		bondsSeen: map[bdaddr.Address][32]byte{},
+		adapter:   cfg.Adapter, others: map[string]bool{}}
 	if op.adapter.IsZero() {
 		a, ok, err := bonds.ReadClaimed(cfg.BondsRoot)
 		switch {
@@ -197,6 +200,7 @@ type operator struct {
 	bondWindow *settle.Window
 	problems   *passProblems                  // the loop's
 	bondSkips  map[bdaddr.Address]*problemLog // by adapter; syncBonds's
+	bondsSeen  map[bdaddr.Address][32]byte    // by adapter: the bonds syncBonds last wrote back without error (bondsDigest)
 
 	adapter bdaddr.Address      // the one served; zero: all (no claim known)
 	others  map[string]bool     // adapters left alone, logged once each
@@ -454,6 +458,30 @@ func (o *operator) departAll(ctx context.Context) {
 	logger.Info("Published every device tainted: bluetoothd left the bus", "devices", len(devices))
 }
 
+// bondsDigest is a SHA-256 over everything bonds.SyncOwned writes for
+// found: each bond's device, info and cache, and the owner reference each
+// device's Secret is given. Every field is length-prefixed, so two
+// different sets never hash the same input.
+func bondsDigest(found []bonds.Bond, owners map[bdaddr.Address]metav1.OwnerReference) [32]byte {
+	h := sha256.New()
+	field := func(b []byte) {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		h.Write(n[:])
+		h.Write(b)
+	}
+	for _, b := range found {
+		field([]byte(b.Device.String()))
+		field(b.Info)
+		field(b.Cache)
+		owner := owners[b.Device]
+		field([]byte(owner.APIVersion + "/" + owner.Kind + "/" + owner.Name + "/" + string(owner.UID)))
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
 // syncBonds writes every bond of the live adapters back to its Secret.
 func (o *operator) syncBonds(ctx context.Context) {
 	logger := klog.FromContext(ctx)
@@ -475,9 +503,20 @@ func (o *operator) syncBonds(ctx context.Context) {
 			o.bondSkips[adapter] = skips
 		}
 		skips.update(logger.WithValues("adapter", adapter), skipped)
+		// Bonds already written back as they are now cost no request: a
+		// node at rest reads its tree and asks the API server nothing.
+		// A Secret deleted behind the operator's back is written again at
+		// the next change of that adapter's bonds or the next start.
+		digest := bondsDigest(found, owners)
+		if seen, ok := o.bondsSeen[adapter]; ok && seen == digest {
+			continue
+		}
 		report, err := bonds.SyncOwned(ctx, o.cfg.KubeClient, o.cfg.Namespace, found, owners)
 		if err != nil {
 			logger.Error(err, "Writing bonds back", "adapter", adapter)
+			delete(o.bondsSeen, adapter)
+		} else {
+			o.bondsSeen[adapter] = digest
 		}
 		if len(report.Created)+len(report.Updated) > 0 {
 			logger.Info("Bonds written back", "adapter", adapter, "created", report.Created, "updated", report.Updated)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -50,12 +51,85 @@ const audioManifestMemoryLimit = 128 << 20
 // binary (VmHWM keeps that peak) and rest keeps a few MiB of it; RssAnon
 // is what the process alone owns.
 func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
-	bin := buildAudioImage(b)
 	ctx := context.Background()
 	cluster, err := harness.Start(ctx, harness.Options{})
 	must(b, err)
 	b.Cleanup(cluster.Stop)
 	must(b, cluster.AddLikenNode(ctx, node))
+	w := startAudioWorldOn(b, ctx, cluster)
+	var most memory
+	var children, container int64
+	b.ResetTimer()
+	for range b.N {
+		b.StopTimer()
+		// A fresh start each time: a previous run's slice would make
+		// "published" true before this run did anything.
+		must(b, cluster.Client().ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
+			metav1.ListOptions{FieldSelector: "spec.driver=" + audio.DriverName}))
+		b.StartTimer()
+
+		op := w.startOperator(b)
+		waitForDriverSlice(b, ctx, cluster, audio.DriverName, w.published)
+		op.pastStartup()
+		for range 10 {
+			pid := op.cmd.Process.Pid
+			m, err := memoryOf(pid)
+			if err != nil {
+				b.Fatalf("operator: %v (exited: %v)\n%s", err, op.exited(), op.stderr.String())
+			}
+			most = most.max(m)
+			kids, n, err := childrenRSS(pid)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if n == 0 {
+				b.Fatalf("the operator has no pw-dump child following the graph\n%s", op.stderr.String())
+			}
+			children = max(children, kids)
+			container = max(container, m.RSS+kids)
+			time.Sleep(500 * time.Millisecond)
+		}
+		if err := op.stop(); err != nil {
+			b.Fatalf("operator on SIGTERM: %v\n%s", err, op.stderr.String())
+		}
+	}
+	b.StopTimer()
+	if container > audioManifestMemoryLimit {
+		b.Fatalf("idle RSS %d bytes with the children, above deploy/audio/operator.yaml's limit of %d", container, audioManifestMemoryLimit)
+	}
+	if most.Anon <= 0 || most.Anon > most.RSS || most.RSS > most.HWM {
+		b.Fatalf("inconsistent figures %+v: want 0 < RssAnon <= VmRSS <= VmHWM", most)
+	}
+	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
+	b.ReportMetric(mib(most.RSS), "rss-max-MiB")
+	b.ReportMetric(mib(most.Anon), "anon-max-MiB")
+	b.ReportMetric(mib(most.File), "file-max-MiB")
+	b.ReportMetric(mib(most.HWM), "hwm-MiB")
+	b.ReportMetric(mib(children), "children-rss-max-MiB")
+	b.ReportMetric(mib(container), "container-rss-max-MiB")
+	b.ReportMetric(0, "ns/op") // the iteration time is the waits' sum, not a figure
+}
+
+// audioWorld is a node as the audio operator sees it: the audio image's
+// binaries, the recorded Dell XPS 17's cards, and real PipeWire and
+// WirePlumber started on the declaration the binary's declare mode wrote.
+type audioWorld struct {
+	cluster   *harness.Cluster
+	bin       string   // the entrypoint, audio-operator
+	dir       string   // scratch: cards, kubelet and CDI directories
+	hostPaths []string // the flags moving the host paths
+	pw        *pwtest.Daemons
+	// published reports whether a slice holds every declared output with
+	// its sink.
+	published func(*resourceapi.ResourceSlice) bool
+}
+
+// startAudioWorldOn lays out the audio world on a cluster the caller
+// started and whose Node named node it made (AddLikenNode), with the audio
+// CRDs applied as deployed.
+func startAudioWorldOn(b *testing.B, ctx context.Context, cluster *harness.Cluster) *audioWorld {
+	b.Helper()
+	bin := buildAudioImage(b)
 	// As deployed: the operator keeps its Sinks and Sources too.
 	must(b, cluster.ApplyCRDs(ctx, "deploy/audio/crds"))
 	root, err := harness.ModuleRoot()
@@ -86,7 +160,8 @@ func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
 	must(b, pw.StartPipeWire(ctx))
 	must(b, pw.StartWirePlumber(ctx))
 
-	published := func(s *resourceapi.ResourceSlice) bool {
+	w := &audioWorld{cluster: cluster, bin: bin, dir: dir, hostPaths: hostPaths, pw: pw}
+	w.published = func(s *resourceapi.ResourceSlice) bool {
 		for _, o := range outputs {
 			found := false
 			for _, d := range s.Spec.Devices {
@@ -100,63 +175,21 @@ func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
 		}
 		return true
 	}
-	dirs := filepath.Join(dir, "kubelet")
-	var most memory
-	var children int64
-	b.ResetTimer()
-	for range b.N {
-		b.StopTimer()
-		// A fresh start each time: a previous run's slice would make
-		// "published" true before this run did anything.
-		must(b, cluster.Client().ResourceV1().ResourceSlices().DeleteCollection(ctx, metav1.DeleteOptions{},
-			metav1.ListOptions{FieldSelector: "spec.driver=" + audio.DriverName}))
-		b.StartTimer()
+	return w
+}
 
-		op := startOperator(b, bin, append(hostPaths,
-			"-kubeconfig", cluster.Kubeconfig(),
-			"-kubelet-registry-dir", filepath.Join(dirs, "plugins_registry"), "-kubelet-plugins-dir", filepath.Join(dirs, "plugins"),
-			"-cdi-dir", filepath.Join(dir, "cdi"),
-		), []string{
-			"NODE_NAME=" + node, "PIPEWIRE_RUNTIME_DIR=" + pw.RuntimeDir, "XDG_RUNTIME_DIR=" + pw.RuntimeDir,
-			"METRICS_ADDRESS=127.0.0.1:0", "PATH=" + os.Getenv("PATH"),
-		})
-		waitForDriverSlice(b, ctx, cluster, audio.DriverName, published)
-		op.pastStartup()
-		for range 10 {
-			pid := op.cmd.Process.Pid
-			m, err := memoryOf(pid)
-			if err != nil {
-				b.Fatalf("operator: %v (exited: %v)\n%s", err, op.exited(), op.stderr.String())
-			}
-			most = most.max(m)
-			kids, n, err := childrenRSS(pid)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n == 0 {
-				b.Fatalf("the operator has no pw-dump child following the graph\n%s", op.stderr.String())
-			}
-			children = max(children, kids)
-			time.Sleep(500 * time.Millisecond)
-		}
-		if err := op.stop(); err != nil {
-			b.Fatalf("operator on SIGTERM: %v\n%s", err, op.stderr.String())
-		}
-	}
-	b.StopTimer()
-	if most.RSS+children > audioManifestMemoryLimit {
-		b.Fatalf("idle RSS %d bytes and %d in children, above deploy/audio/operator.yaml's limit of %d", most.RSS, children, audioManifestMemoryLimit)
-	}
-	if most.Anon <= 0 || most.Anon > most.RSS || most.RSS > most.HWM {
-		b.Fatalf("inconsistent figures %+v: want 0 < RssAnon <= VmRSS <= VmHWM", most)
-	}
-	mib := func(n int64) float64 { return float64(n) / (1 << 20) }
-	b.ReportMetric(mib(most.RSS), "rss-max-MiB")
-	b.ReportMetric(mib(most.Anon), "anon-max-MiB")
-	b.ReportMetric(mib(most.File), "file-max-MiB")
-	b.ReportMetric(mib(most.HWM), "hwm-MiB")
-	b.ReportMetric(mib(children), "children-rss-max-MiB")
-	b.ReportMetric(0, "ns/op") // the iteration time is the waits' sum, not a figure
+// startOperator starts the operator mode as deploy/audio/operator.yaml's
+// operator container runs it.
+func (w *audioWorld) startOperator(b *testing.B) *operatorProcess {
+	dirs := filepath.Join(w.dir, "kubelet")
+	return startOperator(b, w.bin, append(slices.Clip(w.hostPaths),
+		"-kubeconfig", w.cluster.Kubeconfig(),
+		"-kubelet-registry-dir", filepath.Join(dirs, "plugins_registry"), "-kubelet-plugins-dir", filepath.Join(dirs, "plugins"),
+		"-cdi-dir", filepath.Join(w.dir, "cdi"),
+	), []string{
+		"NODE_NAME=" + node, "PIPEWIRE_RUNTIME_DIR=" + w.pw.RuntimeDir, "XDG_RUNTIME_DIR=" + w.pw.RuntimeDir,
+		"METRICS_ADDRESS=127.0.0.1:0", "PATH=" + os.Getenv("PATH"),
+	})
 }
 
 // buildAudioImage builds the audio image's binaries side by side, as

@@ -64,6 +64,13 @@ func startBluetoothWorld(b *testing.B, ctx context.Context) *bluetoothWorld {
 	if _, err := cluster.AddNode(ctx, node); err != nil {
 		b.Fatal(err)
 	}
+	return startBluetoothWorldOn(b, ctx, cluster)
+}
+
+// startBluetoothWorldOn is startBluetoothWorld on a cluster the caller
+// started and whose Node named node it made.
+func startBluetoothWorldOn(b *testing.B, ctx context.Context, cluster *harness.Cluster) *bluetoothWorld {
+	b.Helper()
 	// As deployed: the operator serves its pairing API too.
 	must(b, cluster.ApplyCRDs(ctx, "deploy/bluetooth/crds"))
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liken-system"}}
@@ -82,6 +89,20 @@ func startBluetoothWorld(b *testing.B, ctx context.Context) *bluetoothWorld {
 	sysRoot := filepath.Join(dir, "sys")
 	must(b, ignore(fakesys.BluetoothHID(sysRoot, "0005:2DC8:3820.0001", "8Bitdo NES30 Pro", padAddr, adapterAddr, 7)))
 	return &bluetoothWorld{cluster: cluster, sim: sim, dir: dir, sysRoot: sysRoot}
+}
+
+// startOperator starts the bluetooth-operator binary bin as
+// deploy/bluetooth/operator.yaml's container runs it, on this world's
+// node, simulator and control plane.
+func (w *bluetoothWorld) startOperator(b *testing.B, bin string) *operatorProcess {
+	dirs := w.draDirs()
+	return startOperator(b, bin, []string{
+		"-kubeconfig", w.cluster.Kubeconfig(), "-sys-root", w.sysRoot, "-dev-root", "/dev",
+		"-kubelet-registry-dir", dirs.RegistrarDir, "-kubelet-plugins-dir", filepath.Dir(dirs.PluginDir), "-cdi-dir", dirs.CDIDir,
+	}, []string{
+		"NODE_NAME=" + node, "POD_NAMESPACE=liken-system",
+		"DBUS_SYSTEM_BUS_ADDRESS=" + w.sim.Address(), "BLUETOOTH_BONDS_ROOT=" + w.sim.StorageDir(),
+	})
 }
 
 // draDirs are the kubelet and CDI directories of the simulated node.
@@ -246,7 +267,6 @@ func BenchmarkBluetoothOperatorIdleRSS(b *testing.B) {
 		bonded = append(bonded, addr)
 	}
 	client := w.cluster.Client()
-	dirs := w.draDirs()
 	published := w.published(b)
 
 	var most memory
@@ -259,13 +279,7 @@ func BenchmarkBluetoothOperatorIdleRSS(b *testing.B) {
 		must(b, client.CoreV1().Secrets("liken-system").DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{}))
 		b.StartTimer()
 
-		op := startOperator(b, bin, []string{
-			"-kubeconfig", w.cluster.Kubeconfig(), "-sys-root", w.sysRoot, "-dev-root", "/dev",
-			"-kubelet-registry-dir", dirs.RegistrarDir, "-kubelet-plugins-dir", filepath.Dir(dirs.PluginDir), "-cdi-dir", dirs.CDIDir,
-		}, []string{
-			"NODE_NAME=" + node, "POD_NAMESPACE=liken-system",
-			"DBUS_SYSTEM_BUS_ADDRESS=" + w.sim.Address(), "BLUETOOTH_BONDS_ROOT=" + w.sim.StorageDir(),
-		})
+		op := w.startOperator(b, bin)
 		waitForDriverSlice(b, ctx, w.cluster, bluetooth.DriverName, published)
 		for _, d := range bonded {
 			waitForBondSecret(b, ctx, w.cluster, w.sim.StorageDir(), d)

@@ -43,6 +43,10 @@ type Options struct {
 	ComponentTimeout time.Duration
 	// Logf, if set, receives progress lines (t.Logf fits).
 	Logf func(format string, args ...any)
+	// AuditLog has the API server record every request, at the Metadata
+	// level (verb, resource, user, user agent, response code), as JSON
+	// lines in Cluster.AuditLogPath.
+	AuditLog bool
 }
 
 // Cluster is a running control plane. Its methods are safe for concurrent
@@ -157,6 +161,11 @@ func (c *Cluster) launch(ctx context.Context) error {
 		return err
 	}
 
+	if c.opts.AuditLog {
+		if err := c.writeAuditPolicy(); err != nil {
+			return err
+		}
+	}
 	api, err := c.run("kube-apiserver", c.apiserverArgs())
 	if err != nil {
 		return err

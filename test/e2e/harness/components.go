@@ -2,6 +2,7 @@ package harness
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 )
@@ -36,7 +37,11 @@ func (c *Cluster) apiserverArgs() []string {
 		// Nothing creates the "default" ServiceAccount without the KCM.
 		disabled = append(disabled, "ServiceAccount")
 	}
-	return []string{
+	var audit []string
+	if c.opts.AuditLog {
+		audit = []string{"--audit-policy-file=" + filepath.Join(c.dir, "audit-policy.yaml"), "--audit-log-path=" + c.AuditLogPath()}
+	}
+	return append(audit,
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", c.ports.etcdClient),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -44,12 +49,12 @@ func (c *Cluster) apiserverArgs() []string {
 		// endpoint reconciler; there is no in-cluster client anyway.
 		"--endpoint-reconciler-type=none",
 		fmt.Sprintf("--secure-port=%d", c.ports.apiserver),
-		"--cert-dir=" + filepath.Join(c.dir, "kube-apiserver"),
-		"--tls-cert-file=" + c.pki.servingCertFile,
-		"--tls-private-key-file=" + c.pki.servingKeyFile,
-		"--client-ca-file=" + c.pki.caCertFile,
-		"--service-account-key-file=" + c.pki.saPubFile,
-		"--service-account-signing-key-file=" + c.pki.saKeyFile,
+		"--cert-dir="+filepath.Join(c.dir, "kube-apiserver"),
+		"--tls-cert-file="+c.pki.servingCertFile,
+		"--tls-private-key-file="+c.pki.servingKeyFile,
+		"--client-ca-file="+c.pki.caCertFile,
+		"--service-account-key-file="+c.pki.saPubFile,
+		"--service-account-signing-key-file="+c.pki.saKeyFile,
 		"--service-account-issuer=https://kubernetes.default.svc",
 		"--service-cluster-ip-range=10.0.0.0/24",
 		// Node authorizes a kubelet (system:node:<name>) for its own
@@ -59,12 +64,30 @@ func (c *Cluster) apiserverArgs() []string {
 		// admin certificate is its client identity, and the kubelet is
 		// reached by its hostname first (a test kubelet names itself
 		// localhost, which resolves to the loopback).
-		"--kubelet-client-certificate=" + filepath.Join(c.pki.dir, "admin.crt"),
-		"--kubelet-client-key=" + filepath.Join(c.pki.dir, "admin.key"),
+		"--kubelet-client-certificate="+filepath.Join(c.pki.dir, "admin.crt"),
+		"--kubelet-client-key="+filepath.Join(c.pki.dir, "admin.key"),
 		"--kubelet-preferred-address-types=Hostname,InternalIP",
 		"--allow-privileged=true",
-		"--disable-admission-plugins=" + strings.Join(disabled, ","),
-	}
+		"--disable-admission-plugins="+strings.Join(disabled, ","),
+	)
+}
+
+// auditPolicy records every request once, when its response is complete,
+// with its metadata and no bodies (audit.k8s.io/v1 Policy).
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived", "ResponseStarted"]
+rules:
+  - level: Metadata
+`
+
+// AuditLogPath is where the API server writes its audit log when
+// Options.AuditLog is set: one audit.k8s.io/v1 Event per line.
+func (c *Cluster) AuditLogPath() string { return filepath.Join(c.dir, "audit.log") }
+
+// writeAuditPolicy writes the policy Options.AuditLog names.
+func (c *Cluster) writeAuditPolicy() error {
+	return os.WriteFile(filepath.Join(c.dir, "audit-policy.yaml"), []byte(auditPolicy), 0o644)
 }
 
 // commonArgs are the flags the scheduler and controller manager share:
