@@ -15,6 +15,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/audio"
 	"github.com/liken-sh/operators/internal/bluetooth"
+	"github.com/liken-sh/operators/test/child"
 	"github.com/liken-sh/operators/test/e2e/harness"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkOperatorsAtRest(b *testing.B) {
 	must(b, cluster.AddLikenNode(ctx, node))
 	bt := startBluetoothWorldOn(b, ctx, cluster)
 	au := startAudioWorldOn(b, ctx, cluster)
-	btBin := buildOperator(b)
+	btBin := child.BuildCommand(b, "github.com/liken-sh/operators/cmd/bluetooth-operator")
 
 	var requests map[string][]string
 	var cpu float64
