@@ -101,8 +101,8 @@ func (o *operator) Offered(device string) ([]string, string, bool) {
 }
 
 // Switch implements Codecs: it writes the codec to the speaker's bluez5
-// device and waits, bounded by CodecWait, until a pass shows the
-// speaker's node running it. While it runs, the Sink's resting codec is
+// device and reads the graph every 250 ms, bounded by CodecWait, until the
+// speaker's node (rebuilt under a new id) runs it. While it runs, the Sink's resting codec is
 // not applied to the speaker. A media bus that goes away meanwhile fails
 // this claim alone.
 func (o *operator) Switch(ctx context.Context, device, codec string) error {
@@ -131,24 +131,39 @@ func (o *operator) Switch(ctx context.Context, device, codec string) error {
 		return fmt.Errorf("speaker %s: switching to codec %s: %w", device, codec, err)
 	}
 	klog.FromContext(ctx).Info("Speaker switched to a claim's codec", "speaker", device, "codec", codec, "from", e.Codec())
+	// The graph is read here rather than waited for from a pass: a pass
+	// takes the driver's state, which this prepare holds.
 	deadline := time.Now().Add(o.cfg.CodecWait)
+	addr := e.Address.String()
+	running := e.Codec()
 	for {
-		o.mu.Lock()
-		e, ok = o.speakerEPs[device]
-		o.mu.Unlock()
-		if ok && e.Codec() == codec {
-			return nil
+		read, cancel := context.WithTimeout(ctx, 2*time.Second)
+		g, err := o.cfg.Remote.Dump(read)
+		cancel()
+		if err == nil {
+			if n, d, ok := g.SpeakerNode(addr); ok {
+				running = n.Props[pipewire.PropBlueZCodec]
+				if running == codec {
+					o.mu.Lock()
+					if cur, ok := o.speakerEPs[device]; ok {
+						cur.Node, cur.Device = &n, &d
+						o.speakerEPs[device] = cur
+					}
+					o.mu.Unlock()
+					return nil
+				}
+			}
 		}
 		if _, following := o.speakerReader.Speakers(); !following {
 			return fmt.Errorf("speaker %s: the media bus went away while switching to codec %s", device, codec)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("speaker %s: PipeWire did not run codec %s within %s (it runs %q)", device, codec, o.cfg.CodecWait, e.Codec())
+			return fmt.Errorf("speaker %s: PipeWire did not run codec %s within %s (it runs %q)", device, codec, o.cfg.CodecWait, running)
 		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 }

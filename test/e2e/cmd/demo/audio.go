@@ -11,13 +11,16 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/audio"
+	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/bluezsim"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/fakesys"
 	"github.com/liken-sh/operators/test/pwtest"
@@ -27,7 +30,7 @@ import (
 // sound hardware with real PipeWire and WirePlumber, then shows a claim on
 // the output whose monitor is a Samsung U28E590, and the monitor being
 // unplugged.
-func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error) (stop func(), listen func() (stop func(), apiAddress, sink string, err error), err error) {
+func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error, sim *bluezsim.Sim) (stop func(), listen func() (stop func(), apiAddress, sink string, err error), err error) {
 	root := filepath.Join(c.Dir(), "node")
 	if err := c.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"); err != nil {
 		return nil, nil, err
@@ -60,7 +63,10 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 		return nil, nil, err
 	}
 	fmt.Printf("declare: %d outputs of 3 recorded cards declared to PipeWire in %s\n", len(outputs), res.Declaration)
-	pw, err := pwtest.Start(ctx, pwtest.Options{Outputs: outputs})
+	// The media bus the Bluetooth operator's device delivers: WirePlumber
+	// registers its A2DP endpoints with the (simulated) bluetoothd on it,
+	// and the operator reads BlueZ's speakers there.
+	pw, err := pwtest.Start(ctx, pwtest.Options{Outputs: outputs, MediaBus: sim.Address()})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -72,7 +78,7 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	done := make(chan error, 1)
 	go func() {
 		done <- audio.Run(opCtx, audio.Config{Node: nodeName, KubeClient: c.Client(), Objects: objs, Hardware: hw,
-			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: opts})
+			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: opts, BusAddress: sim.Address()})
 	}()
 	// PipeWire restarts on a new declaration (a Sink's layout), as the
 	// pod's pipewire sidecar does it.
@@ -85,6 +91,9 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == dp && len(d.Taints) == 0 })
 	}
 	if err := waitForSlice(ctx, c, audio.DriverName, untainted); err != nil {
+		return fail(err)
+	}
+	if err := speakerDemo(ctx, c, sim, nodeName, opts); err != nil {
 		return fail(err)
 	}
 	if err := show(); err != nil {
@@ -143,6 +152,41 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 		return stop, addr, speaker, err
 	}
 	return stop, listen, nil
+}
+
+// speakerDemo turns the paired speaker on once WirePlumber holds its
+// endpoints, waits for its untainted device, and claims it by
+// connectionType with a codec, as examples/bluetooth-speaker does.
+func speakerDemo(ctx context.Context, c *harness.Cluster, sim *bluezsim.Sim, nodeName string, opts dra.Options) error {
+	if _, err := sim.WaitEndpoints(ctx, "hci0", bluezsim.A2DPSourceUUID, 60*time.Second); err != nil {
+		return fmt.Errorf("WirePlumber's A2DP endpoints: %w", err)
+	}
+	start := time.Now()
+	if err := sim.Connect("hci0", speakerAddr); err != nil {
+		return err
+	}
+	name := bdaddr.MustParse(speakerAddr).Key()
+	if err := waitForSlice(ctx, c, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == name && len(d.Taints) == 0 })
+	}); err != nil {
+		return err
+	}
+	fmt.Printf("\nthe Kitchen speaker connected: WirePlumber made its bluez_output node and %s is published untainted beside the card outputs after %s\n",
+		name, time.Since(start).Round(10*time.Millisecond))
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kitchen-speaker"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{
+				Name: "out", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "audio-sink",
+					Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+						Expression: `has(device.attributes["audio.liken.sh"].connectionType) && device.attributes["audio.liken.sh"].connectionType == "bluetooth"`}}}},
+			}},
+			Config: []resourceapi.DeviceClaimConfiguration{{Requests: []string{"out"}, DeviceConfiguration: resourceapi.DeviceConfiguration{
+				Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: audio.DriverName, Parameters: runtime.RawExtension{Raw: []byte(`{"codec":"sbc"}`)}}}}},
+		}},
+	}
+	fmt.Printf("\nclaim default/kitchen-speaker (DeviceClass audio-sink, selector: connectionType == \"bluetooth\", opaque config {\"codec\":\"sbc\"})\n")
+	return allocateAndPrepare(ctx, c, claim, "radio", nodeName, audio.DriverName, opts)
 }
 
 // sinksDemo shows the Sinks and Sources the operator keeps, and a person

@@ -41,26 +41,26 @@ const (
 // bluetoothDemo runs the Bluetooth operator against the BlueZ simulator on
 // a real dbus-daemon and a recorded-shape sysfs, then shows a consumer's
 // claim on the gamepad, the gamepad disconnecting, and the bonds in Secrets.
-func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error) (stop func(), err error) {
+func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error) (stop func(), sim *bluezsim.Sim, err error) {
 	root := filepath.Join(c.Dir(), "node")
 	client := c.Client()
 	if err := c.ApplyDeviceClassesFile(ctx, "deploy/bluetooth/deviceclasses.yaml"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := c.ApplyCRDs(ctx, "deploy/bluetooth/crds"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	dyn, err := dynamic.NewForConfig(c.RESTConfig())
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bondsNS}}, metav1.CreateOptions{}); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	// An open bus policy, so the demo needs no root; the tests run BlueZ's own.
-	sim, err := bluezsim.Start(ctx, bluezsim.Options{StorageDir: filepath.Join(root, "var-lib-bluetooth"), Policy: dbusd.PolicyOpen})
+	sim, err = bluezsim.Start(ctx, bluezsim.Options{StorageDir: filepath.Join(root, "var-lib-bluetooth"), Policy: dbusd.PolicyOpen})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	steps := []func() error{
 		func() error { _, err := sim.AddAdapter("hci0", adapterAddr); return err },
@@ -68,12 +68,13 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 			_, err := sim.AddDevice("hci0", padAddr, bluezsim.Device{Name: "8Bitdo NES30 Pro", Class: 0x002508, Modalias: "usb:v2DC8p3820d0100", UUIDs: []string{"00001124-0000-1000-8000-00805f9b34fb"}})
 			return err
 		},
+		// A paired A2DP speaker, switched off until the audio pod's
+		// WirePlumber has registered its endpoints.
 		func() error {
-			_, err := sim.AddDevice("hci0", speakerAddr, bluezsim.Device{Name: "Kitchen speaker", Class: 0x240414, UUIDs: []string{"0000110b-0000-1000-8000-00805f9b34fb"}})
+			_, err := sim.AddSpeaker("hci0", speakerAddr, bluezsim.Speaker{Name: "Kitchen speaker",
+				Codecs: []bluezsim.Codec{bluezsim.SBC, bluezsim.AptX}, AbsoluteVolume: true, Volume: 100})
 			return err
 		},
-		func() error { return sim.Pair("hci0", speakerAddr) },
-		func() error { return sim.Connect("hci0", speakerAddr) },
 		func() error {
 			_, err := fakesys.BluetoothHID(filepath.Join(root, "sys"), "0005:2DC8:3820.0001", "8Bitdo NES30 Pro", padAddr, adapterAddr, 7)
 			return err
@@ -82,7 +83,7 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 	for _, step := range steps {
 		if err := step(); err != nil {
 			sim.Stop()
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	opts := dra.Options{
@@ -106,7 +107,7 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 			break
 		} else if i == 600 {
 			stop()
-			return nil, fmt.Errorf("the operator never created the Adapter: %w", err)
+			return nil, nil, fmt.Errorf("the operator never created the Adapter: %w", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
@@ -117,11 +118,11 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 	if code := bluetoothcli.Execute(ctx, "demo", streams, []string{"--kubeconfig", c.Kubeconfig(), "-n", "default",
 		"pair", "--device", padAddr, "--window", "60s"}); code != 0 {
 		stop()
-		return nil, fmt.Errorf("kubectl liken bluetooth pair exited %d", code)
+		return nil, nil, fmt.Errorf("kubectl liken bluetooth pair exited %d", code)
 	}
 	if err := sim.Connect("hci0", padAddr); err != nil {
 		stop()
-		return nil, err
+		return nil, nil, err
 	}
 	fmt.Printf("\n$ kubectl liken bluetooth list\n")
 	_ = bluetoothcli.Execute(ctx, "demo", streams, []string{"--kubeconfig", c.Kubeconfig(), "list"})
@@ -129,11 +130,11 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 	pad := bluetooth.ControllerName(bdaddr.MustParse(padAddr))
 	if err := waitForSlice(ctx, c, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool { return hasDevice(s, pad) }); err != nil {
 		stop()
-		return nil, err
+		return nil, nil, err
 	}
 	if err := show(); err != nil {
 		stop()
-		return nil, err
+		return nil, nil, err
 	}
 
 	claim := &resourceapi.ResourceClaim{
@@ -145,12 +146,12 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 	fmt.Printf("\nclaim default/gamepad (DeviceClass bluetooth-input: devices with the input attribute)\n")
 	if err := allocateAndPrepare(ctx, c, claim, "emulator", nodeName, bluetooth.DriverName, opts); err != nil {
 		stop()
-		return nil, err
+		return nil, nil, err
 	}
 
 	if err := sim.Disconnect("hci0", padAddr, bluezsim.ReasonRemote); err != nil {
 		stop()
-		return nil, err
+		return nil, nil, err
 	}
 	start := time.Now()
 	if err := waitForSlice(ctx, c, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
@@ -159,26 +160,26 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 		})
 	}); err != nil {
 		stop()
-		return nil, err
+		return nil, nil, err
 	}
 	fmt.Printf("\nthe gamepad disconnected: %s gained the taint %s:NoExecute after %s (settle window %s)\n",
 		pad, bluetooth.TaintDisconnected, time.Since(start).Round(10*time.Millisecond), opts.SettleQuiet)
 	if err := finishEviction(ctx, c, "default", "emulator", start); err != nil {
 		stop()
-		return nil, err
+		return nil, nil, err
 	}
 
 	time.Sleep(time.Second) // the bond settle window
 	secrets, err := client.CoreV1().Secrets(bondsNS).List(ctx, metav1.ListOptions{LabelSelector: bonds.AdapterLabel + "=" + bdaddr.MustParse(adapterAddr).Key()})
 	if err != nil {
 		stop()
-		return nil, err
+		return nil, nil, err
 	}
 	fmt.Printf("bonds written back to Secrets in %s (bondfetch restores them when the pod restarts):\n", bondsNS)
 	for _, s := range secrets.Items {
 		fmt.Printf("  %s (%d keys)\n", s.Name, len(s.Data))
 	}
-	return stop, nil
+	return stop, sim, nil
 }
 
 // allocateAndPrepare creates the claim and a pod using it, waits for the

@@ -78,14 +78,14 @@ func run(nodeName string, wait bool) error {
 	}
 
 	fmt.Println("\n== Bluetooth: bluetooth.liken.sh on a simulated radio with a paired gamepad and speaker")
-	stopBT, err := bluetoothDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c, "bluetooth.liken.sh") })
+	stopBT, sim, err := bluetoothDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c, "bluetooth.liken.sh") })
 	if err != nil {
 		return err
 	}
 	defer stopBT()
 
-	fmt.Println("\n== Audio: audio.liken.sh on a recorded laptop's cards with real PipeWire and WirePlumber")
-	stopAudio, listen, err := audioDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c, "audio.liken.sh") })
+	fmt.Println("\n== Audio: audio.liken.sh on a recorded laptop's cards and the paired Bluetooth speaker, with real PipeWire and WirePlumber")
+	stopAudio, listen, err := audioDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c, "audio.liken.sh") }, sim)
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,251 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/klog/v2/ktesting"
+	"tags.cncf.io/container-device-interface/pkg/cdi"
+
+	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
+	"github.com/liken-sh/operators/internal/audio"
+	"github.com/liken-sh/operators/internal/bluetooth"
+	"github.com/liken-sh/operators/internal/bluez"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/bluezsim"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/e2e/kubelet"
+	"github.com/liken-sh/operators/test/pwtest"
+)
+
+// speakerUntainted: the speaker's device is there with no taint.
+func speakerUntainted(name string) func(*resourceapi.ResourceSlice) bool {
+	return func(s *resourceapi.ResourceSlice) bool {
+		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == name && len(d.Taints) == 0 })
+	}
+}
+
+// TestBluetoothSpeakerEndToEnd: both operators on one node. The audio
+// pod's sound-card claim (allocationMode All) takes the card and the
+// Bluetooth operator's media bus, whose CDI spec delivers
+// DBUS_SYSTEM_BUS_ADDRESS; WirePlumber on that bus registers its A2DP
+// endpoints, the paired speaker connects and is published by the audio
+// operator with a Sink; a consumer claim selecting connectionType ==
+// "bluetooth" with a codec is allocated by the real scheduler and
+// prepared (the speaker switched to the codec, its node in the CDI
+// spec); the speaker switched off is tainted within the settle window;
+// and after the bus restarts (the bluetoothd pod restarted) and
+// WirePlumber alone restarts, the speaker comes back untainted while the
+// card's output stays untainted throughout.
+func TestBluetoothSpeakerEndToEnd(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
+	must(t, err)
+	t.Cleanup(cluster.Stop)
+	client := cluster.Client()
+	must(t, cluster.AddLikenNode(ctx, node))
+	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/bluetooth/deviceclasses.yaml"))
+	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"))
+	must(t, cluster.ApplyCRDs(ctx, "deploy/audio/crds"))
+	must(t, ignore(cluster.WaitForServiceAccount(ctx, "default", "default")))
+	must(t, ignore(client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liken-system"}}, metav1.CreateOptions{})))
+
+	dir := t.TempDir()
+	sim := bluezsim.New(t, bluezsim.Options{StorageDir: filepath.Join(dir, "bluetooth")})
+	must(t, ignore(sim.AddAdapter("hci0", adapterAddr)))
+	must(t, ignore(sim.AddSpeaker("hci0", speakerAddr, bluezsim.Speaker{Name: "Kitchen",
+		Codecs: []bluezsim.Codec{bluezsim.SBC, bluezsim.AptX}, AbsoluteVolume: true, Volume: 100})))
+	must(t, os.MkdirAll(filepath.Join(dir, "sys", "bus", "hid", "devices"), 0o755))
+	btOpts := dra.Options{
+		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", bluetooth.DriverName),
+		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
+	}
+	startBT := func() (stop func(), exited <-chan struct{}) {
+		opCtx, cancel := context.WithCancel(ctx)
+		gone := make(chan struct{})
+		go func() {
+			defer close(gone)
+			_ = bluetooth.Run(opCtx, bluetooth.Config{
+				NodeName: node, Namespace: "liken-system", KubeClient: client,
+				Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
+				SysRoot: filepath.Join(dir, "sys"), DevRoot: "/dev", DRA: btOpts, BondSettle: 300 * time.Millisecond,
+			})
+		}()
+		return func() { cancel(); <-gone }, gone
+	}
+	stopBT, btDone := startBT()
+	t.Cleanup(func() { stopBT() })
+	media := bluetooth.MediaBusName(mustAddr(t, adapterAddr))
+	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool { return hasDevice(s, media) })
+
+	// The audio pod's own claim, as deploy/audio's template makes it:
+	// every device of the sound-card class, the card and the bus.
+	own := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "sound-card"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "controller", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "sound-card", AllocationMode: resourceapi.DeviceAllocationModeAll},
+		}}}},
+	}
+	own = createWithPod(t, ctx, cluster, own, "audio-operator")
+	var drivers []string
+	for _, r := range own.Status.Allocation.Devices.Results {
+		drivers = append(drivers, r.Driver)
+	}
+	if !slices.Contains(drivers, bluetooth.DriverName) || !slices.Contains(drivers, harness.LikenDriver) {
+		t.Fatalf("the audio pod's claim got drivers %v, want the card (%s) and the media bus (%s)", drivers, harness.LikenDriver, bluetooth.DriverName)
+	}
+	kl := kubelet.New(client, btOpts.RegistrarDir)
+	t.Cleanup(func() { kl.Close() })
+	btPlugin, err := kl.Discover(ctx, bluetooth.DriverName)
+	must(t, err)
+	busDev := prepareOK(t, ctx, btPlugin, own)
+	_, env := runtimeEdits(t, btOpts.CDIDir, busDev.CdiDeviceIds[0])
+	if env != bluetooth.BusAddress {
+		t.Fatalf("the media bus delivers DBUS_SYSTEM_BUS_ADDRESS %q, want %q", env, bluetooth.BusAddress)
+	}
+	// In the pod that address names the mounted bus directory; here the
+	// simulator's socket stands for it.
+	busAddress := sim.Address()
+
+	hw, _ := recordedXPS(t, dir)
+	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: node, PipeWireDir: filepath.Join(dir, "declared"),
+		WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
+	must(t, err)
+	outputs, err := pipewire.ReadDeclaration(res.Declaration)
+	must(t, err)
+	pw := pwtest.New(t, pwtest.Options{Outputs: outputs, MediaBus: busAddress})
+	objs, err := dynamic.NewForConfig(cluster.RESTConfig())
+	must(t, err)
+	audioOpts := dra.Options{
+		RegistrarDir: btOpts.RegistrarDir, PluginDir: filepath.Join(dir, "plugins", audio.DriverName),
+		CDIDir: btOpts.CDIDir, SettleQuiet: 300 * time.Millisecond,
+	}
+	opCtx, stopOp := context.WithCancel(ctx)
+	opDone := make(chan error, 1)
+	go func() {
+		opDone <- audio.Run(opCtx, audio.Config{Node: node, KubeClient: client, Hardware: hw, Objects: objs,
+			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: audioOpts, BusAddress: busAddress})
+	}()
+	t.Cleanup(func() { stopOp(); <-opDone })
+
+	dp := node + "-pci-0000-00-1f-3-hdmi-3"
+	speaker := mustAddr(t, speakerAddr).Key()
+	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return hasDevice(s, speaker) && !deviceTainted(s, dp)
+	})
+	_, err = sim.WaitEndpoints(ctx, "hci0", bluezsim.A2DPSourceUUID, 60*time.Second)
+	must(t, err)
+	must(t, sim.Connect("hci0", speakerAddr))
+	waitForDriverSlice(t, ctx, cluster, audio.DriverName, speakerUntainted(speaker))
+
+	// Its Sink.
+	sinks := objs.Resource(audiov1.SinksResource)
+	var codecs []string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		u, err := sinks.Get(ctx, speaker, metav1.GetOptions{})
+		if err == nil {
+			addr, _, _ := unstructured.NestedString(u.Object, "status", "bluetooth", "address")
+			codecs, _, _ = unstructured.NestedStringSlice(u.Object, "status", "bluetooth", "codecs")
+			if addr == speakerAddr && len(codecs) > 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the speaker's Sink has no status.bluetooth within 30 s (%v)", err)
+		}
+	}
+	if !slices.Contains(codecs, "sbc") || !slices.Contains(codecs, "aptx") {
+		t.Fatalf("the Sink's codecs %v, want sbc and aptx", codecs)
+	}
+
+	// A consumer's claim: a Bluetooth sink, in SBC.
+	consumer := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "kitchen-speaker"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+			Requests: []resourceapi.DeviceRequest{{Name: "out", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "audio-sink",
+				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: `has(device.attributes["audio.liken.sh"].connectionType) && device.attributes["audio.liken.sh"].connectionType == "bluetooth"`}}}}}},
+			Config: []resourceapi.DeviceClaimConfiguration{{Requests: []string{"out"}, DeviceConfiguration: resourceapi.DeviceConfiguration{
+				Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: audio.DriverName, Parameters: runtime.RawExtension{Raw: []byte(`{"codec":"sbc"}`)}}}}},
+		}},
+	}
+	consumer = createWithPod(t, ctx, cluster, consumer, "radio")
+	if got := consumer.Status.Allocation.Devices.Results[0].Device; got != speaker {
+		t.Fatalf("the consumer's claim got %s, want the speaker %s", got, speaker)
+	}
+	audioPlugin, err := kl.Discover(ctx, audio.DriverName)
+	must(t, err)
+	dev := prepareOK(t, ctx, audioPlugin, consumer)
+	spec, err := cdi.ReadSpec(filepath.Join(audioOpts.CDIDir, audio.DriverName+"-"+string(consumer.UID)+".json"), 0)
+	must(t, err)
+	_, _, name, _ := cdiParts(dev.CdiDeviceIds[0])
+	edits := spec.GetDevice(name).ContainerEdits
+	g, err := pw.Remote().Dump(ctx)
+	must(t, err)
+	n, _, ok := g.SpeakerNode(speakerAddr)
+	if !ok || n.Props[pipewire.PropBlueZCodec] != "sbc" {
+		t.Fatalf("after prepare the speaker's node is %+v (found %v), want it running sbc", n.Props, ok)
+	}
+	if !slices.Contains(edits.Env, "PIPEWIRE_NODE="+n.Name) {
+		t.Fatalf("CDI edits %v do not name the speaker's node %s", edits.Env, n.Name)
+	}
+	t.Logf("prepared: %v; node %s (id %d) runs sbc", edits.Env, n.Name, n.ID)
+
+	// Switched off: tainted within the settle window (and the time the
+	// graph and BlueZ take to say so).
+	start := time.Now()
+	must(t, sim.Disconnect("hci0", speakerAddr, bluezsim.ReasonRemote))
+	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
+			return d.Name == speaker && slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == audio.TaintDisconnected })
+		})
+	})
+	took := time.Since(start)
+	t.Logf("switched off: %s tainted %s after %s (settle window %s)", speaker, audio.TaintDisconnected, took, audioOpts.SettleQuiet)
+	if took > audioOpts.SettleQuiet+5*time.Second {
+		t.Errorf("the disconnection took %s to reach the slice", took)
+	}
+
+	// bluetoothd's pod restarts: a new bus at the same path. The
+	// Bluetooth operator exits and is started again by the kubelet;
+	// WirePlumber alone is restarted by its liveness probe.
+	must(t, sim.RestartBus(ctx))
+	select {
+	case <-btDone:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the Bluetooth operator did not exit on its bus going")
+	}
+	stopBT2, _ := startBT()
+	t.Cleanup(func() { stopBT2() })
+	pw.StopWirePlumber()
+	must(t, pw.StartWirePlumber(ctx))
+	_, err = sim.WaitEndpoints(ctx, "hci0", bluezsim.A2DPSourceUUID, 60*time.Second)
+	must(t, err)
+	must(t, sim.Connect("hci0", speakerAddr))
+	final := waitForDriverSlice(t, ctx, cluster, audio.DriverName, speakerUntainted(speaker))
+	if deviceTainted(final, dp) {
+		t.Fatalf("the card's output %s is tainted after the bus restart", dp)
+	}
+	if strings.Contains(string(mustRead(t, pw.DeclarationPath())), speakerAddr) {
+		t.Fatal("the speaker ended up in the card declaration")
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	must(t, err)
+	return b
+}
