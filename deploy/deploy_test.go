@@ -223,6 +223,7 @@ func TestBases(t *testing.T) {
 			t.Run("schedules", func(t *testing.T) { checkScheduling(t, c, b) })
 			t.Run("policy", func(t *testing.T) { checkPolicy(t, k, b) })
 			t.Run("secrets", func(t *testing.T) { checkSecrets(t, k, b) })
+			t.Run("rbac", func(t *testing.T) { checkRBAC(t, c, b.dir) })
 			if b.applied != nil {
 				t.Run("resources", func(t *testing.T) { b.applied(t, c, k) })
 			}

@@ -111,6 +111,7 @@ func TestInventoryBase(t *testing.T) {
 	}
 	t.Run("policy", func(t *testing.T) { checkPolicy(t, k, inventoryBase) })
 	t.Run("secrets", func(t *testing.T) { checkSecrets(t, k, inventoryBase) })
+	t.Run("rbac", func(t *testing.T) { checkRBAC(t, c, inventoryBase.dir) })
 }
 
 // checkInventoryPod: no capability, no privilege, a read-only root, and
