@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2/ktesting"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
@@ -44,8 +45,9 @@ func speakerUntainted(name string) func(*resourceapi.ResourceSlice) bool {
 // endpoints, the paired speaker connects and is published by the audio
 // operator with a Sink; a consumer claim selecting connectionType ==
 // "bluetooth" with a codec is allocated by the real scheduler and
-// prepared (the speaker switched to the codec, its node in the CDI
-// spec); the speaker switched off is tainted within the settle window;
+// prepared (the speaker switched to the codec, its node in the CDI spec
+// and, through the claim's socket, the only node there is); the Sink's
+// spec.volume reaches the speaker's route; the speaker switched off is tainted within the settle window;
 // and after the bus restarts (the bluetoothd pod restarted) and
 // WirePlumber alone restarts, the speaker comes back untainted while the
 // card's output stays untainted throughout.
@@ -202,6 +204,39 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 		t.Fatalf("CDI edits %v do not name the speaker's node %s", edits.Env, n.Name)
 	}
 	t.Logf("prepared: %v; node %s (id %d) runs sbc", edits.Env, n.Name, n.ID)
+	// Through the claim's own socket the speaker's node is the one node
+	// there is.
+	if len(edits.Mounts) != 1 {
+		t.Fatalf("CDI mounts %+v", edits.Mounts)
+	}
+	dumpCmd := pw.Command(ctx, "pw-dump", "-N")
+	dumpCmd.Env = append(dumpCmd.Env, "PIPEWIRE_REMOTE="+filepath.Join(edits.Mounts[0].HostPath, "pipewire-0"))
+	seen, err := dumpCmd.Output()
+	must(t, err)
+	if cg, err := pipewire.ParseDump(seen); err != nil || len(cg.Nodes) != 1 || cg.Nodes[0].Name != n.Name {
+		t.Fatalf("through the claim socket: %+v, %v; want the speaker's node alone", cg, err)
+	}
+
+	// The Sink steers the speaker's volume through its bluez5 route,
+	// which reports it back (the transport is logged: whether the plugin
+	// turned it into AVRCP absolute volume is its own choice).
+	_, err = sinks.Patch(ctx, speaker, types.MergePatchType, []byte(`{"spec":{"volume":40}}`), metav1.PatchOptions{})
+	must(t, err)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		u, err := sinks.Get(ctx, speaker, metav1.GetOptions{})
+		if err == nil {
+			if v, _, _ := unstructured.NestedInt64(u.Object, "status", "observed", "volume"); v == 40 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			u, _ := sinks.Get(ctx, speaker, metav1.GetOptions{})
+			t.Fatalf("the speaker's observed volume never became 40: %v", u.Object["status"])
+		}
+	}
+	trs, err := sim.Transports()
+	must(t, err)
+	t.Logf("spec.volume 40: transports %+v", trs)
 
 	// Switched off: tainted within the settle window (and the time the
 	// graph and BlueZ take to say so).

@@ -81,8 +81,10 @@ type SourceList struct {
 // hardware keeps whatever it has.
 type EndpointSpec struct {
 	// Volume is the software gain of the endpoint's PipeWire node, in
-	// percent of unity (linear), the same on every channel. It applies at
-	// once, even while a claim holds the endpoint.
+	// percent of unity (linear), the same on every channel; on a Bluetooth
+	// speaker it is set through the device's route, which is AVRCP
+	// absolute volume where the speaker supports it. It applies at once,
+	// even while a claim holds the endpoint.
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=100
 	// +optional
