@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/liken-sh/operators/internal/imageset"
@@ -25,14 +27,36 @@ const (
 	BondfetchRef = Repository + "/bluetooth-bondfetch-hcisim:" + Tag
 )
 
-// python3 and the modules the BlueZ simulator imports (dbus-python,
-// PyGObject, python-dbusmock) with the GObject typelibs PyGObject loads.
-var pythonTrees = []ocibuild.Tree{
-	{Path: "/usr/lib/python3.11"},
-	{Path: "/usr/lib/python3/dist-packages", Only: []string{
-		"dbus", "gi", "dbusmock", "_dbus_bindings.*.so", "_dbus_glib_bindings.*.so",
-	}},
-	{Path: "/usr/lib/x86_64-linux-gnu/girepository-1.0"},
+// pythonStdlib is Python's standard library.
+const pythonStdlib = "/usr/lib/python3.11"
+
+// pythonUnused are the entries of pythonStdlib that only building,
+// testing or a desktop uses: libpython's static archives and build files
+// (config-3.11-*, a quarter of the tree, for linking extensions), the
+// test suite, IDLE and Tk, lib2to3, pydoc's topics, ensurepip. Leaving
+// them out of the simulator's image saves most of its build time.
+var pythonUnused = []string{"config-3.11-*", "test", "idlelib", "tkinter", "turtledemo", "lib2to3", "pydoc_data", "ensurepip"}
+
+// pythonTrees are python3 and the modules the BlueZ simulator imports
+// (dbus-python, PyGObject, python-dbusmock) with the GObject typelibs
+// PyGObject loads. The standard library is listed entry by entry without
+// pythonUnused; if it cannot be read here the build fails on it anyway.
+func pythonTrees() []ocibuild.Tree {
+	stdlib := ocibuild.Tree{Path: pythonStdlib}
+	if entries, err := os.ReadDir(pythonStdlib); err == nil {
+		for _, e := range entries {
+			if !slices.ContainsFunc(pythonUnused, func(p string) bool { ok, _ := path.Match(p, e.Name()); return ok }) {
+				stdlib.Only = append(stdlib.Only, e.Name())
+			}
+		}
+	}
+	return []ocibuild.Tree{
+		stdlib,
+		{Path: "/usr/lib/python3/dist-packages", Only: []string{
+			"dbus", "gi", "dbusmock", "_dbus_bindings.*.so", "_dbus_glib_bindings.*.so",
+		}},
+		{Path: "/usr/lib/x86_64-linux-gnu/girepository-1.0"},
+	}
 }
 
 // builds are the Go commands the tier's images carry: image binary name,
@@ -65,7 +89,7 @@ func TierSpecs(bin string) []ocibuild.Spec {
 	sim := imageset.Bluetoothd(bin, Tag)
 	sim.Ref = BluezSimRef
 	sim.Paths = append(sim.Paths, "/usr/bin/python3")
-	sim.Trees = append(sim.Trees, pythonTrees...)
+	sim.Trees = append(sim.Trees, pythonTrees()...)
 	sim.Add = append(sim.Add, ocibuild.Add{Src: filepath.Join(bin, "bluezsim-daemon"), Path: "/usr/local/bin/bluezsim-daemon", Mode: 0o755})
 
 	bondfetch := imageset.BluetoothBondfetch(bin, Tag)
