@@ -238,6 +238,71 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 	must(t, err)
 	t.Logf("spec.volume 40: transports %+v", trs)
 
+	// spec.codec is the speaker's resting codec: not applied while the
+	// claim holds it, applied once the claim is unprepared.
+	_, err = sinks.Patch(ctx, speaker, types.MergePatchType, []byte(`{"spec":{"codec":"aptx"}}`), metav1.PatchOptions{})
+	must(t, err)
+	time.Sleep(2 * time.Second)
+	if g, err := pw.Remote().Dump(ctx); err == nil {
+		if n, _, ok := g.SpeakerNode(speakerAddr); ok && n.Props[pipewire.PropBlueZCodec] != "sbc" {
+			t.Fatalf("the resting codec was applied under the claim: the node runs %s", n.Props[pipewire.PropBlueZCodec])
+		}
+	}
+	uresp, err := audioPlugin.Unprepare(ctx, consumer)
+	must(t, err)
+	if e := uresp.Claims[string(consumer.UID)].GetError(); e != "" {
+		t.Fatalf("unprepare: %s", e)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		g, err := pw.Remote().Dump(ctx)
+		if err == nil {
+			if n, _, ok := g.SpeakerNode(speakerAddr); ok && n.Props[pipewire.PropBlueZCodec] == "aptx" {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the speaker never went to its resting codec aptx once the claim was unprepared")
+		}
+	}
+
+	// Bad input on other claims: a codec on a wired output, and 10 KB of
+	// codec text, each fail their own claim with a short error. (The API
+	// server itself refuses opaque parameters past 10240 bytes, so the
+	// text is just under that.)
+	for i, tc := range []struct{ codec, want string }{
+		{`"sbc"`, "is not a Bluetooth speaker"},
+		{`"` + strings.Repeat("x", 10000) + `"`, "10000 bytes of text is not a codec name"},
+	} {
+		bad := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "wired-codec-" + string(rune('a'+i))},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{
+				Requests: []resourceapi.DeviceRequest{{Name: "out", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "audio-sink",
+					Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+						Expression: `device.attributes["audio.liken.sh"].sink == "` + dp + `"`}}}}}},
+				Config: []resourceapi.DeviceClaimConfiguration{{Requests: []string{"out"}, DeviceConfiguration: resourceapi.DeviceConfiguration{
+					Opaque: &resourceapi.OpaqueDeviceConfiguration{Driver: audio.DriverName, Parameters: runtime.RawExtension{Raw: []byte(`{"codec":` + tc.codec + `}`)}}}}},
+			}},
+		}
+		bad = createWithPod(t, ctx, cluster, bad, bad.Name)
+		resp, err := audioPlugin.Prepare(ctx, bad)
+		must(t, err)
+		msg := resp.Claims[string(bad.UID)].GetError()
+		if !strings.Contains(msg, tc.want) || len(msg) > 400 {
+			t.Fatalf("claim %s: prepare error %q, want a short one saying %q", bad.Name, msg, tc.want)
+		}
+		t.Logf("claim %s refused: %s", bad.Name, msg)
+		must(t, client.CoreV1().Pods("default").Delete(ctx, bad.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
+		must(t, client.ResourceV1().ResourceClaims("default").Delete(ctx, bad.Name, metav1.DeleteOptions{}))
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if _, err := client.ResourceV1().ResourceClaims("default").Get(ctx, bad.Name, metav1.GetOptions{}); err != nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("claim %s outlived its deletion", bad.Name)
+			}
+		}
+	}
+
 	// Switched off: tainted within the settle window (and the time the
 	// graph and BlueZ take to say so).
 	start := time.Now()
