@@ -3,6 +3,7 @@ package capture
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"github.com/liken-sh/operators/test/poll"
 	"io"
 	"net/http"
 	"strings"
@@ -27,13 +28,7 @@ func served(t *testing.T, addr string) *x509.Certificate {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5 s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, what, 5*time.Second, cond)
 }
 
 func status(t *testing.T, c *http.Client, url string) int {

@@ -3,6 +3,7 @@ package dra
 import (
 	"context"
 	"fmt"
+	"github.com/liken-sh/operators/test/poll"
 	"sync"
 	"testing"
 	"time"
@@ -53,13 +54,7 @@ func devicesN(n int, tag string) []Device {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	poll.Until(t, what, 5*time.Second, cond)
 }
 
 func TestPublisherSettlesBurst(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/liken-sh/operators/test/poll"
 	"os"
 	"sync"
 	"testing"
@@ -184,16 +185,7 @@ func scopeTo(objs bluez.Objects, address string) bluez.Objects {
 // eventually polls check for up to 30 s.
 func eventually(t *testing.T, what string, check func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, last = check(); ok {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: never happened; last: %s", what, last)
+	poll.WaitFor(t, context.Background(), what, 30*time.Second, check)
 }
 
 func must(t *testing.T, err error) {

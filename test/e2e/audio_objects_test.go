@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"github.com/liken-sh/operators/test/poll"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -155,7 +156,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 			nSinks++
 		}
 	}
-	waitFor(t, ctx, "every Sink and Source with its status", 30*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "every Sink and Source with its status", 30*time.Second, func() (bool, string) {
 		s, err := sinks.List(ctx, metav1.ListOptions{FieldSelector: "status.node=" + node})
 		if err != nil {
 			return false, err.Error()
@@ -178,7 +179,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	waitSink := func(what, name string, ok func(*audiov1.Sink) bool) *audiov1.Sink {
 		t.Helper()
 		var s *audiov1.Sink
-		waitFor(t, ctx, what, 30*time.Second, func() (bool, string) {
+		poll.WaitFor(t, ctx, what, 30*time.Second, func() (bool, string) {
 			s = getSink(name)
 			return ok(s), ""
 		})
@@ -245,7 +246,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	must(t, pw.Play(ctx, byOutput[dp].Name, pwtest.Tone(440, 0.1, 48000, 2, 300*time.Millisecond), 48000, 2))
 	began := time.Now()
 	patchSpec(dp, `{"volume":40,"mute":true}`)
-	waitFor(t, ctx, "the DP node at 40% and muted in pw-dump", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the DP node at 40% and muted in pw-dump", 10*time.Second, func() (bool, string) {
 		g, err := pw.Remote().Dump(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -287,7 +288,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	if !found {
 		t.Errorf("the recorded card has no %s", masterName)
 	}
-	waitFor(t, ctx, "an UnknownControl Event in default", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "an UnknownControl Event in default", 10*time.Second, func() (bool, string) {
 		evs, err := cluster.Client().CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -307,7 +308,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	go func() {
 		played <- pw.Play(playCtx, byOutput[dp].Name, pwtest.Tone(440, 0.1, 48000, 2, 60*time.Second), 48000, 2)
 	}()
-	waitFor(t, ctx, "the stream linked", 15*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the stream linked", 15*time.Second, func() (bool, string) {
 		g, err := pw.Remote().Dump(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -325,7 +326,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	}
 	stopPlay()
 	<-played
-	waitFor(t, ctx, "the declaration rewritten with the new layout", 15*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the declaration rewritten with the new layout", 15*time.Second, func() (bool, string) {
 		now, err := pipewire.ReadDeclaration(pw.DeclarationPath())
 		if err == nil && slices.Equal(declaredPositions(now, dp), []string{"FL", "FR", "RL", "RR", "FC", "LFE"}) {
 			return true, ""
@@ -342,7 +343,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	})
 	// PipeWire restarts on the newer declaration: FollowDeclaration does
 	// what the pod's pipewire sidecar does (proven in internal/audio/modes).
-	waitFor(t, ctx, "the DP node with six channel positions", 20*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the DP node with six channel positions", 20*time.Second, func() (bool, string) {
 		g, err := pw.Remote().Dump(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -355,7 +356,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 		return meta.IsStatusConditionTrue(s.Status.Conditions, audiov1.ConditionLayoutApplied) &&
 			s.Status.LayoutSource == audiov1.LayoutFromSpec
 	})
-	waitFor(t, ctx, "a LayoutChanged Event", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "a LayoutChanged Event", 10*time.Second, func() (bool, string) {
 		evs, err := cluster.Client().CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()

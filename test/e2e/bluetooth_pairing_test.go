@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/liken-sh/operators/test/child"
+	"github.com/liken-sh/operators/test/poll"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -264,14 +265,5 @@ func waitUntil(t *testing.T, what string, check func() (bool, string)) {
 // waitUntilFor polls check for up to timeout.
 func waitUntilFor(t *testing.T, timeout time.Duration, what string, check func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var last string
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, last = check(); ok {
-			return
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	t.Fatalf("%s: never happened (last: %s)", what, last)
+	poll.WaitFor(t, context.Background(), what, timeout, check)
 }

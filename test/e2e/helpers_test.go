@@ -124,24 +124,3 @@ func podFor(claim *resourceapi.ResourceClaim, pod string) *corev1.Pod {
 	p.Spec.Containers[0].Resources.Claims[0].Name = req
 	return p
 }
-
-// waitFor polls check every 100 ms until it holds, failing the test after
-// timeout with what it last said.
-func waitFor(t testing.TB, ctx context.Context, what string, timeout time.Duration, check func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	last := ""
-	for {
-		ok, why := check()
-		if ok {
-			return
-		}
-		if why != "" {
-			last = why
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			t.Fatalf("%s: not within %s (last: %s)", what, timeout, last)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/liken-sh/operators/test/poll"
 	"io"
 	"os"
 	"os/exec"
@@ -199,13 +200,7 @@ func (s *sandbox) helper(t *testing.T, role string, extra ...string) *proc {
 // eventually polls cond every 20 ms until it holds or within passes.
 func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", within, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, what, within, cond)
 }
 
 // childrenOf lists the live processes whose parent is pid and whose

@@ -2,6 +2,7 @@ package objects
 
 import (
 	"context"
+	"github.com/liken-sh/operators/test/poll"
 	"net"
 	"net/http"
 	"os"
@@ -156,17 +157,7 @@ func makeStale(t *testing.T, s *Store, k Kind, old *unstructured.Unstructured) {
 // waitFor polls ok every 50 ms until it holds or timeout passes.
 func waitFor(t *testing.T, what string, timeout time.Duration, ok func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		done, detail := ok()
-		if done {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s: %s", timeout, what, detail)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.WaitFor(t, context.Background(), what, timeout, ok)
 }
 
 // getSink reads the Sink name with admin credentials.
