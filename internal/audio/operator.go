@@ -197,10 +197,13 @@ func Run(ctx context.Context, cfg Config) error {
 		}
 		err = mon.Err()
 		if !errors.Is(err, pipewire.ErrBadDump) {
-			// PipeWire went away (restarted in place for a new layout):
-			// follow the new one.
+			// PipeWire went away (killed, or restarted in place for a new
+			// layout): until the new one answers no output has a sink,
+			// so the outputs are published tainted now rather than as
+			// the last graph had them; then follow the new one.
 			failures = 0
 			logger.Info("pw-dump -m ended; following the graph again", "reason", err)
+			op.pass(ctx, nil)
 			continue
 		}
 		// A garbled batch is a failed read even though the stream's first

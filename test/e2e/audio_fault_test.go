@@ -1,0 +1,144 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/klog/v2/ktesting"
+
+	"github.com/liken-sh/operators/internal/audio"
+	"github.com/liken-sh/operators/internal/audio/gate"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/e2e/kubelet"
+	"github.com/liken-sh/operators/test/pwtest"
+)
+
+// A row of the fault table on real PipeWire and WirePlumber and the real
+// control plane: PipeWire is killed (SIGKILL) under a prepared claim. The
+// output is tainted while there is no PipeWire, the taint comes off when
+// PipeWire (and WirePlumber after it) is back, the claim's CDI spec is
+// byte for byte what it was, the kubelet's repeated prepare answers the
+// same device, and the consumer's socket serves the new PipeWire's node
+// with no one acting on the claim.
+func TestAudioPipeWireKilledUnderAClaim(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
+	must(t, err)
+	t.Cleanup(cluster.Stop)
+	client := cluster.Client()
+	must(t, cluster.AddLikenNode(ctx, node))
+	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"))
+	_, err = cluster.WaitForServiceAccount(ctx, "default", "default")
+	must(t, err)
+
+	dir := t.TempDir()
+	hw, _ := recordedXPS(t, dir)
+	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: node,
+		PipeWireDir: filepath.Join(dir, "declared"), WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
+	must(t, err)
+	outputs, err := pipewire.ReadDeclaration(res.Declaration)
+	must(t, err)
+	pw := pwtest.New(t, pwtest.Options{Outputs: outputs})
+	draOpts := dra.Options{
+		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", audio.DriverName),
+		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
+	}
+	opCtx, stopOp := context.WithCancel(ctx)
+	opDone := make(chan error, 1)
+	go func() {
+		opDone <- audio.Run(opCtx, audio.Config{Node: node, KubeClient: client, Hardware: hw,
+			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: draOpts})
+	}()
+	t.Cleanup(func() { stopOp(); <-opDone })
+
+	dp := node + "-pci-0000-00-1f-3-hdmi-3" // the Samsung's DP output
+	var nodeName string
+	for _, o := range outputs {
+		if o.Output == dp {
+			nodeName = o.Name
+		}
+	}
+	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return hasDevice(s, dp) && !deviceTainted(s, dp)
+	})
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "desk-monitor"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "speakers", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "audio-sink",
+				Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+					Expression: `device.attributes["audio.liken.sh"].sink == "` + dp + `"`}}}},
+		}}}},
+	}
+	allocated := createWithPod(t, ctx, cluster, claim, "player-desk")
+	kl := kubelet.New(client, draOpts.RegistrarDir)
+	t.Cleanup(func() { kl.Close() })
+	plugin, err := kl.Discover(ctx, audio.DriverName)
+	must(t, err)
+	dev := prepareOK(t, ctx, plugin, allocated)
+	specPath := filepath.Join(draOpts.CDIDir, audio.DriverName+"-"+string(allocated.UID)+".json")
+	before, err := os.ReadFile(specPath)
+	must(t, err)
+	socket := gate.SocketPath(pw.RuntimeDir, string(allocated.UID))
+	claimSees := func() bool {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		cmd := pw.Command(cctx, "pw-dump", "-N")
+		cmd.Env = append(cmd.Env, "PIPEWIRE_REMOTE="+socket)
+		out, err := cmd.Output()
+		if err != nil {
+			return false
+		}
+		g, err := pipewire.ParseDump(out)
+		return err == nil && len(g.Nodes) == 1 && g.Nodes[0].Name == nodeName
+	}
+	if !claimSees() {
+		t.Fatal("before the fault the claim's socket does not serve its node")
+	}
+
+	// The fault.
+	old := pw.PipeWire()
+	killed := time.Now()
+	must(t, syscall.Kill(old.Pid(), syscall.SIGKILL))
+	<-old.Done()
+	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return hasDevice(s, dp) && deviceTainted(s, dp)
+	})
+	t.Logf("tainted %v after the kill", time.Since(killed).Round(time.Millisecond))
+
+	// PipeWire's container restarts it; WirePlumber follows.
+	pw.StopWirePlumber()
+	must(t, pw.StartPipeWire(ctx))
+	must(t, pw.StartWirePlumber(ctx))
+	back := time.Now()
+	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return hasDevice(s, dp) && !deviceTainted(s, dp)
+	})
+	t.Logf("untainted %v after PipeWire was back", time.Since(back).Round(time.Millisecond))
+
+	after, err := os.ReadFile(specPath)
+	must(t, err)
+	if !bytes.Equal(before, after) {
+		t.Errorf("the claim's CDI spec changed across the crash:\n%s\n---\n%s", before, after)
+	}
+	again := prepareOK(t, ctx, plugin, allocated)
+	if !slices.Equal(again.CdiDeviceIds, dev.CdiDeviceIds) || again.DeviceName != dev.DeviceName {
+		t.Errorf("the repeated prepare answers %+v, was %+v", again, dev)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !claimSees() {
+		if time.Now().After(deadline) {
+			t.Fatal("the claim's socket never served the new PipeWire's node")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
