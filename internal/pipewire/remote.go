@@ -71,12 +71,26 @@ func (r Remote) pwCli() string {
 	return "pw-cli"
 }
 
-// tool builds one of PipeWire's command-line tools with r's environment.
+// tool builds one of PipeWire's command-line tools with r's environment,
+// in a process group of its own: a tool stuck on a daemon that does not
+// answer is killed with everything it started when ctx ends (SIGKILL to
+// the group), so nothing it left behind holds the operator's pipes.
 func (r Remote) tool(ctx context.Context, path string, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = r.Env()
 	cmd.WaitDelay = waitDelay
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return signalGroup(cmd, syscall.SIGKILL) }
 	return cmd
+}
+
+// signalGroup sends sig to the process group cmd leads (tool starts each
+// child as the leader of its own), falling back to the child alone.
+func signalGroup(cmd *exec.Cmd, sig syscall.Signal) error {
+	if err := syscall.Kill(-cmd.Process.Pid, sig); err == nil {
+		return nil
+	}
+	return cmd.Process.Signal(sig)
 }
 
 // command builds pw-dump with colours off (-N): a terminal is never
@@ -141,7 +155,7 @@ type Monitor struct {
 // Stop.
 func (r Remote) Monitor(ctx context.Context) (*Monitor, error) {
 	cmd := r.command(ctx, "-m")
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.Cancel = func() error { return signalGroup(cmd, syscall.SIGTERM) }
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, fmt.Errorf("pw-dump -m: %w", err)
@@ -183,7 +197,7 @@ func (m *Monitor) run(ctx context.Context, stdout io.Reader) {
 	if readErr != nil {
 		// The output can no longer be followed; end the child rather
 		// than leave it printing into a pipe nobody reads.
-		_ = m.cmd.Process.Kill()
+		_ = signalGroup(m.cmd, syscall.SIGKILL)
 	}
 	waitErr := m.cmd.Wait()
 	m.mu.Lock()
@@ -254,8 +268,8 @@ func (m *Monitor) Err() error {
 // Pid returns the child's process id.
 func (m *Monitor) Pid() int { return m.cmd.Process.Pid }
 
-// Stop ends the child (SIGTERM; it is killed if it has not exited within
-// a second) and waits until Done. Stopping twice is harmless.
+// Stop ends the child and its process group (SIGTERM; SIGKILL if it has
+// not exited within a second) and waits until Done. Stopping twice is harmless.
 func (m *Monitor) Stop() {
 	m.mu.Lock()
 	m.stopped = true
@@ -265,11 +279,11 @@ func (m *Monitor) Stop() {
 		return
 	default:
 	}
-	_ = m.cmd.Process.Signal(syscall.SIGTERM)
+	_ = signalGroup(m.cmd, syscall.SIGTERM)
 	select {
 	case <-m.done:
 	case <-time.After(waitDelay):
-		_ = m.cmd.Process.Kill()
+		_ = signalGroup(m.cmd, syscall.SIGKILL)
 		<-m.done
 	}
 }

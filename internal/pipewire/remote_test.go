@@ -3,9 +3,11 @@ package pipewire
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -128,5 +130,40 @@ func waitDone(t *testing.T, m *Monitor) {
 	case <-m.Done():
 	case <-time.After(10 * time.Second):
 		t.Fatal("monitor did not end")
+	}
+}
+
+// A pw-dump that hangs having started a child of its own (a stuck
+// client's tool, or a wrapper) is killed with its whole process group
+// at the deadline: nothing it started outlives it.
+func TestHungDumpIsKilledWithItsGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	r := fakePWDump(t, "sleep 60 & echo $! > "+pidFile+"; wait")
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	if _, err := r.Dump(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("hung pw-dump: %v", err)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	if _, err := fmt.Sscan(string(data), &pid); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			return
+		}
+		// A zombie the test process's reaper has not collected counts as
+		// gone: it holds nothing.
+		if st, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil && strings.Contains(string(st), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pw-dump's child %d outlived the killed pw-dump", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
