@@ -76,6 +76,8 @@ type published map[string]resourceapi.Device
 
 // running is one Run of the operator against a fake API server.
 type running struct {
+	client *fake.Clientset
+	cfg    Config // as Run was given it
 	logs   func() string
 	done   chan error
 	ended  bool // the test saw Run end, as it expected
@@ -120,6 +122,7 @@ func runOperator(t *testing.T, hw Hardware, remote pipewire.Remote, pipewireDir 
 	for _, w := range with {
 		w(&cfg)
 	}
+	r.client, r.cfg = client, cfg
 	go func() { r.done <- Run(ctx, cfg) }()
 	t.Cleanup(func() {
 		if r.ended {

@@ -4,20 +4,24 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/audio/speakers"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/bluezsim"
+	"github.com/liken-sh/operators/test/e2e/kubelet"
 )
 
 const (
@@ -316,4 +320,71 @@ func TestCodecParameterValidated(t *testing.T) {
 	if err := (&Params{Codec: "sbc_xq"}).Validate(); err != nil {
 		t.Fatalf("sbc_xq: %v", err)
 	}
+}
+
+// TestSpeakerSpecFollowsItsNode: a prepared claim on a speaker gets the
+// speaker's node in its CDI spec and its claim file, and when the node is
+// made again under another name (a profile change), both are rewritten
+// to name it.
+func TestSpeakerSpecFollowsItsNode(t *testing.T) {
+	hw, pwDir, outputs := declaredOutputs(t)
+	sim := speakerSim(t, true)
+	lg, remote := newLiveGraph(t, outputs)
+	lg.append(t, speakerDeviceObject(1), speakerNodeObject(91, "sbc"))
+	r := runOperator(t, hw, remote, pwDir, time.Minute, func(c *Config) { c.BusAddress = sim.Address() })
+	r.wait(t, "the speaker with its node", speakerIs(true, true))
+
+	const uid = "7c1d2e3f-0000-4000-8000-0000000000aa"
+	claim := &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "radio", UID: uid},
+		Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+			Results: []resourceapi.DeviceRequestAllocationResult{{Request: "out", Driver: DriverName, Pool: study, Device: speakerDevice}}}}},
+	}
+	if _, err := r.client.ResourceV1().ResourceClaims("default").Create(t.Context(), claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// The claim gate's socket stands in here; the gate's own tests serve it.
+	if err := os.MkdirAll(gate.SocketDir(remote.RuntimeDir, uid), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	l, err := net.Listen("unix", gate.SocketPath(remote.RuntimeDir, uid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	kl := kubelet.New(r.client, r.cfg.DRA.RegistrarDir)
+	defer kl.Close()
+	plugin, err := kl.Discover(t.Context(), DriverName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := plugin.Prepare(t.Context(), claim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := resp.Claims[uid].GetError(); e != "" {
+		t.Fatalf("prepare: %s", e)
+	}
+	specPath := filepath.Join(r.cfg.DRA.CDIDir, DriverName+"-"+uid+".json")
+	waitFile := func(what, want string) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			spec, _ := os.ReadFile(specPath)
+			claims, _ := gate.Claims(remote.RuntimeDir)
+			if strings.Contains(string(spec), "PIPEWIRE_NODE="+want) && slices.Equal(claims[uid].Nodes, []string{want}) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: spec %s\nclaim file %+v", what, spec, claims[uid])
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFile("prepared", speakerNode)
+	renamed := strings.TrimSuffix(speakerNode, ".1") + ".2"
+	node := speakerNodeObject(92, "sbc")
+	node["info"].(map[string]any)["props"].(map[string]any)["node.name"] = renamed
+	lg.append(t, removed(91), node)
+	waitFile("after the node was renamed", renamed)
 }
