@@ -29,7 +29,9 @@ import (
 // PipeWire (and WirePlumber after it) is back, the claim's CDI spec is
 // byte for byte what it was, the kubelet's repeated prepare answers the
 // same device, and the consumer's socket serves the new PipeWire's node
-// with no one acting on the claim.
+// with no one acting on the claim. Then the kubelet restarts: a new one
+// finds the plugin's registration socket, registers it again, and its
+// prepare of the claim answers the same device.
 func TestAudioPipeWireKilledUnderAClaim(t *testing.T) {
 	_, ctx := ktesting.NewTestContext(t)
 	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
@@ -140,5 +142,18 @@ func TestAudioPipeWireKilledUnderAClaim(t *testing.T) {
 			t.Fatal("the claim's socket never served the new PipeWire's node")
 		}
 		time.Sleep(100 * time.Millisecond)
+	}
+
+	// The kubelet restarts.
+	must(t, kl.Close())
+	kl2 := kubelet.New(client, draOpts.RegistrarDir)
+	t.Cleanup(func() { kl2.Close() })
+	plugin2, err := kl2.Discover(ctx, audio.DriverName)
+	must(t, err)
+	if after := prepareOK(t, ctx, plugin2, allocated); !slices.Equal(after.CdiDeviceIds, dev.CdiDeviceIds) {
+		t.Errorf("after the kubelet's restart the claim is prepared as %v, was %v", after.CdiDeviceIds, dev.CdiDeviceIds)
+	}
+	if spec, err := os.ReadFile(specPath); err != nil || !bytes.Equal(spec, before) {
+		t.Errorf("the claim's CDI spec after the kubelet's restart: %v\n%s", err, spec)
 	}
 }

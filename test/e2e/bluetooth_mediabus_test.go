@@ -169,6 +169,19 @@ func TestBluetoothMediaBus(t *testing.T) {
 	if again := prepareOK(t, ctx, plugin, first); again.CdiDeviceIds[0] != dev.CdiDeviceIds[0] {
 		t.Fatalf("prepared again as %v, was %v", again.CdiDeviceIds, dev.CdiDeviceIds)
 	}
+	// The kubelet restarts: a new one registers the plugin again from its
+	// socket, and the claim is still prepared as it was.
+	must(t, kl.Close())
+	kl2 := kubelet.New(client, draOpts.RegistrarDir)
+	t.Cleanup(func() { kl2.Close() })
+	plugin2, err := kl2.Discover(ctx, bluetooth.DriverName)
+	must(t, err)
+	if again := prepareOK(t, ctx, plugin2, first); again.CdiDeviceIds[0] != dev.CdiDeviceIds[0] {
+		t.Fatalf("after the kubelet's restart prepared as %v, was %v", again.CdiDeviceIds, dev.CdiDeviceIds)
+	}
+	if spec, err := os.ReadFile(specPath); err != nil || string(spec) != string(specBefore) {
+		t.Fatalf("the prepared spec after the kubelet's restart: %v\n%s", err, spec)
+	}
 
 	// The first sound server goes: the second gets the bus.
 	must(t, client.CoreV1().Pods("default").Delete(ctx, "sound-a", metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
