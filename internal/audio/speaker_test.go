@@ -15,6 +15,8 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/audio/speakers"
@@ -43,14 +45,14 @@ func newLiveGraph(t testing.TB, outputs []pipewire.Output) (*liveGraph, pipewire
 	t.Helper()
 	dir := t.TempDir()
 	objs := []map[string]any{{"id": 0, "type": pipewire.TypeCore, "info": map[string]any{"cookie": 4242}}}
-	trusted := gate.Trusted{Cookie: 4242, Nodes: map[string]uint64{}}
+	trusted := gate.Trusted{Cookie: 4242, Nodes: map[string]uint64{}, IDs: map[string]uint32{}}
 	for i, o := range outputs {
 		objs = append(objs, map[string]any{"id": 40 + i, "type": pipewire.TypeNode, "info": map[string]any{
 			"state": "suspended",
 			"props": map[string]any{"node.name": o.Name, "media.class": "Audio/Sink", "liken.audio.card": o.Card,
 				"liken.audio.pcm": o.Device, "liken.audio.output": o.Output, "object.serial": 50 + i},
 		}})
-		trusted.Nodes[o.Name] = uint64(50 + i)
+		trusted.Nodes[o.Name], trusted.IDs[o.Name] = uint64(50+i), uint32(40+i)
 	}
 	objs = append(objs, speakerDeviceObject(-1))
 	data, err := json.Marshal(trusted)
@@ -387,4 +389,60 @@ func TestSpeakerSpecFollowsItsNode(t *testing.T) {
 	node["info"].(map[string]any)["props"].(map[string]any)["node.name"] = renamed
 	lg.append(t, removed(91), node)
 	waitFile("after the node was renamed", renamed)
+}
+
+// TestBusGoneMidPrepare: the media bus goes away while a claim's codec
+// switch waits for the speaker: that claim fails saying so, and a claim
+// on a card output prepared next is served.
+func TestBusGoneMidPrepare(t *testing.T) {
+	hw, pwDir, outputs := declaredOutputs(t)
+	sim := speakerSim(t, true)
+	lg, remote := newLiveGraph(t, outputs)
+	lg.append(t, speakerDeviceObject(1), speakerNodeObject(91, "sbc"))
+	r := runOperator(t, hw, remote, pwDir, time.Minute, func(c *Config) {
+		c.BusAddress = sim.Address()
+		c.SetCodec = func(context.Context, uint32, int) error { return sim.StopBlueZ() }
+	})
+	r.wait(t, "the speaker with its node", speakerIs(true, true))
+	kl := kubelet.New(r.client, r.cfg.DRA.RegistrarDir)
+	defer kl.Close()
+	plugin, err := kl.Discover(t.Context(), DriverName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepare := func(uid, device, params string) string {
+		t.Helper()
+		claim := &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "c-" + uid[len(uid)-2:], UID: types.UID(uid)},
+			Status: resourceapi.ResourceClaimStatus{Allocation: &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{
+				Results: []resourceapi.DeviceRequestAllocationResult{{Request: "out", Driver: DriverName, Pool: study, Device: device}}}}},
+		}
+		if params != "" {
+			claim.Status.Allocation.Devices.Config = []resourceapi.DeviceAllocationConfiguration{{Source: resourceapi.AllocationConfigSourceClaim,
+				DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{
+					Driver: DriverName, Parameters: runtime.RawExtension{Raw: []byte(params)}}}}}
+		}
+		if _, err := r.client.ResourceV1().ResourceClaims("default").Create(t.Context(), claim, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(gate.SocketDir(remote.RuntimeDir, uid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		l, err := net.Listen("unix", gate.SocketPath(remote.RuntimeDir, uid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		resp, err := plugin.Prepare(t.Context(), claim)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Claims[uid].GetError()
+	}
+	if e := prepare("7c1d2e3f-0000-4000-8000-0000000000b1", speakerDevice, `{"codec":"aptx"}`); !strings.Contains(e, "the media bus went away while switching to codec aptx") {
+		t.Fatalf("prepare with the bus gone: %q", e)
+	}
+	if e := prepare("7c1d2e3f-0000-4000-8000-0000000000b2", dpOutput, ""); e != "" {
+		t.Fatalf("a card output's claim after the failed one: %s", e)
+	}
 }
