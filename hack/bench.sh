@@ -38,10 +38,13 @@ bench() {
 }
 
 # m KEY BENCH UNIT: the figure benchmark BENCH reported in UNIT in KEY's
-# run, or "-" when it reported none.
+# run (its last, if several), or "-" when it reported none.
 m() {
 	[ -f "$out/$1" ] || { echo -; return; }
-	awk -v b="$2" -v u="$3" '$1 ~ "^Benchmark"b"(-[0-9]+)?$" { for (i = 3; i <= NF; i++) if ($i == u) v = $(i-1) }
+	# A benchmark's figures follow its name on the same line, or on a
+	# later one when the code under test logged in between.
+	awk -v b="$2" -v u="$3" '$1 ~ "^Benchmark" { cur = ($1 ~ "^Benchmark"b"(-[0-9]+)?$") } /^(ok|PASS|FAIL)/ { cur = 0 }
+		cur { for (i = 2; i <= NF; i++) if ($i == u) v = $(i-1) }
 		END { print (v == "" ? "-" : v) }' "$out/$1"
 }
 
