@@ -241,4 +241,25 @@ func TestBluetoothOperator(t *testing.T) {
 	if !seen[pad] || !seen[pad2] || !seen[media] {
 		t.Errorf("published after the exit: %v, want the pads and the media bus", seen)
 	}
+
+	// bluetoothd comes back and the kubelet restarts the operator: with
+	// no one acting, every device is published untainted again.
+	must(t, sim2.StartBlueZ(ctx))
+	must(t, sim2.Connect("hci0", padAddr))
+	back := time.Now()
+	opCtx3, stopOp3 := context.WithCancel(ctx)
+	op3Done := make(chan error, 1)
+	t.Cleanup(func() { stopOp3(); <-op3Done })
+	go func() {
+		op3Done <- bluetooth.Run(opCtx3, bluetooth.Config{
+			NodeName: node, Namespace: "liken-system", KubeClient: client,
+			Bus: bluez.Options{Address: sim2.Address()}, BondsRoot: fresh,
+			SysRoot: sysRoot, DevRoot: "/dev", DRA: draOpts,
+		})
+	}()
+	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == pad && untainted(d) }) &&
+			slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == media && untainted(d) })
+	})
+	t.Logf("untainted %v after bluetoothd was back", time.Since(back).Round(time.Millisecond))
 }
