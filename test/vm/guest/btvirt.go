@@ -105,17 +105,32 @@ func controllers() []uint16 {
 // the kernel's management interface: a second reading, by another
 // interface than HCIGETDEVINFO, to check that one against.
 func MgmtAddress(id uint16) (string, error) {
-	out, err := Mgmt(id, "info")
-	if err != nil {
-		return "", err
-	}
-	for _, f := range strings.Split(out, "\n") {
-		fields := strings.Fields(f)
-		if len(fields) >= 2 && fields[0] == "addr" {
-			return strings.ToUpper(fields[1]), nil
+	// The controller shows in /sys/class/bluetooth a moment before the
+	// management interface knows its index (btmgmt then answers status
+	// 0x11, Invalid Index; seen once in the VM right after a btvirt had
+	// given the same index up), so a few tries are allowed.
+	var addr string
+	var last error
+	WaitFor(5*time.Second, func() bool {
+		out, err := Mgmt(id, "info")
+		if err != nil {
+			last = err
+			return false
 		}
+		for _, f := range strings.Split(out, "\n") {
+			fields := strings.Fields(f)
+			if len(fields) >= 2 && fields[0] == "addr" {
+				addr = strings.ToUpper(fields[1])
+				return true
+			}
+		}
+		last = fmt.Errorf("btmgmt --index %d info printed no address:\n%s", id, out)
+		return false
+	})
+	if addr == "" {
+		return "", last
 	}
-	return "", fmt.Errorf("btmgmt --index %d info printed no address:\n%s", id, out)
+	return addr, nil
 }
 
 // Mgmt runs one btmgmt command on controller id and returns its output.
