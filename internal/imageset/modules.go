@@ -33,7 +33,7 @@ func RequiredModulesPresent(c *ocibuild.Contents) error {
 			return err
 		}
 		for _, name := range names {
-			file := path.Join(pipewireModDir, name+".so")
+			file := c.Arch().Path(path.Join(pipewireModDir, name+".so"))
 			if !c.Has(file) {
 				missing = append(missing, fmt.Sprintf("%s (loaded by %s)", file, conf))
 			}

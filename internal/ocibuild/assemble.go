@@ -12,7 +12,7 @@ import (
 // checks on them. The generated and added entries go in first, so their
 // modes hold where the root has the same directory.
 func Assemble(spec Spec, root string) (*Contents, error) {
-	c := newContents(root)
+	c := newContents(root, spec.arch())
 	for _, d := range spec.Dirs {
 		if d.Mode&^(fs.ModePerm|fs.ModeSticky) != 0 {
 			return nil, fmt.Errorf("directory %s: mode %v has bits other than permissions and sticky (write fs.ModeSticky, not 0o1000)", d.Path, d.Mode)

@@ -55,8 +55,43 @@ func Build(spec Spec, opts Options) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("image %q: %w", spec.Ref, err)
 	}
-	res := Result{Ref: ref.String(), Name: path.Base(ref.RepositoryStr())}
+	img, res, cleanup, err := buildImage(spec, opts)
+	defer cleanup()
+	if err != nil {
+		return Result{}, err
+	}
 	fail := func(err error) (Result, error) { return Result{}, fmt.Errorf("image %s: %w", res.Name, err) }
+	res.Layout = filepath.Join(opts.Out, res.Name)
+	lp, err := newLayout(res.Layout)
+	if err != nil {
+		return fail(err)
+	}
+	if err := lp.AppendImage(img, layout.WithAnnotations(refAnnotations(res.Ref))); err != nil {
+		return fail(err)
+	}
+	res.Tarball = filepath.Join(opts.Out, res.Name+".tar")
+	if err := tarball.WriteToFile(res.Tarball, ref, img); err != nil {
+		return fail(err)
+	}
+	res.Elapsed = time.Since(began)
+	return res, nil
+}
+
+// buildImage assembles spec from opts.Root, writes its gzipped layer to a
+// temporary file in opts.Out and returns the image over it, with the
+// Result's reference, name, digest and sizes filled in. cleanup removes
+// the layer file; it is to be called, error or not, once the image has
+// been written out.
+func buildImage(spec Spec, opts Options) (img v1.Image, res Result, cleanup func(), err error) {
+	cleanup = func() {}
+	ref, err := name.NewTag(spec.Ref, name.StrictValidation)
+	if err != nil {
+		return nil, Result{}, cleanup, fmt.Errorf("image %q: %w", spec.Ref, err)
+	}
+	res = Result{Ref: ref.String(), Name: path.Base(ref.RepositoryStr())}
+	fail := func(err error) (v1.Image, Result, func(), error) {
+		return nil, Result{}, cleanup, fmt.Errorf("image %s (%s): %w", res.Name, spec.arch().Platform(), err)
+	}
 	if opts.Root == "" {
 		opts.Root = "/"
 	}
@@ -78,7 +113,7 @@ func Build(spec Spec, opts Options) (Result, error) {
 	if err != nil {
 		return fail(err)
 	}
-	defer os.Remove(gz.Name())
+	cleanup = func() { os.Remove(gz.Name()) }
 	res.LayerBytes, err = writeGzipLayer(gz, contents, epoch)
 	if cerr := gz.Close(); err == nil {
 		err = cerr
@@ -93,35 +128,30 @@ func Build(spec Spec, opts Options) (Result, error) {
 	if res.CompressedBytes, err = layer.Size(); err != nil {
 		return fail(err)
 	}
-	img, err := imageOf(spec, layer, epoch)
-	if err != nil {
+	if img, err = imageOf(spec, layer, epoch); err != nil {
 		return fail(err)
 	}
 	if res.Digest, err = img.Digest(); err != nil {
 		return fail(err)
 	}
+	return img, res, cleanup, nil
+}
 
-	res.Layout = filepath.Join(opts.Out, res.Name)
-	if err := os.RemoveAll(res.Layout); err != nil {
-		return fail(err)
+// newLayout replaces dir with an empty OCI image layout.
+func newLayout(dir string) (layout.Path, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return "", err
 	}
-	lp, err := layout.Write(res.Layout, empty.Index)
-	if err != nil {
-		return fail(err)
+	return layout.Write(dir, empty.Index)
+}
+
+// refAnnotations name ref in a layout's index: the OCI annotation, and
+// containerd's, which `ctr images import` reads.
+func refAnnotations(ref string) map[string]string {
+	return map[string]string{
+		"org.opencontainers.image.ref.name": ref,
+		"io.containerd.image.name":          ref,
 	}
-	annotations := map[string]string{
-		"org.opencontainers.image.ref.name": res.Ref,
-		"io.containerd.image.name":          res.Ref,
-	}
-	if err := lp.AppendImage(img, layout.WithAnnotations(annotations)); err != nil {
-		return fail(err)
-	}
-	res.Tarball = filepath.Join(opts.Out, res.Name+".tar")
-	if err := tarball.WriteToFile(res.Tarball, ref, img); err != nil {
-		return fail(err)
-	}
-	res.Elapsed = time.Since(began)
-	return res, nil
 }
 
 // writeGzipLayer writes the contents' tar stream gzipped to w and returns
@@ -153,7 +183,7 @@ func imageOf(spec Spec, layer v1.Layer, epoch time.Time) (v1.Image, error) {
 		return nil, err
 	}
 	cf = cf.DeepCopy()
-	cf.Architecture, cf.OS = "amd64", "linux"
+	cf.Architecture, cf.OS = spec.arch().Name, "linux"
 	cf.Created = v1.Time{Time: epoch}
 	cf.Config.Entrypoint = spec.Entrypoint
 	cf.Config.Env = spec.Env

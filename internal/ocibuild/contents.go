@@ -38,12 +38,13 @@ type entry struct {
 // path is a directory, a file (and where its bytes come from) or a link.
 type Contents struct {
 	root    string
+	arch    Arch
 	entries map[string]*entry
 	scanned map[string]bool // ELF files whose closure is in
 }
 
-func newContents(root string) *Contents {
-	return &Contents{root: root, entries: map[string]*entry{"/": {kind: kindDir, mode: 0o755}}, scanned: map[string]bool{}}
+func newContents(root string, arch Arch) *Contents {
+	return &Contents{root: root, arch: arch, entries: map[string]*entry{"/": {kind: kindDir, mode: 0o755}}, scanned: map[string]bool{}}
 }
 
 // host is where the root holds the image path p.
@@ -321,4 +322,21 @@ func (c *Contents) FileBytes() int64 {
 		}
 	}
 	return n
+}
+
+// Arch is the platform the contents are for.
+func (c *Contents) Arch() Arch { return c.arch }
+
+// RootFiles returns the image paths of the regular files taken from the
+// root filesystem, sorted: not the generated ones, nor those Add copied
+// from elsewhere. On a root unpacked from packages these are the files
+// some package installed.
+func (c *Contents) RootFiles() []string {
+	var paths []string
+	for _, p := range c.Paths() {
+		if e := c.entries[p]; e.kind == kindFile && e.src == c.host(p) {
+			paths = append(paths, p)
+		}
+	}
+	return paths
 }

@@ -11,19 +11,11 @@ import (
 	"strings"
 )
 
-// defaultLibraryDirs are searched after an object's own run paths, in the
-// order Debian's dynamic loader has them built in and in ld.so.conf.d. The
-// image carries no ld.so.cache, so these are also the loader's only
-// directories at run time.
-var defaultLibraryDirs = []string{
-	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib",
-}
-
 // closure adds the program interpreter and every shared library the ELF
 // file at imagePath (read from hostPath) needs, found as the loader finds
 // them; each library brings its own closure in turn. A file that is not
 // ELF has none; an ELF file for another machine, or a library found
-// nowhere, is an error.
+// nowhere, is an error. The machine is the contents' Arch.
 func (c *Contents) closure(imagePath, hostPath string) error {
 	if c.scanned[hostPath] {
 		return nil
@@ -38,8 +30,8 @@ func (c *Contents) closure(imagePath, hostPath string) error {
 		return fmt.Errorf("%s: %w", imagePath, err)
 	}
 	defer f.Close()
-	if f.Class != elf.ELFCLASS64 || f.Machine != elf.EM_X86_64 {
-		return fmt.Errorf("%s: %v %v, not an x86-64 ELF file", imagePath, f.Class, f.Machine)
+	if f.Class != elf.ELFCLASS64 || f.Machine != c.arch.Machine {
+		return fmt.Errorf("%s: %v %v, not a 64-bit %v ELF file (%s)", imagePath, f.Class, f.Machine, c.arch.Machine, c.arch.Name)
 	}
 	for _, prog := range f.Progs {
 		if prog.Type != elf.PT_INTERP {
@@ -57,7 +49,7 @@ func (c *Contents) closure(imagePath, hostPath string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", imagePath, err)
 	}
-	dirs, err := searchDirs(f, path.Dir(imagePath))
+	dirs, err := searchDirs(f, path.Dir(imagePath), c.arch.LibraryDirs)
 	if err != nil {
 		return fmt.Errorf("%s: %w", imagePath, err)
 	}
@@ -69,8 +61,9 @@ func (c *Contents) closure(imagePath, hostPath string) error {
 	return nil
 }
 
-// addLibrary adds the first file named lib in dirs that is an x86-64 ELF
-// file, as the loader skips candidates for another machine.
+// addLibrary adds the first file named lib in dirs that is a 64-bit ELF
+// file for the contents' machine, as the loader skips candidates for
+// another one.
 func (c *Contents) addLibrary(lib string, dirs []string) error {
 	if strings.Contains(lib, "/") {
 		return errors.New("a DT_NEEDED entry with a slash is not supported")
@@ -81,7 +74,7 @@ func (c *Contents) addLibrary(lib string, dirs []string) error {
 		if err != nil {
 			continue
 		}
-		if ok, err := isX8664ELF(c.host(real)); err != nil || !ok {
+		if ok, err := isELFFor(c.host(real), c.arch.Machine); err != nil || !ok {
 			continue
 		}
 		_, err = c.walk(candidate, true, 0)
@@ -92,9 +85,9 @@ func (c *Contents) addLibrary(lib string, dirs []string) error {
 
 // searchDirs is the loader's search path for the object f, whose image
 // directory is origin: DT_RPATH when there is no DT_RUNPATH, DT_RUNPATH,
-// then the default directories. $ORIGIN is expanded; the other dynamic
+// then the platform's default directories. $ORIGIN is expanded; the other dynamic
 // string tokens are refused, as no object here uses them.
-func searchDirs(f *elf.File, origin string) ([]string, error) {
+func searchDirs(f *elf.File, origin string, defaults []string) ([]string, error) {
 	runpath, err := f.DynString(elf.DT_RUNPATH)
 	if err != nil {
 		return nil, err
@@ -118,7 +111,7 @@ func searchDirs(f *elf.File, origin string) ([]string, error) {
 			}
 		}
 	}
-	return append(dirs, defaultLibraryDirs...), nil
+	return append(dirs, defaults...), nil
 }
 
 // hasELFMagic reports whether the file starts with the ELF magic number.
@@ -135,8 +128,8 @@ func hasELFMagic(hostPath string) (bool, error) {
 	return string(magic[:]) == elf.ELFMAG, nil
 }
 
-// isX8664ELF reports whether the file is a 64-bit x86 ELF file.
-func isX8664ELF(hostPath string) (bool, error) {
+// isELFFor reports whether the file is a 64-bit ELF file for machine.
+func isELFFor(hostPath string, machine elf.Machine) (bool, error) {
 	f, err := elf.Open(hostPath)
 	if err != nil {
 		var formatErr *elf.FormatError
@@ -146,5 +139,5 @@ func isX8664ELF(hostPath string) (bool, error) {
 		return false, err
 	}
 	defer f.Close()
-	return f.Class == elf.ELFCLASS64 && f.Machine == elf.EM_X86_64, nil
+	return f.Class == elf.ELFCLASS64 && f.Machine == machine, nil
 }

@@ -10,6 +10,10 @@ type Spec struct {
 	// Ref is the image's reference, e.g. "ghcr.io/liken-sh/bluetoothd:latest":
 	// the OCI layout's ref.name annotation and the docker tarball's tag.
 	Ref string
+	// Arch is the platform the image is for; the zero Arch is AMD64. The
+	// root's ELF files must be built for it (ForArch makes a spec for
+	// another platform from an AMD64 one).
+	Arch Arch
 	// Paths are files of the root, copied with the links on their way
 	// (followed and kept); an ELF file brings its shared-library closure.
 	Paths []string

@@ -34,8 +34,10 @@ const buildTimeout = 10 * time.Minute
 // build is one run of hack/build-images.sh.
 type build struct {
 	out string
-	// printed maps each image's short name to the line the command
-	// printed for it: reference, digest, gzipped bytes, seconds.
+	// printed maps each image's short name and platform ("linux/amd64",
+	// "linux/arm64", or "index" for the image index) to the line the
+	// command printed for it: reference, platform, digest, gzipped bytes,
+	// seconds.
 	printed map[string][]string
 	elapsed time.Duration
 }
@@ -140,11 +142,11 @@ func runBuild(root, out string) (build, error) {
 	sc := bufio.NewScanner(&stdout)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) != 4 {
+		if len(fields) != 5 {
 			return build{}, fmt.Errorf("unexpected output line %q", sc.Text())
 		}
 		name := strings.TrimPrefix(strings.Split(fields[0], ":")[0], imageset.Repository+"/")
-		b.printed[name] = fields
+		b.printed[name+" "+fields[1]] = fields
 	}
 	return b, nil
 }
@@ -158,72 +160,92 @@ func imageNames() []string {
 	return names
 }
 
+// platforms are the images' platforms, each with its docker tarball's
+// suffix and the configuration's architecture.
+var platforms = []struct{ name, tarSuffix, arch string }{
+	{"linux/amd64", ".tar", "amd64"},
+	{"linux/arm64", "-arm64.tar", "arm64"},
+}
+
 // TestBuildIsReproducible builds every image twice and compares the
-// digests the command printed, the digests of the layouts and tarballs it
-// wrote, and the tarballs byte for byte.
+// digests the command printed (each platform's manifest and the index),
+// the digests of the layouts and tarballs it wrote, and the tarballs byte
+// for byte.
 func TestBuildIsReproducible(t *testing.T) {
 	b := builtTwice(t)
 	for _, name := range imageNames() {
-		first, second := b[0].printed[name], b[1].printed[name]
-		if first == nil || second == nil {
-			t.Fatalf("%s: the build printed no line for it (%v, %v)", name, first, second)
+		for _, platform := range []string{"index", platforms[0].name, platforms[1].name} {
+			first, second := b[0].printed[name+" "+platform], b[1].printed[name+" "+platform]
+			if first == nil || second == nil {
+				t.Fatalf("%s %s: the build printed no line for it (%v, %v)", name, platform, first, second)
+			}
+			if first[2] != second[2] {
+				t.Errorf("%s %s: digest %s, then %s", name, platform, first[2], second[2])
+			}
+			t.Logf("%s %s: %s, layers %s bytes gzipped, built in %ss and %ss", name, platform, first[2], first[3], first[4], second[4])
 		}
-		if first[1] != second[1] {
-			t.Errorf("%s: digest %s, then %s", name, first[1], second[1])
+		for _, p := range platforms {
+			one, err := os.ReadFile(filepath.Join(b[0].out, name+p.tarSuffix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			two, err := os.ReadFile(filepath.Join(b[1].out, name+p.tarSuffix))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(one, two) {
+				t.Errorf("%s: the two %s tarballs differ", name, p.name)
+			}
 		}
-		one, err := os.ReadFile(filepath.Join(b[0].out, name+".tar"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		two, err := os.ReadFile(filepath.Join(b[1].out, name+".tar"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(one, two) {
-			t.Errorf("%s: the two tarballs differ", name)
-		}
-		t.Logf("%s: %s, layer %s bytes gzipped, built in %ss and %ss", name, first[1], first[2], first[3], second[3])
 	}
 	t.Logf("whole command (Go binaries included): %v, then %v", b[0].elapsed.Round(time.Millisecond), b[1].elapsed.Round(time.Millisecond))
 }
 
 // TestLayoutsAndTarballs reads every image back from its OCI layout and
-// from its docker tarball: the library's validation passes on both, both
-// have the digest the command printed, and the configuration is amd64
-// Linux, created at the epoch.
+// from its docker tarballs: the layout names one image index, with the
+// digest the command printed, of one manifest per platform; the library's
+// validation passes on the index and on each platform's image from the
+// layout and from its tarball; each has the digest the command printed;
+// and each configuration is its platform's, created at the epoch.
 func TestLayoutsAndTarballs(t *testing.T) {
 	b := builtTwice(t)[0]
 	for _, name := range imageNames() {
-		img := layoutImage(t, b.out, name)
-		digest, err := img.Digest()
-		if err != nil {
-			t.Fatal(err)
+		idx := layoutIndex(t, b.out, name)
+		if digest, err := idx.Digest(); err != nil || digest.String() != b.printed[name+" index"][2] {
+			t.Errorf("%s: index digest %s (%v), printed %s", name, digest, err, b.printed[name+" index"][2])
 		}
-		if digest.String() != b.printed[name][1] {
-			t.Errorf("%s: layout digest %s, printed %s", name, digest, b.printed[name][1])
+		if err := validate.Index(idx); err != nil {
+			t.Errorf("%s: index: %v", name, err)
 		}
-		if err := validate.Image(img); err != nil {
-			t.Errorf("%s: layout image: %v", name, err)
-		}
-		tb, err := tarball.ImageFromPath(filepath.Join(b.out, name+".tar"), nil)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if err := validate.Image(tb); err != nil {
-			t.Errorf("%s: tarball image: %v", name, err)
-		}
-		// A docker tarball holds no manifest (the reader makes up a
-		// Docker one), so what must match is the configuration, which is
-		// the image's ID, and the layer.
-		if a, b := configAndLayers(t, img), configAndLayers(t, tb); !slices.Equal(a, b) {
-			t.Errorf("%s: layout has config and layers %v, tarball %v", name, a, b)
-		}
-		cf, err := img.ConfigFile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if cf.Architecture != "amd64" || cf.OS != "linux" || !cf.Created.Time.Equal(time.Unix(0, 0)) || len(cf.Config.Entrypoint) != 1 {
-			t.Errorf("%s: config %s/%s created %v entrypoint %q", name, cf.OS, cf.Architecture, cf.Created.Time, cf.Config.Entrypoint)
+		for _, p := range platforms {
+			img := layoutImage(t, b.out, name, p.arch)
+			digest, err := img.Digest()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if digest.String() != b.printed[name+" "+p.name][2] {
+				t.Errorf("%s %s: layout digest %s, printed %s", name, p.name, digest, b.printed[name+" "+p.name][2])
+			}
+			tb, err := tarball.ImageFromPath(filepath.Join(b.out, name+p.tarSuffix), nil)
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if err := validate.Image(tb); err != nil {
+				t.Errorf("%s %s: tarball image: %v", name, p.name, err)
+			}
+			// A docker tarball holds no manifest (the reader makes up a
+			// Docker one), so what must match is the configuration, which
+			// is the image's ID, and the layer.
+			if a, b := configAndLayers(t, img), configAndLayers(t, tb); !slices.Equal(a, b) {
+				t.Errorf("%s %s: layout has config and layers %v, tarball %v", name, p.name, a, b)
+			}
+			cf, err := img.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cf.Architecture != p.arch || cf.OS != "linux" || !cf.Created.Time.Equal(time.Unix(0, 0)) || len(cf.Config.Entrypoint) != 1 {
+				t.Errorf("%s: config %s/%s created %v entrypoint %q", name, cf.OS, cf.Architecture, cf.Created.Time, cf.Config.Entrypoint)
+			}
 		}
 	}
 }
@@ -251,30 +273,60 @@ func configAndLayers(t *testing.T, img v1.Image) []v1.Hash {
 	return out
 }
 
-// layoutImage is the one image in the OCI layout <out>/<name>.
-func layoutImage(t *testing.T, out, name string) v1.Image {
+// layoutIndex is the image index the OCI layout <out>/<name> holds: its
+// index.json names exactly one, under the image's reference, which is
+// what skopeo copy --all oci:<layout> pushes whole.
+func layoutIndex(t *testing.T, out, name string) v1.ImageIndex {
 	t.Helper()
 	p, err := layout.FromPath(filepath.Join(out, name))
 	if err != nil {
 		t.Fatal(err)
 	}
-	idx, err := p.ImageIndex()
+	top, err := p.ImageIndex()
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := idx.IndexManifest()
+	m, err := top.IndexManifest()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(m.Manifests) != 1 {
-		t.Fatalf("%s: %d manifests in the layout, want 1", name, len(m.Manifests))
+	if len(m.Manifests) != 1 || !m.Manifests[0].MediaType.IsIndex() {
+		t.Fatalf("%s: index.json holds %v, want one image index", name, m.Manifests)
 	}
 	if got, want := m.Manifests[0].Annotations["org.opencontainers.image.ref.name"], imageset.Repository+"/"+name+":"+imageset.DefaultTag; got != want {
 		t.Errorf("%s: ref.name %q, want %q", name, got, want)
 	}
-	img, err := idx.Image(m.Manifests[0].Digest)
+	idx, err := top.ImageIndex(m.Manifests[0].Digest)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return idx
+}
+
+// layoutImage is the linux/<arch> image of the layout <out>/<name>'s
+// index, which holds one image per platform of platforms, in order.
+func layoutImage(t *testing.T, out, name, arch string) v1.Image {
+	t.Helper()
+	idx := layoutIndex(t, out, name)
+	m, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	var img v1.Image
+	for _, d := range m.Manifests {
+		if d.Platform == nil {
+			t.Fatalf("%s: manifest %s has no platform", name, d.Digest)
+		}
+		got = append(got, d.Platform.String())
+		if d.Platform.OS == "linux" && d.Platform.Architecture == arch {
+			if img, err = idx.Image(d.Digest); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if want := []string{platforms[0].name, platforms[1].name}; !slices.Equal(got, want) {
+		t.Fatalf("%s: the index has platforms %v, want %v", name, got, want)
 	}
 	return img
 }
@@ -286,13 +338,19 @@ type unpacked struct {
 	config *v1.ConfigFile
 }
 
-// unpack extracts the image's single layer into a new directory with GNU
-// tar, which fails on a damaged archive, as the library's validation does
-// not.
+// unpack extracts the amd64 image's single layer into a new directory
+// with GNU tar, which fails on a damaged archive, as the library's
+// validation does not.
 func unpack(t *testing.T, name string) unpacked {
 	t.Helper()
+	return unpackArch(t, name, "amd64")
+}
+
+// unpackArch is unpack for the image of the platform linux/<arch>.
+func unpackArch(t *testing.T, name, arch string) unpacked {
+	t.Helper()
 	out := builtTwice(t)[0].out
-	img := layoutImage(t, out, name)
+	img := layoutImage(t, out, name, arch)
 	layers, err := img.Layers()
 	if err != nil {
 		t.Fatal(err)
