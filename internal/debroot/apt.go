@@ -3,10 +3,13 @@ package debroot
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -79,61 +82,171 @@ func (a apt) debName(p Package) string {
 }
 
 // download returns the package files of pkgs for the architecture,
-// fetching those the archive lacks. The package lists are fetched when
-// there are none, and fetched again once when a version is not found in
-// them (the lists are older than what the machine installed).
-func (a apt) download(ctx context.Context, pkgs []Package) ([]string, error) {
+// fetching those the archive lacks, and the packages those files are.
+// Each package is taken at the version installed here when the APT
+// sources offer it for the architecture, else at a build of the same
+// source version (a binNMU, "+bN", is numbered per architecture), else at
+// the oldest version newer than the installed one (the mirror keeps only
+// the newest stable and security updates, so a machine not upgraded since
+// has versions it no longer offers), which is logged. The package lists
+// are fetched when there are none, and again once when a version is not
+// found in them.
+func (a apt) download(ctx context.Context, pkgs []Package) ([]string, []Package, error) {
 	if err := a.prepare(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	lists, _ := filepath.Glob(filepath.Join(a.dir, "lists", "*_Packages*"))
+	updated := false
+	update := func() error {
+		a.logf("debroot: fetching the %s package lists", a.arch)
+		updated = true
+		return a.run(ctx, a.dir, "update")
+	}
+	if len(lists) == 0 {
+		if err := update(); err != nil {
+			return nil, nil, err
+		}
+	}
+	chosen, inexact, err := a.resolve(ctx, pkgs)
+	if (err != nil || len(inexact) > 0) && !updated {
+		if err := update(); err != nil {
+			return nil, nil, err
+		}
+		chosen, inexact, err = a.resolve(ctx, pkgs)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, s := range inexact {
+		a.logf("debroot: %s", s)
+	}
+
 	debs := filepath.Join(a.dir, "debs")
-	var want []string
-	var paths []string
-	for _, p := range pkgs {
+	var want, paths []string
+	for _, p := range chosen {
 		file := filepath.Join(debs, a.debName(p))
 		paths = append(paths, file)
 		if _, err := os.Stat(file); err == nil {
 			continue
 		}
-		spec := p.Name + "=" + p.Version
-		if p.Arch != "all" {
-			spec = p.Name + ":" + a.arch + "=" + p.Version
+		want = append(want, p.Name+"="+p.Version)
+	}
+	if len(want) > 0 {
+		a.logf("debroot: downloading %d %s packages", len(want), a.arch)
+		if err := a.run(ctx, debs, append([]string{"download"}, want...)...); err != nil {
+			return nil, nil, err
 		}
-		want = append(want, spec)
-	}
-	if len(want) == 0 {
-		return paths, nil
-	}
-	lists, _ := filepath.Glob(filepath.Join(a.dir, "lists", "*_Packages*"))
-	updated := false
-	if len(lists) == 0 {
-		a.logf("debroot: fetching the %s package lists", a.arch)
-		if err := a.run(ctx, debs, "update"); err != nil {
-			return nil, err
-		}
-		updated = true
-	}
-	a.logf("debroot: downloading %d %s packages", len(want), a.arch)
-	err := a.run(ctx, debs, append([]string{"download"}, want...)...)
-	if err != nil && !updated {
-		a.logf("debroot: %v; fetching the %s package lists again", firstLine(err), a.arch)
-		if err := a.run(ctx, debs, "update"); err != nil {
-			return nil, err
-		}
-		err = a.run(ctx, debs, append([]string{"download"}, want...)...)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("%w\nThe %s packages must be the versions installed here; when the mirror has moved on, upgrade them here (apt-get update && apt-get upgrade) and build again", err, a.arch)
 	}
 	for _, f := range paths {
 		if _, err := os.Stat(f); err != nil {
-			return nil, fmt.Errorf("apt-get download wrote no %s", filepath.Base(f))
+			return nil, nil, fmt.Errorf("apt-get download wrote no %s", filepath.Base(f))
 		}
 	}
-	return paths, nil
+	return paths, chosen, nil
 }
 
-func firstLine(err error) string {
-	s, _, _ := strings.Cut(err.Error(), "\n")
-	return s
+// resolve picks each package's version for the architecture, as download
+// says, and describes the packages not taken at the installed version.
+func (a apt) resolve(ctx context.Context, pkgs []Package) (chosen []Package, inexact []string, err error) {
+	names := make([]string, len(pkgs))
+	for i, p := range pkgs {
+		names[i] = p.Name
+	}
+	avail, err := a.versions(ctx, names)
+	if err != nil {
+		return nil, nil, err
+	}
+	var missing []string
+	for _, p := range pkgs {
+		v, err := pick(p.Version, avail[p.Name])
+		if err != nil {
+			return nil, nil, err
+		}
+		if v == "" {
+			missing = append(missing, fmt.Sprintf("%s (%s installed here; offered: %s)", p.Name, p.Version, strings.Join(avail[p.Name], ", ")))
+			continue
+		}
+		if v != p.Version {
+			inexact = append(inexact, fmt.Sprintf("%s: %s installed here, %s for %s", p.Name, p.Version, v, a.arch))
+		}
+		chosen = append(chosen, Package{Name: p.Name, Arch: p.Arch, Version: v})
+	}
+	if len(missing) > 0 {
+		return nil, nil, fmt.Errorf("debroot: the APT sources offer no %s build of %s", a.arch, strings.Join(missing, "; "))
+	}
+	return chosen, inexact, nil
+}
+
+// versions lists the versions the package lists offer for each of names
+// (apt-cache madison: "name | version | source" lines).
+func (a apt) versions(ctx context.Context, names []string) (map[string][]string, error) {
+	cmd := exec.CommandContext(ctx, "apt-cache", append(append(a.options(), "madison"), names...)...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("apt-cache madison (architecture %s): %v\n%s", a.arch, err, stderr.String())
+	}
+	avail := map[string][]string{}
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Split(line, "|")
+		if len(f) != 3 {
+			continue
+		}
+		name, v := strings.TrimSpace(f[0]), strings.TrimSpace(f[1])
+		if !slices.Contains(avail[name], v) {
+			avail[name] = append(avail[name], v)
+		}
+	}
+	return avail, nil
+}
+
+// binNMU is a binary-only rebuild's suffix, which each architecture
+// numbers on its own (Debian Policy 5.6.12, "+bN").
+var binNMU = regexp.MustCompile(`\+b[0-9]+$`)
+
+// pick chooses among avail for the installed version: itself, a build of
+// the same source version, or the oldest newer one; "" when none is.
+func pick(installed string, avail []string) (string, error) {
+	if slices.Contains(avail, installed) {
+		return installed, nil
+	}
+	for _, v := range avail {
+		if binNMU.ReplaceAllString(v, "") == binNMU.ReplaceAllString(installed, "") {
+			return v, nil
+		}
+	}
+	best := ""
+	for _, v := range avail {
+		newer, err := versionGreater(v, installed)
+		if err != nil {
+			return "", err
+		}
+		if !newer {
+			continue
+		}
+		if best == "" {
+			best = v
+		} else if older, err := versionGreater(best, v); err != nil {
+			return "", err
+		} else if older {
+			best = v
+		}
+	}
+	return best, nil
+}
+
+// versionGreater reports whether Debian version a sorts after b, as dpkg
+// orders them (dpkg --compare-versions).
+func versionGreater(a, b string) (bool, error) {
+	err := exec.Command("dpkg", "--compare-versions", a, "gt", b).Run()
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return true, nil
+	case errors.As(err, &exit) && exit.ExitCode() == 1:
+		return false, nil
+	default:
+		return false, fmt.Errorf("dpkg --compare-versions %s gt %s: %w", a, b, err)
+	}
 }

@@ -54,10 +54,11 @@ type Package struct {
 
 // Root returns a directory holding, for opts.Arch, every package that owns
 // one of files on this machine (absolute paths as this machine's root has
-// them, links resolved or not), at the version installed here, and the
-// packages it holds, sorted. A file no package owns, or a package whose
-// version the APT sources no longer offer for opts.Arch, is an error
-// naming it. Concurrent calls with the same cache wait for each other.
+// them, links resolved or not), at the version installed here where the
+// APT sources offer it, and the packages it holds (their opts.Arch
+// versions), sorted. A file no package owns, or a package the APT sources
+// offer no build of for opts.Arch at or after the installed version, is
+// an error naming it. Concurrent calls with the same cache wait for each other.
 func Root(ctx context.Context, files []string, opts Options) (string, []Package, error) {
 	if opts.Arch == "" || opts.Cache == "" {
 		return "", nil, errors.New("debroot: Arch and Cache are required")
@@ -85,12 +86,14 @@ func Root(ctx context.Context, files []string, opts Options) (string, []Package,
 	defer unlock()
 	roots := filepath.Join(opts.Cache, "roots")
 	root := filepath.Join(roots, key(opts.Arch, pkgs))
-	if _, err := os.Stat(root); err == nil {
-		return root, pkgs, nil
+	if chosen, err := readPackages(root + ".packages"); err == nil {
+		if _, err := os.Stat(root); err == nil {
+			return root, chosen, nil
+		}
 	}
 
 	a := apt{dir: filepath.Join(opts.Cache, "apt"), arch: opts.Arch, logf: logf}
-	debs, err := a.download(ctx, pkgs)
+	debs, chosen, err := a.download(ctx, pkgs)
 	if err != nil {
 		return "", nil, err
 	}
@@ -111,15 +114,46 @@ func Root(ctx context.Context, files []string, opts Options) (string, []Package,
 			return "", nil, err
 		}
 	}
+	os.RemoveAll(root)
 	if err := os.Rename(tmp, root); err != nil {
+		return "", nil, err
+	}
+	if err := writePackages(root+".packages", chosen); err != nil {
 		return "", nil, err
 	}
 	// Only the newest root, and the packages it is made of, are kept: an
 	// older root is another package set, which a later build would not
 	// ask for again.
-	prune(roots, []string{root})
+	prune(roots, []string{root, root + ".packages"})
 	prune(filepath.Join(a.dir, "debs"), debs)
-	return root, pkgs, nil
+	return root, chosen, nil
+}
+
+// writePackages records the packages a root holds, one "name arch
+// version" line each.
+func writePackages(file string, pkgs []Package) error {
+	var b strings.Builder
+	for _, p := range pkgs {
+		fmt.Fprintf(&b, "%s %s %s\n", p.Name, p.Arch, p.Version)
+	}
+	return os.WriteFile(file, []byte(b.String()), 0o644)
+}
+
+// readPackages reads what writePackages wrote.
+func readPackages(file string) ([]Package, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	var pkgs []Package
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 3 {
+			return nil, fmt.Errorf("%s: bad line %q", file, line)
+		}
+		pkgs = append(pkgs, Package{Name: f[0], Arch: f[1], Version: f[2]})
+	}
+	return pkgs, nil
 }
 
 // prune removes everything in dir but keep.

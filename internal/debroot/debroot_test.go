@@ -124,3 +124,23 @@ func TestUnpackKeepsTheRootsLinks(t *testing.T) {
 		t.Fatalf("usr/lib/x86_64-linux-gnu/libt.so.1: %q, %v", data, err)
 	}
 }
+
+// The installed version wins; else the same source's build for the
+// other architecture; else the oldest newer one; never an older one.
+func TestPick(t *testing.T) {
+	for _, tc := range []struct {
+		installed string
+		avail     []string
+		want      string
+	}{
+		{"1.4.2-1~bpo12+1", []string{"1.4.2-1~bpo12+1", "0.3.65-3+deb12u1"}, "1.4.2-1~bpo12+1"},
+		{"1:2.66-4+deb12u2+b2", []string{"1:2.66-4+deb12u2+b1", "1:2.66-4+deb12u3+b1"}, "1:2.66-4+deb12u2+b1"},
+		{"2.5.0-1+deb12u1", []string{"2.5.0-1+deb12u5", "2.5.0-1+deb12u2"}, "2.5.0-1+deb12u2"},
+		{"2.5.0-1+deb12u3", []string{"2.5.0-1+deb12u2"}, ""},
+	} {
+		got, err := pick(tc.installed, tc.avail)
+		if err != nil || got != tc.want {
+			t.Errorf("pick(%s, %v) = %q, %v; want %q", tc.installed, tc.avail, got, err, tc.want)
+		}
+	}
+}
