@@ -13,7 +13,8 @@ cd "$(dirname "$0")/.."
 export LIKEN_CONTROL_PLANE_BIN="${LIKEN_CONTROL_PLANE_BIN:-$(hack/build-control-plane.sh | tail -n 1)}"
 export LIKEN_NODE_BIN="${LIKEN_NODE_BIN:-$(hack/build-kubelet.sh | tail -n 1)}"
 export LIKEN_IMAGES="${LIKEN_IMAGES:-$PWD/_output/images}"
-LIKEN_SKIP_DEPS=1 hack/build-images.sh "$LIKEN_IMAGES" >/dev/null
+# The node is amd64: it imports the amd64 tarballs alone.
+PLATFORMS=linux/amd64 LIKEN_SKIP_DEPS=1 hack/build-images.sh "$LIKEN_IMAGES" >/dev/null
 began=$(date +%s)
 status=0
 # One package at a time: each changes the host and checks it after.
