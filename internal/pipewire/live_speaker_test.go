@@ -78,6 +78,7 @@ func TestLiveSpeakerNode(t *testing.T) {
 		Codecs: []bluezsim.Codec{bluezsim.SBC, bluezsim.AptX, bluezsim.LDAC}, AbsoluteVolume: true, Volume: 64}); err != nil {
 		t.Fatal(err)
 	}
+	connected := time.Now()
 	if err := sim.Connect("hci0", speakerAddr); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +105,8 @@ func TestLiveSpeakerNode(t *testing.T) {
 		t.Errorf("node codec %q, the transport's is %q", got, want)
 	}
 	codecs := dev.CodecNames()
-	t.Logf("node %s (id %d) codec %s; device offers %v", node.Name, node.ID, node.Props[pipewire.PropBlueZCodec], codecs)
+	t.Logf("node %s (id %d) codec %s, seen %v after the link came up; device offers %v", node.Name, node.ID,
+		node.Props[pipewire.PropBlueZCodec], time.Since(connected).Round(time.Millisecond), codecs)
 	for _, want := range []string{"sbc", "aptx", "ldac"} {
 		if !slices.Contains(codecs, want) {
 			t.Errorf("device codecs %v lack %s", codecs, want)
