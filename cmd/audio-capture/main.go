@@ -24,6 +24,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/capture"
 	"github.com/liken-sh/operators/internal/kubeclient"
+	"github.com/liken-sh/operators/internal/procmem"
 )
 
 // version is the release, set at build time with -ldflags "-X main.version=...".
@@ -51,6 +52,7 @@ func run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	procmem.Fit(ctx) // the Go memory limit from the container's; start-up memory given back
 	rc, err := kubeclient.Config("", "audio-operator/capture")
 	if err != nil {
 		return err

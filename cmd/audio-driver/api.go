@@ -17,6 +17,7 @@ import (
 	"github.com/liken-sh/operators/internal/audioapi"
 	"github.com/liken-sh/operators/internal/kubeclient"
 	"github.com/liken-sh/operators/internal/metricsserver"
+	"github.com/liken-sh/operators/internal/procmem"
 )
 
 // runAPI is `audio-operator api`, the audio-api Deployment
@@ -31,6 +32,7 @@ func runAPI(ctx context.Context, p paths) error {
 	if ns == "" {
 		return errors.New("POD_NAMESPACE must be set (deploy/audio/api.yaml sets it from the downward API)")
 	}
+	procmem.Fit(ctx) // the Go memory limit from the container's; start-up memory given back
 	addr := envOr("API_ADDRESS", ":8443")
 	metricsAddr, ok := os.LookupEnv("METRICS_ADDRESS")
 	if !ok {
