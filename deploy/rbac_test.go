@@ -26,9 +26,6 @@ func mayNot(verb, group, resource, ns, name string) access {
 	return access{verb, group, resource, ns, name, false}
 }
 
-// everyVerb is every verb of an ordinary resource.
-var everyVerb = []string{"get", "list", "watch", "create", "update", "patch", "delete", "deletecollection"}
-
 // rbacMatrix is, for each ServiceAccount a base runs as (in liken-system),
 // what it needs and a list of what it must never be able to do. Slices and
 // endpoint objects of another node are the admission policies' to refuse

@@ -17,6 +17,7 @@ flags=(-trimpath)
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 
+status=0
 echo "== gofmt, go vet"
 unformatted="$(gofmt -l $(git ls-files '*.go'))"
 if [ -n "$unformatted" ]; then
@@ -24,8 +25,11 @@ if [ -n "$unformatted" ]; then
 fi
 go vet "${flags[@]}" ./...
 
+echo "== golangci-lint (.golangci.yml), SPDX headers"
+hack/lint.sh || status=1
+hack/spdx.sh || true # lists files added without the header; does not fail
+
 echo "== go test"
-status=0
 go test "${flags[@]}" -count=1 -timeout 30m ./... 2>&1 | tee "$log" || status=$?
 
 echo "== fuzz (${FUZZTIME:-10s} each)"

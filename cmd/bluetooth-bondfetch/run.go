@@ -127,7 +127,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if err != nil {
 		return fail("%v", err)
 	}
-	defer closeKernel()
+	defer closeKernel() //nolint:errcheck // closing the kernel handle after the read has nothing to report
 	resolver := &hci.Resolver{Kernel: kernel, Sysfs: opts.sysfs, Dev: opts.dev, Clock: w.clock, Interval: w.interval, Timeout: opts.timeout}
 	var adapter hci.Adapter
 	if index != nil {

@@ -112,8 +112,8 @@ type ctlElemValue struct {
 // ctlTLV is the fixed head of struct snd_ctl_tlv: numid, then the length
 // in bytes of the TLV data that follows it.
 type ctlTLV struct {
-	numid  uint32
-	length uint32
+	numid  uint32 //nolint:unused // the kernel's layout; the ioctl reads it through unsafe
+	length uint32 //nolint:unused // the kernel's layout; the ioctl reads it through unsafe
 }
 
 // pcmInfo is struct snd_pcm_info (288 bytes).

@@ -66,8 +66,8 @@ func TestIoctlNumbers(t *testing.T) {
 // {unsigned int mask; snd_ctl_elem_id id} (68 bytes) and data8[60]: 72.
 func TestEventRecordSize(t *testing.T) {
 	type ctlEvent struct {
-		typ  int32
-		mask uint32
+		typ  int32  //nolint:unused // the kernel's layout, measured with unsafe.Sizeof
+		mask uint32 //nolint:unused // the kernel's layout, measured with unsafe.Sizeof
 		id   ctlElemID
 	}
 	if unsafe.Sizeof(ctlEvent{}) != ctlEventSize || unsafe.Offsetof(ctlEvent{}.id) != 8 {

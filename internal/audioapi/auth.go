@@ -235,15 +235,6 @@ func jwtExpiry(token string) (time.Time, bool) {
 	return time.Unix(claims.Exp, 0), true
 }
 
-func contains(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
-}
-
 // Access is one question to the authorizer: may the user get
 // resource[/subresource] named name in group audio.liken.sh.
 type Access struct {

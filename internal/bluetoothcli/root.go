@@ -2,7 +2,6 @@ package bluetoothcli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
@@ -85,5 +84,3 @@ func (e *env) client() (dynamic.Interface, string, error) {
 	}
 	return d, ns, nil
 }
-
-var errUsage = errors.New("usage")

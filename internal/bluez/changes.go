@@ -119,7 +119,7 @@ func enqueue(queue []Change, ch Change) []Change {
 // translate reads one signal. gone is non-nil when org.bluez lost the
 // owner this client follows; keep is false for signals that carry nothing
 // (another sender, an owner change that is not a departure).
-func (c *Client) translate(s *dbus.Signal) (ch Change, gone error, keep bool) {
+func (c *Client) translate(s *dbus.Signal) (ch Change, gone error, keep bool) { //nolint:revive // gone is not the call's failure but a result beside the change
 	if s.Name == "org.freedesktop.DBus.NameOwnerChanged" {
 		var name, old, now string
 		if err := dbus.Store(s.Body, &name, &old, &now); err != nil || name != Service {

@@ -112,7 +112,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		d.cmd.Stderr = d.stderr
 	}
 	if err := d.start(opts.DieWithParent); err != nil {
-		d.removeFiles()
+		d.removeFiles() //nolint:errcheck // best effort on a start that already failed, whose error is returned
 		return nil, fmt.Errorf("dbusd: start %s: %w", bin, err)
 	}
 	timeout := opts.ReadyTimeout

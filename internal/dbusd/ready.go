@@ -34,7 +34,7 @@ func WaitReady(ctx context.Context, socketPath string, timeout time.Duration, ex
 	defer deadline.Stop()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
-	last := errors.New("not probed yet")
+	var last error
 	for {
 		if last = probe(socketPath); last == nil {
 			return nil

@@ -20,7 +20,7 @@ func TestPanickingPrepareFailsOnlyItsClaim(t *testing.T) {
 	d, err := Start(f.ctx, f.opts, func(ctx context.Context, req DeviceRequest[testParams]) (ContainerEdits, error) {
 		if req.Result.Device == "boom" {
 			var m map[string]int
-			m["x"] = 1
+			m["x"] = 1 //nolint:staticcheck // a deliberate panic inside prepare
 		}
 		return ContainerEdits{Env: []string{"A=b"}}, nil
 	})

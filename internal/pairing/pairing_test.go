@@ -237,7 +237,7 @@ func TestPasskeys(t *testing.T) {
 	// Numeric comparison: an answer given before the number shows does
 	// not count; one after it does.
 	r.create("phone", btv1.PairingRequestSpec{Device: phone, PasskeyConfirmed: new(true)})
-	req = r.waitRequest("phone", "the number to compare", func(p *btv1.PairingRequest) bool {
+	r.waitRequest("phone", "the number to compare", func(p *btv1.PairingRequest) bool {
 		return p.Status.Passkey != nil && p.Status.Passkey.Action == btv1.PasskeyConfirm
 	})
 	time.Sleep(time.Second)

@@ -198,18 +198,6 @@ func (s *store) patchFinalizers(ctx context.Context, gvr schema.GroupVersionReso
 	return err
 }
 
-// update PUTs the whole object (spec and metadata).
-func (s *store) update(ctx context.Context, gvr schema.GroupVersionResource, kind string, obj runtime.Object, ns string) error {
-	u, err := toUnstructured(obj, kind)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, requestTimeout)
-	defer cancel()
-	_, err = s.resource(gvr, ns).Update(ctx, u, metav1.UpdateOptions{})
-	return err
-}
-
 // deleteRequest deletes a finished request, preconditioned on its UID.
 func (s *store) deleteRequest(ctx context.Context, r *btv1.PairingRequest) error {
 	ctx, cancel := context.WithTimeout(ctx, requestTimeout)

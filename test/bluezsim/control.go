@@ -153,11 +153,11 @@ func (d Device) spec() map[string]dbus.Variant {
 type DisconnectReason string
 
 const (
-	// ReasonRemote: the device ended the link (switched off).
+	// ReasonRemote is the device ending the link (switched off).
 	ReasonRemote DisconnectReason = "Remote"
-	// ReasonTimeout: the link supervision timeout expired (out of range).
+	// ReasonTimeout is the link supervision timeout expiring (out of range).
 	ReasonTimeout DisconnectReason = "Timeout"
-	// ReasonLocal: this host ended the link.
+	// ReasonLocal is this host ending the link.
 	ReasonLocal DisconnectReason = "Local"
 )
 

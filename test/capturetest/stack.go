@@ -144,7 +144,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 		apiDone <- audioapi.Serve(apiCtx, audioapi.Config{Client: client, Objects: dyn, Namespace: Namespace,
 			CaptureTokenFile: tokenFile, Version: "dev", Registerer: opts.APIRegisterer, Ready: func() { close(ready) }}, lis)
 	}()
-	s.stop = append(s.stop, func() { stopAPI(); <-apiDone })
+	s.stop = append(s.stop, func() { stopAPI(); <-apiDone }) //nolint:errcheck // the server's end is awaited; its error was logged when it served
 	select {
 	case <-ready:
 	case err := <-apiDone:
@@ -205,7 +205,7 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 	capCtx, stopCap := context.WithCancel(ctx)
 	capDone := make(chan error, 1)
 	go func() { capDone <- srv.Serve(capCtx, cl) }()
-	s.stop = append(s.stop, func() { stopCap(); <-capDone })
+	s.stop = append(s.stop, func() { stopCap(); <-capDone }) //nolint:errcheck // the server's end is awaited; its error was logged when it served
 	port := cl.Addr().(*net.TCPAddr).Port
 	if err := OperatorPod(ctx, c, Namespace, "audio-operator-"+opts.Node, opts.Node, port); err != nil {
 		return nil, err

@@ -44,10 +44,10 @@ func TestPlayerHoldsLink(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := wait(true)
+	wait(true)
 	// It goes on playing: the sink still runs a second later.
 	time.Sleep(time.Second)
-	if _, n = linked(); n.State != pipewire.NodeStateRunning {
+	if _, n := linked(); n.State != pipewire.NodeStateRunning {
 		t.Errorf("sink %s while the player plays", n.State)
 	}
 	if err := p.Stop(); err != nil {

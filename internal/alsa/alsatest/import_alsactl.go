@@ -25,15 +25,6 @@ type confNode struct {
 	line     int
 }
 
-func (n *confNode) child(key string) *confNode {
-	for _, c := range n.children {
-		if c.key == key {
-			return c
-		}
-	}
-	return nil
-}
-
 // confLexer splits configuration text into tokens.
 type confLexer struct {
 	s    string

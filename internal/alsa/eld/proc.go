@@ -278,7 +278,7 @@ func (p *procReader) sad(i int) SAD {
 	if coding >= 15 {
 		d.ExtendedCoding = uint8(coding - 14)
 	}
-	var rest uint64 = rates
+	rest := rates
 	for bit, alsaBit := range procRateBits {
 		if rates&(1<<alsaBit) != 0 {
 			d.RateMask |= 1 << bit

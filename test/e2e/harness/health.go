@@ -19,13 +19,13 @@ func waitHealthy(ctx context.Context, p *process, client *http.Client, url strin
 	defer cancel()
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
-	lastErr := fmt.Errorf("no answer yet")
+	var lastErr error
 	for {
-		if err := probe(ctx, client, url); err == nil {
+		err := probe(ctx, client, url)
+		if err == nil {
 			return nil
-		} else {
-			lastErr = err
 		}
+		lastErr = err
 		select {
 		case <-p.done:
 			return p.componentError(fmt.Errorf("%w: %v", errExited, p.waitErr))

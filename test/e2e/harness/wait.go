@@ -20,7 +20,7 @@ const DefaultWaitTimeout = 60 * time.Second
 func (c *Cluster) poll(ctx context.Context, what string, check func(context.Context) (done bool, state string, err error)) error {
 	ctx, cancel := context.WithTimeout(ctx, DefaultWaitTimeout)
 	defer cancel()
-	state := "not checked yet"
+	var state string
 	for {
 		done, s, err := check(ctx)
 		if err != nil {

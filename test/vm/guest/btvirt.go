@@ -67,10 +67,10 @@ func (b *Btvirt) Stop() error {
 	done := make(chan error, 1)
 	go func() { done <- b.cmd.Wait() }()
 	select {
-	case <-done:
+	case <-done: //nolint:errcheck // a btvirt stopped on purpose exits by the signal
 	case <-time.After(5 * time.Second):
 		b.cmd.Process.Kill()
-		<-done
+		<-done //nolint:errcheck // a killed btvirt exits by the signal
 	}
 	if !WaitFor(5*time.Second, func() bool {
 		for _, id := range controllers() {

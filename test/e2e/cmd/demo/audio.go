@@ -83,7 +83,7 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	// PipeWire restarts on a new declaration (a Sink's layout), as the
 	// pod's pipewire sidecar does it.
 	unfollow := pw.FollowDeclaration(ctx, func(err error) { log.Printf("restarting PipeWire: %v", err) })
-	stop = func() { cancel(); <-done; unfollow(); pw.Stop() }
+	stop = func() { cancel(); <-done; unfollow(); pw.Stop() } //nolint:errcheck // the demo is ending; the daemons' exits are in their logs
 	fail := func(err error) (func(), func() (func(), string, string, error), error) { stop(); return nil, nil, err }
 
 	dp := nodeName + "-pci-0000-00-1f-3-hdmi-3"

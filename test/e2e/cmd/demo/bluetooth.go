@@ -99,7 +99,7 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 			SysRoot: filepath.Join(root, "sys"), DevRoot: "/dev", DRA: opts, BondSettle: 300 * time.Millisecond,
 		})
 	}()
-	stop = func() { cancel(); <-done; sim.Stop() }
+	stop = func() { cancel(); <-done; sim.Stop() } //nolint:errcheck // the demo is ending; the simulator's exit is in its log
 
 	// The operator creates the radio's Adapter on its first pass.
 	for i := 0; ; i++ {
