@@ -366,7 +366,7 @@ func unpack(ctx context.Context, deb, root string) error {
 		return err
 	}
 	if err := fsys.Run(); err != nil {
-		tar.Wait()
+		_ = tar.Wait() // the read failed first; its error is the one reported
 		return fmt.Errorf("dpkg-deb --fsys-tarfile %s: %v\n%s", deb, err, stderr.String())
 	}
 	if err := tar.Wait(); err != nil {

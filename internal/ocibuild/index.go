@@ -58,11 +58,11 @@ func BuildIndex(variants []Variant, opts Options) (IndexResult, error) {
 		if v.Spec.Ref != variants[0].Spec.Ref {
 			return IndexResult{}, fmt.Errorf("image %q: a variant is named %q", variants[0].Spec.Ref, v.Spec.Ref)
 		}
-		if a := v.Spec.arch().Name; seen[a] {
+		a := v.Spec.arch().Name
+		if seen[a] {
 			return IndexResult{}, fmt.Errorf("image %q: two variants for %s", v.Spec.Ref, a)
-		} else {
-			seen[a] = true
 		}
+		seen[a] = true
 	}
 
 	var (
@@ -74,7 +74,7 @@ func BuildIndex(variants []Variant, opts Options) (IndexResult, error) {
 		o.Root = v.Root
 		t0 := time.Now()
 		img, r, cleanup, err := buildImage(v.Spec, o)
-		defer cleanup()
+		defer cleanup() //nolint:gocritic // every variant's files are read until the index is written
 		if err != nil {
 			return IndexResult{}, err
 		}
