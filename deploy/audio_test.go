@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -465,8 +466,8 @@ func checkSinkSchema(t *testing.T, k *kube) {
 	wantJSON, _ := json.Marshal(valid)
 	var want map[string]any
 	_ = json.Unmarshal(wantJSON, &want)
-	if !reflect.DeepEqual(stored.Spec, want) {
-		t.Errorf("stored spec %v, want %v", stored.Spec, want)
+	if diff := cmp.Diff(stored.Spec, want); diff != "" {
+		t.Errorf("stored spec (-stored.Spec +want):\n%s", diff)
 	}
 	// And the Go types read it back, decoded strictly: a JSON name the
 	// types and the schema spell differently fails here.
@@ -543,8 +544,8 @@ func checkSinkSchema(t *testing.T, k *kube) {
 	if err := json.Unmarshal([]byte(out), &after); err != nil {
 		t.Fatal(err)
 	}
-	if !reflect.DeepEqual(after, want) {
-		t.Errorf("refused patches changed the stored spec to %v, want %v", after, want)
+	if diff := cmp.Diff(after, want); diff != "" {
+		t.Errorf("refused patches changed the stored spec to (-after +want):\n%s", diff)
 	}
 	if _, err := k.run(ctx, nil, "get", "sink", "schema-bad"); err == nil {
 		t.Errorf("a refused Sink was stored")

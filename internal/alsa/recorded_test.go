@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"os"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/liken-sh/operators/internal/alsa/eld"
 	"golang.org/x/sys/unix"
 )
@@ -162,8 +162,8 @@ func TestRecordedEvents(t *testing.T) {
 		{Type: EventElem, Mask: EventValue | EventInfo, ID: ElemID{NumID: 37, Iface: IfacePCM, Device: 5, Name: "ELD"}},
 		{Type: EventElem, Mask: EventValue, ID: ElemID{NumID: 32, Iface: IfaceCard, Name: "HDMI/DP,pcm=5 Jack"}},
 	}
-	if !reflect.DeepEqual(evs, want) {
-		t.Fatalf("events\n got %+v\nwant %+v", evs, want)
+	if diff := cmp.Diff(evs, want); diff != "" {
+		t.Fatalf("events (-evs +want):\n%s", diff)
 	}
 	if !evs[0].ID.IsELD() || evs[1].ID.IsELD() {
 		t.Error("IsELD")

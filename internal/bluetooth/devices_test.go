@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/google/go-cmp/cmp"
 	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/dra"
 )
@@ -200,8 +201,8 @@ func TestControllers(t *testing.T) {
 			}
 			got := byName(t, devs)
 			name := strings.ToLower(strings.ReplaceAll(tt.device.Address, ":", "-"))
-			if !reflect.DeepEqual(got[name], tt.want) {
-				t.Errorf("%s:\n got %v\nwant %v", name, got[name], tt.want)
+			if diff := cmp.Diff(got[name], tt.want); diff != "" {
+				t.Errorf("got[name] (-got[name] +tt.want):\n%s", diff)
 			}
 			if len(got) != 2 {
 				t.Errorf("published %d devices, want the controller and the media bus", len(got))
@@ -232,13 +233,13 @@ func TestOnlyPairedDevicesAndOneMediaBusPerAdapter(t *testing.T) {
 		names = append(names, d.Name)
 	}
 	want := []string{hci0Bus, "33-44-55-66-77-88", "5c-f3-70-00-00-01-media", "a0-ab-51-33-b7-12", "e4-17-d8-c5-67-6d"}
-	if !reflect.DeepEqual(names, want) {
-		t.Errorf("names = %v, want %v", names, want)
+	if diff := cmp.Diff(names, want); diff != "" {
+		t.Errorf("names = (-names +want):\n%s", diff)
 	}
 	bus := byName(t, devs)[hci0Bus]
 	wantBus := flat{Attrs: map[string]any{"address": hci0Address, "kind": "mediaBus", "sound.liken.sh/supportsSound": true}}
-	if !reflect.DeepEqual(bus, wantBus) {
-		t.Errorf("media bus: got %v, want %v", bus, wantBus)
+	if diff := cmp.Diff(bus, wantBus); diff != "" {
+		t.Errorf("media bus: got (-bus +wantBus):\n%s", diff)
 	}
 	for _, d := range devs {
 		if err := checkAPIDevice(d); err != nil {
@@ -309,8 +310,8 @@ func TestDepartedAdapterStaysPublishedTainted(t *testing.T) {
 	// A second pass without the adapter keeps the same set.
 	inv.Observe(bluez.Objects{})
 	again, _ := inv.Devices(NodeMap{})
-	if !reflect.DeepEqual(byName(t, again), got) {
-		t.Errorf("second pass differs:\n%v\n%v", byName(t, again), got)
+	if diff := cmp.Diff(byName(t, again), got); diff != "" {
+		t.Errorf("second pass differs (-byName(t +again), got):\n%s", diff)
 	}
 
 	// The radio comes back at another index with the same address.

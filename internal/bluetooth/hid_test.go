@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/hid"
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
@@ -43,7 +44,7 @@ func TestHIDScanAsInputNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []*cdispec.DeviceNode{{Path: "/dev/input/event5"}, {Path: "/dev/input/event9"}}
-	if !reflect.DeepEqual(edits.DeviceNodes, want) {
-		t.Errorf("prepared nodes %+v, want %+v", edits.DeviceNodes, want)
+	if diff := cmp.Diff(edits.DeviceNodes, want); diff != "" {
+		t.Errorf("prepared nodes (-edits.DeviceNodes +want):\n%s", diff)
 	}
 }

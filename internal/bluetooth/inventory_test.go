@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/liken-sh/operators/internal/bluez"
 )
 
@@ -39,8 +40,8 @@ func TestInventoryKeepsLastGoodIdentityOfAnOddDevice(t *testing.T) {
 	}
 	inv.Observe(objs)
 	after, problems := inv.Devices(nodes)
-	if !reflect.DeepEqual(byName(t, after), byName(t, before)) {
-		t.Errorf("devices changed with odd properties:\n got %v\nwant %v", byName(t, after), byName(t, before))
+	if diff := cmp.Diff(byName(t, after), byName(t, before)); diff != "" {
+		t.Errorf("devices changed with odd properties (-byName(t +after), byName(t, before)):\n%s", diff)
 	}
 	text := errors.Join(problems...)
 	if len(problems) != 3 || text == nil {

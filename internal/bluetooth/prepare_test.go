@@ -3,11 +3,11 @@ package bluetooth
 import (
 	"context"
 	"errors"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/liken-sh/operators/internal/dra"
 	resourceapi "k8s.io/api/resource/v1"
 	"sigs.k8s.io/json"
@@ -49,8 +49,8 @@ func TestPrepareController(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := dra.ContainerEdits{DeviceNodes: []*cdispec.DeviceNode{{Path: "/dev/input/event18"}, {Path: "/dev/input/event19"}}}
-	if !reflect.DeepEqual(edits, want) {
-		t.Errorf("edits:\n got %+v\nwant %+v", edits, want)
+	if diff := cmp.Diff(edits, want); diff != "" {
+		t.Errorf("edits (-edits +want):\n%s", diff)
 	}
 	validate(t, edits)
 }
@@ -62,8 +62,8 @@ func TestPrepareControllerUnderAnotherDeviceRoot(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []*cdispec.DeviceNode{{Path: "/dev/input/event3", HostPath: "/tmp/root/dev/input/event3"}}
-	if !reflect.DeepEqual(edits.DeviceNodes, want) {
-		t.Errorf("nodes: got %+v, want %+v", edits.DeviceNodes, want)
+	if diff := cmp.Diff(edits.DeviceNodes, want); diff != "" {
+		t.Errorf("nodes: got (-edits.DeviceNodes +want):\n%s", diff)
 	}
 }
 
@@ -136,8 +136,8 @@ func TestPrepareMediaBus(t *testing.T) {
 			Type: "bind", Options: []string{"ro", "rbind", "rprivate", "nosuid", "nodev"},
 		}},
 	}
-	if !reflect.DeepEqual(edits, want) {
-		t.Errorf("edits:\n got %+v\nwant %+v", edits, want)
+	if diff := cmp.Diff(edits, want); diff != "" {
+		t.Errorf("edits (-edits +want):\n%s", diff)
 	}
 	if walked {
 		t.Error("the media bus walked sysfs")

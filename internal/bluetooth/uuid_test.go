@@ -2,10 +2,11 @@ package bluetooth
 
 import (
 	"fmt"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 var tokenPattern = regexp.MustCompile(`^[a-z]+(-[a-z]+)*(\+[a-z]+(-[a-z]+)*)*$`)
@@ -47,8 +48,8 @@ func TestProfiles(t *testing.T) {
 		"not a uuid",
 	})
 	want := []string{"audioSink", "audioSource", "avrcpController", "avrcpTarget", "battery", "handsfree", "headset", "input", "serialPort"}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("Profiles = %v, want %v", got, want)
+	if diff := cmp.Diff(got, want); diff != "" {
+		t.Errorf("Profiles = (-got +want):\n%s", diff)
 	}
 	// The audio-gateway roles (a phone) are not the hands-free and headset
 	// roles (a headset).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/google/go-cmp/cmp"
 )
 
 const (
@@ -241,8 +242,8 @@ func TestManagedObjectsToleratesAbsentAndMistypedProperties(t *testing.T) {
 		t.Fatalf("devices: %+v", objs.Devices)
 	}
 	wantBare := Device{Path: bare, Adapter: hci0, Address: "11:22:33:44:55:66"}
-	if !reflect.DeepEqual(objs.Devices[0], wantBare) {
-		t.Errorf("bare device:\n got %+v\nwant %+v", objs.Devices[0], wantBare)
+	if diff := cmp.Diff(objs.Devices[0], wantBare); diff != "" {
+		t.Errorf("bare device (-objs.Devices[0] +wantBare):\n%s", diff)
 	}
 	pad := objs.Devices[1]
 	if pad.Class != 0 || pad.Connected {
@@ -323,8 +324,8 @@ func TestChangesFollowBlueZ(t *testing.T) {
 		start := time.Now()
 		s.do()
 		got := next(t, c)
-		if !reflect.DeepEqual(got, s.want) {
-			t.Errorf("%s:\n got %v\nwant %v", s.name, got, s.want)
+		if diff := cmp.Diff(got, s.want); diff != "" {
+			t.Errorf("got (-got +s.want):\n%s", diff)
 		}
 		t.Logf("%s: %v after the call", s.name, time.Since(start))
 	}

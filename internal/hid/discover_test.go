@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // sharedFixtures is the repository's copy of the recorded fixtures.
@@ -53,8 +55,8 @@ func TestDiscoverRecordedTree(t *testing.T) {
 	if len(scan.Skipped) != 0 {
 		t.Errorf("Skipped = %v, want none", scan.Skipped)
 	}
-	if !reflect.DeepEqual(scan.Devices, recordedTree) {
-		t.Errorf("Devices:\n got %+v\nwant %+v", scan.Devices, recordedTree)
+	if diff := cmp.Diff(scan.Devices, recordedTree); diff != "" {
+		t.Errorf("Devices (-scan.Devices +recordedTree):\n%s", diff)
 	}
 	// Another /dev root moves the node paths with it.
 	scan, err = Discover(root, "/host/dev")
@@ -115,8 +117,8 @@ func TestRecordedTreeAgreesWithFixtures(t *testing.T) {
 			handlers = append(handlers, "/dev/input/"+h)
 		}
 	}
-	if !reflect.DeepEqual(d.EventNodes, handlers) {
-		t.Errorf("EventNodes %v, fixture handlers %v", d.EventNodes, handlers)
+	if diff := cmp.Diff(d.EventNodes, handlers); diff != "" {
+		t.Errorf("EventNodes (-d.EventNodes +handlers):\n%s", diff)
 	}
 
 	dmesg, err := os.ReadFile(filepath.Join(sharedFixtures, "uevent/dmesg-bt-hid-uhid-lines.txt"))

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestParseUevent(t *testing.T) {
@@ -27,8 +29,8 @@ func TestParseUevent(t *testing.T) {
 			"MODALIAS": "hid:b0005g0001v00003434p00000213",
 		},
 	}
-	if !reflect.DeepEqual(u, want) {
-		t.Errorf("got %+v\nwant %+v", u, want)
+	if diff := cmp.Diff(u, want); diff != "" {
+		t.Errorf("got (-u +want):\n%s", diff)
 	}
 	// The last line may lack its newline; values may hold '='.
 	u, err = ParseUevent([]byte("HID_ID=0003:0000046D:0000C31C\nHID_NAME=a=b"))

@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func sampleOutputs() []Output {
@@ -33,8 +35,8 @@ func TestDeclarationRoundTrip(t *testing.T) {
 		t.Fatalf("%v\n%s", err, data)
 	}
 	want := sortOutputs(in)
-	if !reflect.DeepEqual(out, want) {
-		t.Errorf("read back\n%+v\nwant\n%+v\ntext:\n%s", out, want, data)
+	if diff := cmp.Diff(out, want); diff != "" {
+		t.Errorf("read back (-out +want):\n%s", diff)
 	}
 	// Sorted by card, device, direction.
 	for i, name := range []string{"liken.audio.card0-pcm3", "liken.audio.card0-pcm7", "liken.audio.card1-pcm0", "liken.audio.card1-pcm0c"} {

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 const fixturePWDump = "../../testdata/fixtures/pwdump/voxpipe-tests-data-pw-dump.json"
@@ -49,8 +51,8 @@ func TestParseDumpFixture(t *testing.T) {
 		"alsa_output.usb-Generic_USB_Audio-00.HiFi__hw_Audio_1__sink",
 		"alsa_output.usb-Generic_USB_Audio-00.HiFi__hw_Audio__sink",
 	}
-	if !reflect.DeepEqual(sinks, want) {
-		t.Errorf("sinks %v\nwant %v", sinks, want)
+	if diff := cmp.Diff(sinks, want); diff != "" {
+		t.Errorf("sinks (-sinks +want):\n%s", diff)
 	}
 	n, ok := g.Node(33)
 	if !ok || n.Name != "alsa_input.usb-046d_Brio_100_2605AP6LZZJ8-02.mono-fallback" || n.MediaClass != MediaClassSource || n.Description != "Brio 100 Mono" {
@@ -236,8 +238,8 @@ func TestParseDumpTolerates(t *testing.T) {
 		t.Errorf("node 9: %+v", n)
 	}
 	want := map[string]string{"node.name": "n", "liken.audio.card": "2", "liken.audio.pcm": "0", "b": "false", "o": `{"a":[1,2]}`, "f": "1.500000"}
-	if !reflect.DeepEqual(n.Props, want) {
-		t.Errorf("props %v\nwant %v", n.Props, want)
+	if diff := cmp.Diff(n.Props, want); diff != "" {
+		t.Errorf("props (-n.Props +want):\n%s", diff)
 	}
 	if n.Declared == nil || n.Declared.Card != 2 || n.Declared.PCM != 0 {
 		t.Errorf("declared %+v", n.Declared)

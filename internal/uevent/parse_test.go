@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // loadDatagrams reads a testdata/*.uevents file: blocks separated by blank
@@ -68,8 +70,8 @@ func TestParseRecordedKernelDatagrams(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", tc.file, err)
 		}
-		if !reflect.DeepEqual(got, tc.want) {
-			t.Errorf("%s:\n got %+v\nwant %+v", tc.file, got, tc.want)
+		if diff := cmp.Diff(got, tc.want); diff != "" {
+			t.Errorf("got (-got +tc.want):\n%s", diff)
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+	"github.com/google/go-cmp/cmp"
 )
 
 // The fixtures' real devices (testdata/fixtures/bluez in the repository).
@@ -468,8 +469,8 @@ func TestPairWritesLEBondAddressTypeLate(t *testing.T) {
 	infoPath := filepath.Join(s.StorageDir(), adapterAddr, mouseAddr, "info")
 	info := readKeyFile(t, infoPath)
 	wantGroups := []string{"General", "IdentityResolvingKey", "LongTermKey", "PeripheralLongTermKey"}
-	if !reflect.DeepEqual(info.groups, wantGroups) {
-		t.Errorf("LE info groups %v, want %v", info.groups, wantGroups)
+	if diff := cmp.Diff(info.groups, wantGroups); diff != "" {
+		t.Errorf("LE info groups (-info.groups +wantGroups):\n%s", diff)
 	}
 	for _, g := range []string{"IdentityResolvingKey", "LongTermKey", "PeripheralLongTermKey"} {
 		if !hexKey.MatchString(info.values[g]["Key"]) {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/liken-sh/operators/internal/alsa"
 )
 
@@ -314,8 +315,8 @@ func TestImportAlsactlState(t *testing.T) {
 			Max: 87, Step: 1, Values: []int64{74}, TLV: []uint32{1, 8, 0xffffe3c0, 100}},
 		{NumID: 3, Iface: "MIXER", Name: `it's A "test"`, Type: "BOOLEAN", Access: "read", Count: 1, Values: []int64{1}},
 	}
-	if !reflect.DeepEqual(states["PCH"], want) {
-		t.Errorf("got  %+v\nwant %+v", states["PCH"], want)
+	if diff := cmp.Diff(states["PCH"], want); diff != "" {
+		t.Errorf("got (-states[\"PCH\"] +want):\n%s", diff)
 	}
 	d := &alsa.Dump{Info: alsa.DumpCardInfo{ID: "PCH", Driver: "HDA-Intel", Name: "HDA Intel PCH"}, Controls: states["PCH"]}
 	if err := d.Validate(); err != nil {

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // derived is what the operator publishes from a block.
@@ -85,8 +87,8 @@ func TestControlFixtures(t *testing.T) {
 			if got := derive(e); got != tc.want {
 				t.Errorf("derived\n got %+v\nwant %+v", got, tc.want)
 			}
-			if !reflect.DeepEqual(*e, tc.eld) {
-				t.Errorf("ELD\n got %+v\nwant %+v", *e, tc.eld)
+			if diff := cmp.Diff(*e, tc.eld); diff != "" {
+				t.Errorf("ELD (-*e +tc.eld):\n%s", diff)
 			}
 		})
 	}
@@ -158,8 +160,8 @@ func TestProcFixtures(t *testing.T) {
 			if got := derive(e); got != tc.want {
 				t.Errorf("derived\n got %+v\nwant %+v", got, tc.want)
 			}
-			if !reflect.DeepEqual(e.SADs, tc.sads) {
-				t.Errorf("SADs\n got %+v\nwant %+v", e.SADs, tc.sads)
+			if diff := cmp.Diff(e.SADs, tc.sads); diff != "" {
+				t.Errorf("SADs (-e.SADs +tc.sads):\n%s", diff)
 			}
 			if e.SpeakerAllocation != tc.allocation || e.ManufacturerCode != tc.manufacturerCode {
 				t.Errorf("allocation %#x manufacturer %#x", e.SpeakerAllocation, e.ManufacturerCode)

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 var monitorIDShape = regexp.MustCompile(`^[a-z]{3}-[0-9a-f]{4}(-\S+)?$`)
@@ -60,8 +61,8 @@ func FuzzParse(f *testing.F) {
 				want.SADs[i] = p.ELD.SADs[i] // numbered differently in text
 			}
 		}
-		if !reflect.DeepEqual(*p.ELD, want) {
-			t.Fatalf("binary and proc forms differ:\n%+v\n%+v", want, *p.ELD)
+		if diff := cmp.Diff(*p.ELD, want); diff != "" {
+			t.Fatalf("binary and proc forms differ (-*p.ELD +want):\n%s", diff)
 		}
 	})
 }
