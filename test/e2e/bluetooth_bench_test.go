@@ -78,17 +78,28 @@ func startBluetoothWorldOn(b *testing.B, ctx context.Context, cluster *harness.C
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	sim := bluezsim.New(b, bluezsim.Options{StorageDir: filepath.Join(dir, "bluetooth")})
-	must(b, ignore(sim.AddAdapter("hci0", adapterAddr)))
-	must(b, ignore(sim.AddDevice("hci0", padAddr, bluezsim.Device{Name: "8Bitdo NES30 Pro", Class: 0x002508, Modalias: "usb:v2DC8p3820d0100", UUIDs: []string{hidUUID}})))
-	must(b, ignore(sim.AddDevice("hci0", speakerAddr, bluezsim.Device{Name: "Kitchen", Class: 0x240414, UUIDs: []string{a2dpSink}})))
+	sim, sysRoot := simulatedBluetoothNode(b, dir)
+	return &bluetoothWorld{cluster: cluster, sim: sim, dir: dir, sysRoot: sysRoot}
+}
+
+// simulatedBluetoothNode is the node the Bluetooth test and benchmarks
+// run the operator on: the BlueZ simulator with hci0, the recorded
+// gamepad and a speaker paired and connected (its storage under
+// dir/bluetooth), and the gamepad's HID device in a sysfs under dir/sys,
+// whose path it returns.
+func simulatedBluetoothNode(tb testing.TB, dir string) (*bluezsim.Sim, string) {
+	tb.Helper()
+	sim := bluezsim.New(tb, bluezsim.Options{StorageDir: filepath.Join(dir, "bluetooth")})
+	must(tb, ignore(sim.AddAdapter("hci0", adapterAddr)))
+	must(tb, ignore(sim.AddDevice("hci0", padAddr, bluezsim.Device{Name: "8Bitdo NES30 Pro", Class: 0x002508, Modalias: "usb:v2DC8p3820d0100", UUIDs: []string{hidUUID}})))
+	must(tb, ignore(sim.AddDevice("hci0", speakerAddr, bluezsim.Device{Name: "Kitchen", Class: 0x240414, UUIDs: []string{a2dpSink}})))
 	for _, d := range []string{padAddr, speakerAddr} {
-		must(b, sim.Pair("hci0", d))
-		must(b, sim.Connect("hci0", d))
+		must(tb, sim.Pair("hci0", d))
+		must(tb, sim.Connect("hci0", d))
 	}
 	sysRoot := filepath.Join(dir, "sys")
-	must(b, ignore(fakesys.BluetoothHID(sysRoot, "0005:2DC8:3820.0001", "8Bitdo NES30 Pro", padAddr, adapterAddr, 7)))
-	return &bluetoothWorld{cluster: cluster, sim: sim, dir: dir, sysRoot: sysRoot}
+	must(tb, ignore(fakesys.BluetoothHID(sysRoot, "0005:2DC8:3820.0001", "8Bitdo NES30 Pro", padAddr, adapterAddr, 7)))
+	return sim, sysRoot
 }
 
 // startOperator starts the bluetooth-operator binary bin as

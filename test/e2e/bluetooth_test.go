@@ -22,7 +22,6 @@ import (
 	"github.com/liken-sh/operators/test/bluezsim"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
-	"github.com/liken-sh/operators/test/fakesys"
 )
 
 const (
@@ -57,16 +56,7 @@ func TestBluetoothOperator(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	sim := bluezsim.New(t, bluezsim.Options{StorageDir: filepath.Join(dir, "bluetooth")})
-	must(t, ignore(sim.AddAdapter("hci0", adapterAddr)))
-	must(t, ignore(sim.AddDevice("hci0", padAddr, bluezsim.Device{Name: "8Bitdo NES30 Pro", Class: 0x002508, Modalias: "usb:v2DC8p3820d0100", UUIDs: []string{hidUUID}})))
-	must(t, ignore(sim.AddDevice("hci0", speakerAddr, bluezsim.Device{Name: "Kitchen", Class: 0x240414, UUIDs: []string{a2dpSink}})))
-	for _, d := range []string{padAddr, speakerAddr} {
-		must(t, sim.Pair("hci0", d))
-		must(t, sim.Connect("hci0", d))
-	}
-	sysRoot := filepath.Join(dir, "sys")
-	must(t, ignore(fakesys.BluetoothHID(sysRoot, "0005:2DC8:3820.0001", "8Bitdo NES30 Pro", padAddr, adapterAddr, 7)))
+	sim, sysRoot := simulatedBluetoothNode(t, dir)
 
 	opCtx, stopOp := context.WithCancel(ctx)
 	opDone := make(chan error, 1)
