@@ -14,10 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"k8s.io/client-go/dynamic"
-	"k8s.io/klog/v2/ktesting"
-
-	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/internal/procmem"
 	"github.com/liken-sh/operators/test/capturetest"
 	"github.com/liken-sh/operators/test/e2e/harness"
@@ -28,22 +24,7 @@ import (
 // the control plane, PipeWire and WirePlumber, audio-api and the capture
 // container, and a token of someone allowed to listen.
 func captureBench(b *testing.B) (*harness.Cluster, *capturetest.Stack, string) {
-	_, ctx := ktesting.NewTestContext(b)
-	c, err := harness.Start(ctx, harness.Options{Logf: b.Logf})
-	must(b, err)
-	b.Cleanup(c.Stop)
-	must(b, c.ApplyCRDs(ctx, "deploy/audio/crds"))
-	_, err = c.WaitForServiceAccount(ctx, "default", "default")
-	must(b, err)
-	out := pwtest.NullOutput(0, 3, tapSinkNode)
-	out.Output, out.Rate = tapSink, tapRate
-	pw := pwtest.New(b, pwtest.Options{Outputs: []pipewire.Output{out}})
-	dyn, err := dynamic.NewForConfig(c.RESTConfig())
-	must(b, err)
-	createEndpoint(b, ctx, dyn, "Sink", tapSink, "node-cap")
-	st, err := capturetest.Start(ctx, capturetest.Options{Cluster: c, Remote: pw.Remote(), Node: "node-cap"})
-	must(b, err)
-	b.Cleanup(st.Stop)
+	ctx, c, pw, st := startCaptureWorld(b)
 	tok, err := capturetest.Token(ctx, c, "default", "listener", "audio-api")
 	must(b, err)
 	bindViewer(b, ctx, c, "default", "listener")

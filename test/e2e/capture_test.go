@@ -89,6 +89,31 @@ func wavPCM(t *testing.T, what string, b []byte, rate, channels int) []byte {
 	return b[44:]
 }
 
+// startCaptureWorld is the capture path the test and the benchmarks run
+// on: the control plane with the audio CRDs, PipeWire and WirePlumber
+// with the tap sink, its Sink object on node-cap, and audio-api with a
+// capture container in front of that PipeWire.
+func startCaptureWorld(tb testing.TB) (context.Context, *harness.Cluster, *pwtest.Daemons, *capturetest.Stack) {
+	tb.Helper()
+	_, ctx := ktesting.NewTestContext(tb)
+	c, err := harness.Start(ctx, harness.Options{Logf: tb.Logf})
+	must(tb, err)
+	tb.Cleanup(c.Stop)
+	must(tb, c.ApplyCRDs(ctx, "deploy/audio/crds"))
+	_, err = c.WaitForServiceAccount(ctx, "default", "default")
+	must(tb, err)
+	out := pwtest.NullOutput(0, 3, tapSinkNode)
+	out.Output, out.Rate = tapSink, tapRate
+	pw := pwtest.New(tb, pwtest.Options{Outputs: []pipewire.Output{out}})
+	dyn, err := dynamic.NewForConfig(c.RESTConfig())
+	must(tb, err)
+	createEndpoint(tb, ctx, dyn, "Sink", tapSink, "node-cap")
+	st, err := capturetest.Start(ctx, capturetest.Options{Cluster: c, Remote: pw.Remote(), Node: "node-cap"})
+	must(tb, err)
+	tb.Cleanup(st.Stop)
+	return ctx, c, pw, st
+}
+
 // TestCaptureThroughAudioAPI plays a 997 Hz tone into a declared sink on
 // real PipeWire and WirePlumber and taps it as a person would, through
 // audio-api (as its ServiceAccount, with the RBAC of deploy/audio) to the
@@ -96,23 +121,7 @@ func wavPCM(t *testing.T, what string, b []byte, rate, channels int) []byte {
 // pw-record: the WAV, FLAC and Opus bodies decode to the tone at the
 // node's rate and channels, and so does the plugin binary's capture.
 func TestCaptureThroughAudioAPI(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	c, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
-	must(t, err)
-	t.Cleanup(c.Stop)
-	must(t, c.ApplyCRDs(ctx, "deploy/audio/crds"))
-	_, err = c.WaitForServiceAccount(ctx, "default", "default")
-	must(t, err)
-	out := pwtest.NullOutput(0, 3, tapSinkNode)
-	out.Output, out.Rate = tapSink, tapRate
-	pw := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{out}})
-	dyn, err := dynamic.NewForConfig(c.RESTConfig())
-	must(t, err)
-	createEndpoint(t, ctx, dyn, "Sink", tapSink, "node-cap")
-
-	st, err := capturetest.Start(ctx, capturetest.Options{Cluster: c, Remote: pw.Remote(), Node: "node-cap"})
-	must(t, err)
-	t.Cleanup(st.Stop)
+	ctx, c, pw, st := startCaptureWorld(t)
 	listener := serviceAccountToken(t, ctx, c, "default", "listener", "audio-api")
 	bindViewer(t, ctx, c, "default", "listener")
 	playTone(t, pw)
