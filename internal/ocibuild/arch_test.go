@@ -165,3 +165,21 @@ func mustConfigName(t *testing.T, img v1.Image) v1.Hash {
 	}
 	return h
 }
+
+// The index's entries carry media type, size, digest and platform only:
+// no artifactType, which registry clients predating it rewrite.
+func TestIndexEntriesArePlain(t *testing.T) {
+	root := tree(t, "usr/share/x")
+	spec := Spec{Ref: "example.com/test/x:v1", Paths: []string{"/usr/share/x"}}
+	res, err := BuildIndex([]Variant{{Spec: spec, Root: root}, {Spec: spec.ForArch(ARM64), Root: root}}, Options{Out: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(res.Layout, "blobs", "sha256", res.Digest.Hex))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(raw), "artifactType") || strings.Count(string(raw), `"platform"`) != 2 {
+		t.Fatalf("index %s", raw)
+	}
+}

@@ -87,9 +87,11 @@ func BuildIndex(variants []Variant, opts Options) (IndexResult, error) {
 
 	adds := make([]mutate.IndexAddendum, len(imgs))
 	for i, img := range imgs {
-		adds[i] = mutate.IndexAddendum{Add: img, Descriptor: v1.Descriptor{
-			Platform: &v1.Platform{OS: "linux", Architecture: variants[i].Spec.arch().Name},
-		}}
+		d, err := plainDescriptor(img, variants[i].Spec.arch())
+		if err != nil {
+			return fail(err)
+		}
+		adds[i] = mutate.IndexAddendum{Add: d}
 	}
 	idx := mutate.AppendManifests(empty.Index, adds...)
 	if res.Digest, err = idx.Digest(); err != nil {
@@ -116,4 +118,33 @@ func BuildIndex(variants []Variant, opts Options) (IndexResult, error) {
 	}
 	res.Elapsed = time.Since(began)
 	return res, nil
+}
+
+// described is an image with the descriptor its index entry carries.
+// The library would give an image's entry an artifactType (its config's
+// media type); the OCI image spec (image-index.md) keeps that field for
+// artifacts, and registry clients that predate it (skopeo 1.9, Debian
+// 12's) rewrite an index holding it on copy, so a pushed index would not
+// have the digest the build printed. partial.Descriptor takes this
+// descriptor as it is.
+type described struct {
+	v1.Image
+	desc v1.Descriptor
+}
+
+func (d described) Descriptor() (*v1.Descriptor, error) { return &d.desc, nil }
+
+// plainDescriptor wraps img with its descriptor for arch's platform:
+// media type, size, digest and platform, nothing else.
+func plainDescriptor(img v1.Image, arch Arch) (described, error) {
+	d := described{Image: img, desc: v1.Descriptor{Platform: &v1.Platform{OS: "linux", Architecture: arch.Name}}}
+	var err error
+	if d.desc.MediaType, err = img.MediaType(); err != nil {
+		return d, err
+	}
+	if d.desc.Size, err = img.Size(); err != nil {
+		return d, err
+	}
+	d.desc.Digest, err = img.Digest()
+	return d, err
 }

@@ -2,16 +2,23 @@ package images_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
 	"debug/elf"
+	"encoding/json"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
 // The two platforms' multiarch triplets and dynamic loaders, as Debian
@@ -209,4 +216,39 @@ func equalConfigs(amd, arm []string) bool {
 		translated[i] = strings.ReplaceAll(s, amd64Triplet, arm64Triplet)
 	}
 	return slices.Equal(translated, arm)
+}
+
+// TestRegistryClientCopiesBothPlatforms copies every layout as the
+// release workflow pushes it (skopeo copy --all oci:<layout>), into
+// another layout rather than a registry, and reads the copy back: the
+// copy is the same image index, of both platforms, and skopeo picks the
+// arm64 image for an arm64 machine.
+func TestRegistryClientCopiesBothPlatforms(t *testing.T) {
+	out := builtTwice(t)[0].out
+	for _, name := range imageNames() {
+		want, err := layoutIndex(t, out, name).Digest()
+		if err != nil {
+			t.Fatal(err)
+		}
+		dst := "oci:" + filepath.Join(t.TempDir(), name) + ":copy"
+		run := func(args ...string) string {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			b, err := exec.CommandContext(ctx, "skopeo", args...).CombinedOutput()
+			if err != nil {
+				t.Fatalf("skopeo %s: %v\n%s", strings.Join(args, " "), err, b)
+			}
+			return string(b)
+		}
+		run("copy", "--all", "oci:"+filepath.Join(out, name), dst)
+		raw := run("inspect", "--raw", dst)
+		got := v1.Hash{Algorithm: "sha256", Hex: fmt.Sprintf("%x", sha256.Sum256([]byte(raw)))}
+		if got != want {
+			t.Errorf("%s: the copy's index is %s, want %s:\n%s", name, got, want, raw)
+		}
+		var inspected struct{ Architecture string }
+		if err := json.Unmarshal([]byte(run("inspect", "--override-arch", "arm64", dst)), &inspected); err != nil || inspected.Architecture != "arm64" {
+			t.Errorf("%s: skopeo inspect for arm64: %+v, %v", name, inspected, err)
+		}
+	}
 }
