@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 )
 
 // apt runs apt-get for one foreign architecture with its own state under
@@ -89,18 +90,25 @@ func (a apt) debName(p Package) string {
 // the oldest version newer than the installed one (the mirror keeps only
 // the newest stable and security updates, so a machine not upgraded since
 // has versions it no longer offers), which is logged. The package lists
-// are fetched when there are none, and again once when a version is not
-// found in them.
+// are fetched when there are none, and again once when a package has no
+// version to take, or when one is not taken at the installed version and
+// the lists are more than an hour old.
 func (a apt) download(ctx context.Context, pkgs []Package) ([]string, []Package, error) {
 	if err := a.prepare(); err != nil {
 		return nil, nil, err
 	}
 	lists, _ := filepath.Glob(filepath.Join(a.dir, "lists", "*_Packages*"))
 	updated := false
+	// APT gives a list the server's modification time, so the time of
+	// the last fetch is kept in a file of its own.
+	stamp := filepath.Join(a.dir, "updated")
 	update := func() error {
 		a.logf("debroot: fetching the %s package lists", a.arch)
 		updated = true
-		return a.run(ctx, a.dir, "update")
+		if err := a.run(ctx, a.dir, "update"); err != nil {
+			return err
+		}
+		return os.WriteFile(stamp, nil, 0o644)
 	}
 	if len(lists) == 0 {
 		if err := update(); err != nil {
@@ -108,7 +116,7 @@ func (a apt) download(ctx context.Context, pkgs []Package) ([]string, []Package,
 		}
 	}
 	chosen, inexact, err := a.resolve(ctx, pkgs)
-	if (err != nil || len(inexact) > 0) && !updated {
+	if (err != nil || (len(inexact) > 0 && olderThan(stamp, time.Hour))) && !updated {
 		if err := update(); err != nil {
 			return nil, nil, err
 		}
@@ -249,4 +257,10 @@ func versionGreater(a, b string) (bool, error) {
 	default:
 		return false, fmt.Errorf("dpkg --compare-versions %s gt %s: %w", a, b, err)
 	}
+}
+
+// olderThan reports whether the file is missing or older than age.
+func olderThan(file string, age time.Duration) bool {
+	fi, err := os.Stat(file)
+	return err != nil || time.Since(fi.ModTime()) > age
 }

@@ -14,8 +14,9 @@
 // configuration are left as they are: no dpkg --add-architecture, and
 // the machine's apt-get update fetches no foreign index.
 //
-// Roots are cached by the list of packages and versions they hold; a
-// second call for the same files reads nothing but dpkg's database.
+// Roots are cached by the list of packages and versions they hold (the
+// three most recently used, and the packages they are made of); a second
+// call for the same files reads nothing but dpkg's database.
 package debroot
 
 import (
@@ -31,6 +32,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -88,6 +90,8 @@ func Root(ctx context.Context, files []string, opts Options) (string, []Package,
 	root := filepath.Join(roots, key(opts.Arch, pkgs))
 	if chosen, err := readPackages(root + ".packages"); err == nil {
 		if _, err := os.Stat(root); err == nil {
+			now := time.Now()
+			os.Chtimes(root+".packages", now, now) // recently used: kept by pruneRoots
 			return root, chosen, nil
 		}
 	}
@@ -121,11 +125,7 @@ func Root(ctx context.Context, files []string, opts Options) (string, []Package,
 	if err := writePackages(root+".packages", chosen); err != nil {
 		return "", nil, err
 	}
-	// Only the newest root, and the packages it is made of, are kept: an
-	// older root is another package set, which a later build would not
-	// ask for again.
-	prune(roots, []string{root, root + ".packages"})
-	prune(filepath.Join(a.dir, "debs"), debs)
+	pruneRoots(roots, filepath.Join(a.dir, "debs"), a)
 	return root, chosen, nil
 }
 
@@ -156,14 +156,45 @@ func readPackages(file string) ([]Package, error) {
 	return pkgs, nil
 }
 
-// prune removes everything in dir but keep.
-func prune(dir string, keep []string) {
-	entries, _ := filepath.Glob(filepath.Join(dir, "*"))
-	for _, e := range entries {
-		if !slices.Contains(keep, e) {
-			os.RemoveAll(e)
+// keptRoots is how many roots the cache keeps: the full image set's and a
+// build of a few images have different package sets, and a person
+// alternating between them should not download again; an older root is
+// a package set no build asks for any more.
+const keptRoots = 3
+
+// pruneRoots keeps the keptRoots most recently used roots and removes
+// the others, and every downloaded package no kept root holds.
+func pruneRoots(roots, debs string, a apt) {
+	records, _ := filepath.Glob(filepath.Join(roots, "*.packages"))
+	slices.SortFunc(records, func(x, y string) int { return modTime(y).Compare(modTime(x)) })
+	keep := map[string]bool{}
+	for i, rec := range records {
+		root := strings.TrimSuffix(rec, ".packages")
+		pkgs, err := readPackages(rec)
+		if i >= keptRoots || err != nil {
+			continue
+		}
+		keep[root], keep[rec] = true, true
+		for _, p := range pkgs {
+			keep[filepath.Join(debs, a.debName(p))] = true
 		}
 	}
+	for _, dir := range []string{roots, debs} {
+		entries, _ := filepath.Glob(filepath.Join(dir, "*"))
+		for _, e := range entries {
+			if !keep[e] {
+				os.RemoveAll(e)
+			}
+		}
+	}
+}
+
+func modTime(path string) time.Time {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return time.Time{}
+	}
+	return fi.ModTime()
 }
 
 // key names the root of pkgs for arch: a digest of the list, which is
