@@ -1,8 +1,9 @@
 // Package images_test is the proof of the images hack/build-images.sh
 // builds: the command is run twice and every digest must repeat; every
-// layer is unpacked with GNU tar, and every image's root filesystem runs
-// under bubblewrap as its pod runs it (see each test). Every process gets
-// a deadline.
+// layer is unpacked with GNU tar, and every amd64 image's root filesystem
+// runs under bubblewrap as its pod runs it (see each test); every arm64
+// one, which this machine cannot run, must hold the amd64 one's files
+// built for AArch64 (arm64_test.go). Every process gets a deadline.
 package images_test
 
 import (
