@@ -20,6 +20,7 @@ import (
 	"context"
 	"os"
 	"os/signal"
+	"syscall"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
@@ -30,7 +31,10 @@ import (
 var version = "dev"
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	// Interrupt, termination and a closed terminal all end the command
+	// the same way: an open pairing request is deleted, so the adapter
+	// does not stay discoverable for nobody.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer stop()
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	os.Exit(bluetoothcli.Execute(ctx, version, streams, os.Args[1:]))

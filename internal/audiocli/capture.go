@@ -118,7 +118,7 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 	defer stop()
 
 	// Ctrl-C ends an open-ended capture cleanly: what arrived is kept.
-	ctx, cancelSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, cancelSignals := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer cancelSignals()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, requestURL(base, captureapi.TapPath(res, name, &f), q), nil)
 	if err != nil {

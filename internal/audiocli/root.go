@@ -47,7 +47,10 @@ func NewCommand(version string, streams genericiooptions.IOStreams) *cobra.Comma
 	// operator's.
 	o.Kube.Namespace = nil
 	root := &cobra.Command{
-		Use:           "kubectl-liken-audio",
+		Use: "kubectl-liken-audio",
+		// Usage and help read "kubectl liken audio ...", as kubectl runs
+		// the plugin.
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl liken audio"},
 		Short:         "Hear what a Sink plays or a Source hears, through audio-api",
 		Long:          "Lists the cluster's Sinks and Sources and captures what one plays (a Sink's monitor) or hears (a Source) as WAV, FLAC or Opus, through audio-api with your own credentials.",
 		Version:       version,

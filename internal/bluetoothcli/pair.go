@@ -48,7 +48,14 @@ func newPair(e *env) *cobra.Command {
 			"a phone a number to compare, an old device is asked for its PIN. The command ends when the device\n" +
 			"is Paired (exit 0) or the request Failed or Expired (exit 1).",
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return e.pair(cmd.Context(), o) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, name := range []string{"device", "adapter", "node", "pin"} {
+				if cmd.Flags().Changed(name) && cmd.Flags().Lookup(name).Value.String() == "" {
+					return fmt.Errorf("--%s is empty: leave it out, or give a value", name)
+				}
+			}
+			return e.pair(cmd.Context(), o)
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.adapter, "adapter", "", "the Adapter to pair with (its name, or its address with colons)")

@@ -26,7 +26,10 @@ func Execute(ctx context.Context, version string, streams genericiooptions.IOStr
 func NewCommand(version string, streams genericiooptions.IOStreams) *cobra.Command {
 	flags := genericclioptions.NewConfigFlags(true)
 	root := &cobra.Command{
-		Use:           "kubectl liken bluetooth",
+		Use: "kubectl-liken-bluetooth",
+		// Usage and help read "kubectl liken bluetooth ...", as kubectl
+		// runs the plugin.
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl liken bluetooth"},
 		Short:         "Pair, list and unpair Bluetooth devices of the bluetooth.liken.sh operator",
 		Version:       version,
 		SilenceUsage:  true,

@@ -133,7 +133,7 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	}
 	fmt.Printf("\nthe monitor was unplugged (its ELD went, an ALSA control event): %s gained %s:NoExecute and %s:NoSchedule after %s\n",
 		dp, audio.TaintDisconnected, audio.TaintNoMonitor, time.Since(start).Round(10*time.Millisecond))
-	if err := finishEviction(ctx, c, "default", "music", start); err != nil {
+	if err := finishEviction(ctx, c, "default", "music", "desk-speakers", audio.DriverName, opts.RegistrarDir, start); err != nil {
 		return fail(err)
 	}
 	// What is captured is the USB headset (its channel map says stereo),
@@ -239,7 +239,7 @@ func sinksDemo(ctx context.Context, c *harness.Cluster, objs dynamic.Interface, 
 	}); err != nil {
 		return fmt.Errorf("the DP Sink's volume: %w", err)
 	}
-	fmt.Printf("\nkubectl patch sink %s -p '{\"spec\":{\"volume\":40}}': PipeWire's node set to 40%% of unity, status.observed.volume 40 after %s\n",
+	fmt.Printf("\nkubectl patch sink %s --type merge -p '{\"spec\":{\"volume\":40}}': PipeWire's node set to 40%% of unity, status.observed.volume 40 after %s\n",
 		dp, time.Since(start).Round(10*time.Millisecond))
 	return nil
 }

@@ -164,7 +164,7 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 	}
 	fmt.Printf("\nthe gamepad disconnected: %s gained the taint %s:NoExecute after %s (settle window %s)\n",
 		pad, bluetooth.TaintDisconnected, time.Since(start).Round(10*time.Millisecond), opts.SettleQuiet)
-	if err := finishEviction(ctx, c, "default", "emulator", start); err != nil {
+	if err := finishEviction(ctx, c, "default", "emulator", "gamepad", bluetooth.DriverName, opts.RegistrarDir, start); err != nil {
 		stop()
 		return nil, nil, err
 	}

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/e2e/kubelet"
 )
 
 // waitForSlice waits until one of driver's slices satisfies ok (any slice
@@ -103,11 +104,12 @@ func indentJSON(data []byte) string {
 
 // finishEviction waits, for at most 15 s, until kube-controller-manager's
 // device taint eviction marks pod ns/name for deletion (a NoExecute taint
-// on a device it holds), then does the kubelet's part, which this node
-// has no real kubelet for: it removes the pod (grace period 0) once its
-// containers would have stopped. since is when the taint's cause
-// happened.
-func finishEviction(ctx context.Context, c *harness.Cluster, ns, name string, since time.Time) error {
+// on a device its claim ns/claim holds), then does the kubelet's part,
+// which this node has no real kubelet for: it unprepares the claim
+// through the driver's socket (registered in registrarDir), as the
+// kubelet does once the pod's containers stopped, and removes the pod
+// (grace period 0). since is when the taint's cause happened.
+func finishEviction(ctx context.Context, c *harness.Cluster, ns, name, claim, driver, registrarDir string, since time.Time) error {
 	pods := c.Client().CoreV1().Pods(ns)
 	deadline := time.Now().Add(15 * time.Second)
 	for {
@@ -120,8 +122,26 @@ func finishEviction(ctx context.Context, c *harness.Cluster, ns, name string, si
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	fmt.Printf("  pod %s/%s evicted by kube-controller-manager's device taint eviction %s after the event; the fake kubelet removes it\n",
-		ns, name, time.Since(since).Round(10*time.Millisecond))
+	took := time.Since(since)
+	rc, err := c.Client().ResourceV1().ResourceClaims(ns).Get(ctx, claim, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	kl := kubelet.New(c.Client(), registrarDir)
+	defer kl.Close()
+	plugin, err := kl.Discover(ctx, driver)
+	if err != nil {
+		return err
+	}
+	resp, err := plugin.Unprepare(ctx, rc)
+	if err != nil {
+		return err
+	}
+	if r := resp.Claims[string(rc.UID)]; r != nil && r.Error != "" {
+		return fmt.Errorf("unprepare of claim %s/%s: %s", ns, claim, r.Error)
+	}
+	fmt.Printf("  pod %s/%s evicted by kube-controller-manager's device taint eviction %s after the event; the fake kubelet unprepares claim %s/%s and removes the pod\n",
+		ns, name, took.Round(10*time.Millisecond), ns, claim)
 	zero := int64(0)
 	return pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 }

@@ -1,0 +1,33 @@
+package bluetoothcli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// A flag given with an empty value is refused before anything is
+// created, rather than read as the flag left out (an empty --device
+// would otherwise open an interactive window).
+func TestPairRefusesAnEmptyFlag(t *testing.T) {
+	for _, flag := range []string{"--device", "--adapter", "--node", "--pin"} {
+		var out, errOut bytes.Buffer
+		code := Execute(context.Background(), "test", genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
+			[]string{"--kubeconfig", "/nonexistent", "pair", flag, ""})
+		if code != 1 || !strings.Contains(errOut.String(), flag+" is empty") {
+			t.Errorf("pair %s \"\": exit %d, %q; want 1 and the flag named", flag, code, errOut.String())
+		}
+	}
+}
+
+// Help names the command as kubectl runs it.
+func TestHelpNamesThePlugin(t *testing.T) {
+	var out bytes.Buffer
+	Execute(context.Background(), "test", genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}, []string{"pair", "--help"})
+	if !strings.Contains(out.String(), "kubectl liken bluetooth pair") {
+		t.Errorf("pair --help says:\n%s\nwant the usage line kubectl liken bluetooth pair", out.String())
+	}
+}
