@@ -37,22 +37,39 @@ func TestStaticImages(t *testing.T) {
 	}
 }
 
-// TestCLIImage runs the kubectl plugin's image as liken's plugin manager
-// would read it: --version names the release the build gave it (one word), and the
-// binary needs nothing from the image but itself (it is static).
+// TestCLIImage runs each kubectl plugin's image as liken's plugin manager
+// would read it: --version names the release the build gave it (one
+// word), the binary needs nothing from the image but itself (it is
+// static), and it runs its own checks: a command short of its argument,
+// and (bluetooth) a bad --device refused before any API server is asked,
+// with the value quoted.
 func TestCLIImage(t *testing.T) {
-	img := unpack(t, "audio-operator-cli")
-	entry := img.config.Config.Entrypoint
-	if len(entry) != 1 || entry[0] != "/usr/local/bin/kubectl-liken-audio" {
-		t.Fatalf("entrypoint %q", entry)
-	}
-	s := sandbox{image: img}
-	r := s.run(t, 10*time.Second, entry[0], "--version")
-	if v, ok := strings.CutPrefix(strings.TrimSpace(r.stdout), "kubectl-liken-audio "); r.exit != 0 || !ok || v == "" || strings.ContainsAny(v, " \n") {
-		t.Errorf("--version: exit %d (%v):\n%s%s", r.exit, r.err, r.stdout, r.stderr)
-	}
-	r = s.run(t, 10*time.Second, entry[0], "capture")
-	if r.exit != 1 || !strings.Contains(r.stderr, "accepts 1 arg") {
-		t.Errorf("capture with no name: exit %d:\n%s%s", r.exit, r.stdout, r.stderr)
+	for _, tc := range []struct {
+		image, binary string
+		bad           []string
+		want          string
+	}{
+		{"audio-operator-cli", "kubectl-liken-audio", []string{"capture"}, "accepts 1 arg"},
+		{"bluetooth-operator-cli", "kubectl-liken-bluetooth", []string{"unpair"}, "accepts 1 arg"},
+		{"bluetooth-operator-cli", "kubectl-liken-bluetooth",
+			[]string{"pair", "--device", "gamepad", "--adapter", "00-1a-7d-da-71-13", "--server", "https://127.0.0.1:1"},
+			`--device "gamepad" is not a Bluetooth address`},
+	} {
+		t.Run(tc.image+"/"+tc.bad[0], func(t *testing.T) {
+			img := unpack(t, tc.image)
+			entry := img.config.Config.Entrypoint
+			if len(entry) != 1 || entry[0] != "/usr/local/bin/"+tc.binary {
+				t.Fatalf("entrypoint %q, want [/usr/local/bin/%s]", entry, tc.binary)
+			}
+			s := sandbox{image: img}
+			r := s.run(t, 10*time.Second, entry[0], "--version")
+			if v, ok := strings.CutPrefix(strings.TrimSpace(r.stdout), tc.binary+" "); r.exit != 0 || !ok || v == "" || strings.ContainsAny(v, " \n") {
+				t.Errorf("--version: exit %d (%v):\n%s%s", r.exit, r.err, r.stdout, r.stderr)
+			}
+			r = s.run(t, 10*time.Second, append([]string{entry[0]}, tc.bad...)...)
+			if r.exit != 1 || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("%q: exit %d, want 1 and %q:\n%s%s", tc.bad, r.exit, tc.want, r.stdout, r.stderr)
+			}
+		})
 	}
 }

@@ -29,7 +29,7 @@ var Guests = []Guest{
 	{"uevent", "./internal/uevent"}, // the listener on a module load and on a uhid device
 	{"hid", "./internal/hid"},       // discovery of a uhid Bluetooth gamepad
 	{"hci", "./internal/hci"},       // HCIGETDEVINFO on btvirt's controllers
-	{"bluez", "./test/vm/bluez"},    // the bluetoothd entrypoint, pairing, bonds
+	{"bluez", "./test/vm/bluez"},    // the bluetoothd entrypoint, pairing, bonds, the PS button after a restart
 	// the liken.sh inventory driver's discovery over the three cards, a
 	// card's uevents, btvirt's controllers; last, since it unloads and
 	// reloads snd-aloop
@@ -43,16 +43,17 @@ var Modules = []string{
 	"9p", "9pnet_virtio",
 	"snd-dummy", "snd-aloop", "snd-hda-intel", "snd-hda-codec-generic",
 	"uhid", "hid-generic", "evdev", "dummy",
-	"hci_vhci", "af_alg", "algif_hash", "algif_skcipher", "cmac", "ecb", "aesni-intel",
+	"hci_vhci", "hidp", "af_alg", "algif_hash", "algif_skcipher", "cmac", "ecb", "aesni-intel",
 }
 
 // Programs are the host programs (with their libraries) the guest tests
-// run: btvirt and btmgmt (bluez-test-tools, bluez), what the bluetoothd
+// run: btvirt and btmgmt (bluez-test-tools, bluez), setpriv (util-linux,
+// to run a process with a pod's capabilities), what the bluetoothd
 // entrypoint starts, and PipeWire, WirePlumber, pw-dump and pw-play
 // (pw-cat under the name that makes it play), which the speaker tests run
 // against the real bluetoothd.
 var Programs = []string{
-	"/usr/bin/btvirt", "/usr/bin/btmgmt",
+	"/usr/bin/btvirt", "/usr/bin/btmgmt", "/usr/bin/setpriv",
 	"/usr/bin/dbus-daemon", "/usr/libexec/bluetooth/bluetoothd",
 	"/usr/bin/pipewire", "/usr/bin/wireplumber", "/usr/bin/pw-dump", "/usr/bin/pw-play",
 }

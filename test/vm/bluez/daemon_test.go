@@ -36,6 +36,14 @@ type daemon struct {
 // address set) and connects the operator's BlueZ client to its bus.
 func startBluetoothd(t *testing.T) *daemon {
 	t.Helper()
+	return startBluetoothdWith(t)
+}
+
+// startBluetoothdWith is startBluetoothd with the entrypoint started by
+// the command prefix (e.g. setpriv and its arguments), which must exec it
+// in its own process.
+func startBluetoothdWith(t *testing.T, prefix ...string) *daemon {
+	t.Helper()
 	d := &daemon{t: t, log: filepath.Join(t.TempDir(), "entrypoint.log")}
 	// A file, not a pipe: dbus-daemon inherits it and outlives the
 	// entrypoint's process, and a pipe would hold Wait until it ends.
@@ -44,7 +52,8 @@ func startBluetoothd(t *testing.T) *daemon {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	d.cmd = exec.Command(guest.Entrypoint)
+	argv := append(append([]string(nil), prefix...), guest.Entrypoint)
+	d.cmd = exec.Command(argv[0], argv[1:]...)
 	d.cmd.Env = append(os.Environ(), bluez.AddressEnv+"="+busAddress)
 	d.cmd.Stdout, d.cmd.Stderr = out, out
 	if err := d.cmd.Start(); err != nil {
