@@ -248,6 +248,11 @@ func (o *operator) loop(ctx context.Context, events *uevent.Listener) error {
 			o.departAll(ctx)
 			return err
 		case <-o.driver.Done():
+			if ctx.Err() != nil {
+				// The plugin stops with ctx too; whichever case the
+				// select picks, the end of ctx is a clean exit.
+				return nil
+			}
 			return fmt.Errorf("DRA plugin stopped: %w", o.driver.Err())
 		case <-events.Done():
 			if ctx.Err() != nil {
