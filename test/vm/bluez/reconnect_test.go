@@ -258,8 +258,20 @@ func TestVMReconnectAfterRestart(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue && c.Reason == btv1.ReasonPageScanOn
 	})
 
-	// The PS button: the gamepad pages the host and opens its channels.
-	ctrl, intr := connectHID(t, pad, host)
+	// The PS button, once the host's input plugin holds the gamepad (as
+	// a person presses it seconds after the pod came back, not within
+	// the first one): the gamepad pages the host and opens its channels.
+	if !guest.WaitFor(20*time.Second, func() bool { return hasInterface(d, devicePath(paths[0], pad), "org.bluez.Input1") }) {
+		t.Fatalf("after the restart bluetoothd's input plugin never took %s (no org.bluez.Input1)\n%s", pad, d.output())
+	}
+	ctrl, intr, err := connectHID(t, pad, host)
+	if err != nil {
+		t.Logf("the first press failed (%v); pressing again in 2 s", err)
+		time.Sleep(2 * time.Second)
+		if ctrl, intr, err = connectHID(t, pad, host); err != nil {
+			t.Fatalf("the gamepad could not reconnect: %v\n%s", err, d.output())
+		}
+	}
 	defer unix.Close(ctrl)
 	defer unix.Close(intr)
 	per := api.waitPeripheral(t, pad, "Connected and Ready", func(p *btv1.Peripheral) bool {
@@ -663,10 +675,11 @@ func currentSettings(t *testing.T, id uint16) []string {
 // pages the host (an L2CAP connection from its own address makes its
 // controller create the ACL link) and opens the HID control channel, then
 // the interrupt channel (Bluetooth HID profile, "Device-initiated
-// reconnection"). It returns both sockets.
-func connectHID(t *testing.T, from, to bdaddr.Address) (ctrl, intr int) {
+// reconnection"). It returns both sockets, or the error of the first
+// channel the host refused (with neither socket left open).
+func connectHID(t *testing.T, from, to bdaddr.Address) (ctrl, intr int, err error) {
 	t.Helper()
-	open := func(psm uint16) int {
+	open := func(psm uint16) (int, error) {
 		fd, err := unix.Socket(unix.AF_BLUETOOTH, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, unix.BTPROTO_L2CAP)
 		if err != nil {
 			t.Fatal(err)
@@ -680,14 +693,35 @@ func connectHID(t *testing.T, from, to bdaddr.Address) (ctrl, intr int) {
 		}
 		start := time.Now()
 		if err := unix.Connect(fd, &unix.SockaddrL2{PSM: psm, Addr: [6]uint8(to)}); err != nil {
-			t.Fatalf("the gamepad's connection to %s PSM %#x: %v", to, psm, err)
+			unix.Close(fd)
+			return -1, fmt.Errorf("the gamepad's connection to %s PSM %#x: %w", to, psm, err)
 		}
 		t.Logf("the gamepad opened PSM %#x on %s in %s", psm, to, time.Since(start).Round(time.Millisecond))
-		return fd
+		return fd, nil
 	}
-	ctrl = open(0x11)
-	intr = open(0x13)
-	return ctrl, intr
+	if ctrl, err = open(0x11); err != nil {
+		return -1, -1, err
+	}
+	if intr, err = open(0x13); err != nil {
+		unix.Close(ctrl)
+		return -1, -1, err
+	}
+	return ctrl, intr, nil
+}
+
+// hasInterface reports whether bluetoothd exports iface on path.
+func hasInterface(d *daemon, path dbus.ObjectPath, iface string) bool {
+	conn, err := dbus.Connect(busAddress)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	var objs map[dbus.ObjectPath]map[string]map[string]dbus.Variant
+	if err := conn.Object("org.bluez", "/").Call("org.freedesktop.DBus.ObjectManager.GetManagedObjects", 0).Store(&objs); err != nil {
+		return false
+	}
+	_, ok := objs[path][iface]
+	return ok
 }
 
 func findCondition(conds []metav1.Condition, typ string) *metav1.Condition {
