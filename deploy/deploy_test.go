@@ -112,8 +112,9 @@ var bases = []base{
 			"ResourceClaimTemplate/bluetooth-adapter",
 			"DaemonSet/bluetooth-operator",
 		},
-		// bonds.Sync gets, creates and updates; bonds.Fetch lists.
-		secretVerbs: []string{"get", "list", "create", "update"},
+		// bonds.Sync gets, creates and updates; bonds.Fetch lists; the
+		// operator watches for a bond Secret deleted by hand.
+		secretVerbs: []string{"get", "list", "watch", "create", "update"},
 		rendered:    checkBluetoothPodMonitor,
 		applied:     checkBluetoothResources,
 	},

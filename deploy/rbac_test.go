@@ -46,6 +46,7 @@ var rbacMatrix = map[string]map[string][]access{
 			may("update", "bluetooth.liken.sh", "peripherals/finalizers", "", ""),
 			may("create", "", "secrets", namespace, ""),
 			may("list", "", "secrets", namespace, ""),
+			may("watch", "", "secrets", namespace, ""),
 			may("create", "", "events", "default", ""),
 			// Never: a bond's deletion, a Secret elsewhere or
 			// cluster-wide, its own rights, a pod's spec, a node.

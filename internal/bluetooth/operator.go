@@ -167,6 +167,13 @@ func Run(ctx context.Context, cfg Config) error {
 			op.hci.Close()
 		}
 	}()
+	watchBondSecrets(ctx, cfg.KubeClient, cfg.Namespace, func(name string) {
+		logger.Info("A bond Secret was deleted; writing the bonds BlueZ holds back", "secret", name)
+		op.mu.Lock()
+		op.forgetBonds = true
+		op.mu.Unlock()
+		op.bondWindow.Poke()
+	})
 	go op.bondWindow.Run(ctx, op.syncBonds)
 	return op.loop(ctx, events)
 }
@@ -208,10 +215,13 @@ type operator struct {
 	follow  *time.Timer         // the pairing API's follow-up pass
 	hci     *hci.Socket         // for the page-scan flag; nil until first used
 
-	mu     sync.Mutex
-	live   []bdaddr.Address // the adapters of the latest pass, for bond sync
-	skip   []bdaddr.Address // peers whose bond Secret is not rewritten (unpairing)
-	owners map[bdaddr.Address]metav1.OwnerReference
+	mu   sync.Mutex
+	live []bdaddr.Address // the adapters of the latest pass, for bond sync
+	skip []bdaddr.Address // peers whose bond Secret is not rewritten (unpairing)
+	// forgetBonds: a bond Secret was deleted since syncBonds last ran, so
+	// bondsSeen no longer says what the API server holds.
+	forgetBonds bool
+	owners      map[bdaddr.Address]metav1.OwnerReference
 }
 
 func (o *operator) loop(ctx context.Context, events *uevent.Listener) error {
@@ -492,6 +502,12 @@ func (o *operator) syncBonds(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	o.mu.Lock()
 	live, skip, owners := o.live, o.skip, o.owners
+	if o.forgetBonds {
+		// A Secret went: what was last written is no proof of what is
+		// stored, so every adapter's bonds are written again.
+		clear(o.bondsSeen)
+		o.forgetBonds = false
+	}
 	o.mu.Unlock()
 	for _, adapter := range live {
 		found, skipped, err := bonds.ReadTree(o.cfg.BondsRoot, adapter)
@@ -510,8 +526,8 @@ func (o *operator) syncBonds(ctx context.Context) {
 		skips.update(logger.WithValues("adapter", adapter), skipped)
 		// Bonds already written back as they are now cost no request: a
 		// node at rest reads its tree and asks the API server nothing.
-		// A Secret deleted behind the operator's back is written again at
-		// the next change of that adapter's bonds or the next start.
+		// A Secret deleted behind the operator's back is written again
+		// at once (watchBondSecrets).
 		digest := bondsDigest(found, owners)
 		if seen, ok := o.bondsSeen[adapter]; ok && seen == digest {
 			continue

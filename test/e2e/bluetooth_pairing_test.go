@@ -163,6 +163,18 @@ func TestPairingThroughThePlugin(t *testing.T) {
 		t.Errorf("the other adapter's bond was written back: %v", err)
 	}
 
+	// A bond Secret deleted by hand while BlueZ holds the bond is written
+	// again, with its owner, without waiting for the bonds to change.
+	keyboardSecret := bonds.SecretName(mustAddr(t, adapterAddr), mustAddr(t, keyboard))
+	must(t, client.CoreV1().Secrets("liken-system").Delete(ctx, keyboardSecret, metav1.DeleteOptions{}))
+	waitUntilFor(t, 30*time.Second, "the deleted bond Secret written again", func() (bool, string) {
+		s, err := client.CoreV1().Secrets("liken-system").Get(ctx, keyboardSecret, metav1.GetOptions{})
+		if err != nil {
+			return false, errString(err)
+		}
+		return len(s.Data) > 0 && len(s.OwnerReferences) == 1, fmt.Sprintf("%d keys, owners %v", len(s.Data), s.OwnerReferences)
+	})
+
 	listed, err := alice.command(ctx, "list").CombinedOutput()
 	must(t, err)
 	for _, want := range []string{adapterKey, "e4-17-d8-c5-67-6d", "c0-ff-ee-00-00-01", "8Bitdo NES30 Pro"} {
