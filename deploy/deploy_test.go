@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package deploy_test proves the kustomize bases in deploy/ against a real
 // API server: what `kubectl apply -k deploy/<operator>` sends is what
 // deploy/<operator>/operator.yaml says, the API server accepts all of it, the operators'

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package docs holds the documentation; its tests render the reference
 // pages that are generated from the code and fail when the committed ones
 // are stale. Regenerate them with

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package examples_test applies every example to a real API server.
 package examples_test
 

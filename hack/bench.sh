@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every benchmark of the repository, each once as it is meant to run,
 # and prints one table: the measure, the figure, its target and the hard
 # limit (the memory limit of the container in deploy/*/operator.yaml, where

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds etcd, kube-apiserver, kube-scheduler, kube-controller-manager and
 # kubectl from the Go module proxy and caches them outside the repository.
 #

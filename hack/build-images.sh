@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the images deploy/*/operator.yaml run, without Docker or a registry: the Go
 # binaries (static, CGO_ENABLED=0, for amd64 and cross-compiled for
 # arm64), then each image from the packages installed here (PipeWire,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the node half of a local cluster, a kubelet and containerd (with
 # its runc shim and ctr), from the Go module proxy and caches them outside
 # the repository beside the control plane.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # README command 1: installs what is missing, builds (or reuses) the local
 # control plane, and runs the demo: a real control plane, one simulated
 # node, the drivers this repository has, one claim allocated and prepared.

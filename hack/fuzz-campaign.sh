@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The long form of the fuzzing that hack/test.sh runs briefly: every fuzz
 # target in the module (every `func Fuzz...` in a _test.go file), each for
 # FUZZTIME (default 10m), one after the other. Seed corpora live beside

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Regenerates what is derived from the Go types in api/<group>/v1alpha1
 # (audio, bluetooth): their deep-copy methods (zz_generated.deepcopy.go)
 # and the CustomResourceDefinitions in deploy/<group>/crds, one file per
@@ -44,7 +45,11 @@ for group in $GROUPS_; do
 		output:crd:dir="$tmp/$group/crds"
 
 	mkdir -p "$out/$API" "$out/$CRDS"
-	cp "$tmp/$group/object/zz_generated.deepcopy.go" "$out/$API/zz_generated.deepcopy.go"
+	# The repository's SPDX line first, as on every source file (hack/spdx.sh).
+	{
+		printf '// SPDX-License-Identifier: Apache-2.0\n\n'
+		cat "$tmp/$group/object/zz_generated.deepcopy.go"
+	} >"$out/$API/zz_generated.deepcopy.go"
 	# A CRD whose type is gone must not linger, so the directory is replaced
 	# whole rather than overwritten file by file.
 	rm -f "$out/$CRDS"/*.yaml

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs what the demo and the tests need on a Debian 12 (bookworm)
 # machine: Go when it is missing or too old, and the Debian packages in
 # hack/apt-packages. PipeWire 1.4 and WirePlumber 0.5 exist only in

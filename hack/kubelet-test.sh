@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The kubelet tier: both bases run as pods on a real kubelet and containerd
 # on this machine (test/kubelettier). Builds or reuses the control plane
 # (hack/build-control-plane.sh), kubelet and containerd

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs golangci-lint with .golangci.yml over the module. The version is
 # pinned here and installed through the Go module proxy (go install
 # pkg@version builds it in a module graph of its own, so go.mod does not
@@ -15,4 +16,4 @@ if [ ! -x "$bin/golangci-lint" ]; then
 	mkdir -p "$bin"
 	GOFLAGS=-trimpath GOBIN="$bin" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
 fi
-exec nice "$bin/golangci-lint" run --max-issues-per-linter 0 --max-same-issues 0 "$@" ./...
+exec nice "$bin/golangci-lint" run --allow-parallel-runners --max-issues-per-linter 0 --max-same-issues 0 "$@" ./...

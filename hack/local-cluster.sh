@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs a local control plane with one simulated node carrying liken.sh's
 # devices (see test/e2e/harness) until Ctrl-C. Arguments go to the program,
 # e.g. `hack/local-cluster.sh -node laptop`.

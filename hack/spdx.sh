@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Lists the source files (Go, shell, Python) that git tracks and that lack
 # the SPDX license line the repository's files carry:
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # README command 2: installs what is missing, builds (or reuses) the local
 # control plane, checks formatting and vet, runs every test (unit,
 # component, end-to-end against the real control plane), a short pass of

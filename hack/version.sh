@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Prints the release every binary is stamped with (main.version) and the
 # images are tagged with: the nearest tag, the commits since and the
 # commit ("v0.1.0-3-g1a2b3c4"), "-dirty" when the tree has changes, just

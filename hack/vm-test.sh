@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The VM test tier: boots a real Debian kernel (bookworm-backports) under
 # qemu, with no KVM needed, and runs the kernel-facing tests inside it:
 # ALSA ioctls on real cards, uevents, uhid HID devices, HCI and bluetoothd

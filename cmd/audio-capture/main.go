@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command audio-capture is the capture container of
 // deploy/audio/operator.yaml (package capture), as a binary of its own:
 // `audio-operator capture` executes it in place, so the container's memory

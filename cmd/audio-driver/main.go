@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command audio-driver holds the audio image's modes that talk to the API
 // server. The image's entrypoint, audio-operator, executes it in place for
 // them (cmd/audio-operator), so this binary's Kubernetes clientset is

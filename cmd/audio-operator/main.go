@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command audio-operator is the entrypoint of the audio image
 // (deploy/audio/operator.yaml names it in every container); its first
 // argument selects the mode:

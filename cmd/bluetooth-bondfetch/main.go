@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command bluetooth-bondfetch is the init container of the Bluetooth
 // operator's pod. It restores the bonds of the adapter this pod claimed
 // from their Secrets into BlueZ's storage tree, before the bluetoothd

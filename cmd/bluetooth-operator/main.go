@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command bluetooth-operator is the operator container of
 // deploy/bluetooth/operator.yaml: the bluetooth.liken.sh DRA driver. It reads bluetoothd over the
 // pod's D-Bus socket, finds controllers' input nodes in sysfs, publishes

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command bluetoothd is the entrypoint of the bluetoothd image, run as the
 // operator pod's native sidecar (deploy/bluetooth/operator.yaml, container "bluetoothd"). It
 // starts the private system bus that bluetoothd and the operator share,

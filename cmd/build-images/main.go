@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command build-images builds the images the deploy bases run (package imageset)
 // from the build machine's installed packages and the Go binaries in -bin,
 // for linux/amd64, and with -arm64-bin for linux/arm64 too, from the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command kubectl-liken-audio is the audio operator's kubectl plugin:
 //
 //	kubectl liken audio list

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command kubectl-liken-bluetooth is the Bluetooth operator's kubectl
 // plugin, for pairing without a shell on any node:
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command liken-inventory is the liken.sh DRA driver for clusters whose
 // nodes do not run liken's own operating system (deploy/inventory): it
 // publishes the node's sound controllers and btusb Bluetooth adapters

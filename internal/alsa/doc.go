@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package alsa reads sound cards through the ALSA control interface, the
 // /dev/snd/controlC<N> node, without alsa-lib: what the audio operator's
 // declare mode and its operator loop need to know about each PCM device.

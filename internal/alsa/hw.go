@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 //go:build linux && (amd64 || arm64 || riscv64 || loong64 || s390x)
 
 package alsa

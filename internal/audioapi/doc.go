@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package audioapi is audio-api, the cluster's one HTTPS entry to the
 // capture containers of the audio operator's pods (deploy/audio/api.yaml
 // runs it as `audio-operator api`).

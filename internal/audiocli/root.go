@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package audiocli is kubectl-liken-audio, the kubectl plugin that lists
 // the cluster's Sinks and Sources and captures what one plays or hears
 // through audio-api (deploy/audio/api.yaml), with the caller's own

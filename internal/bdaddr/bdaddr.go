@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bdaddr is the Bluetooth device address (BD_ADDR): one 48-bit
 // value that names an adapter or a remote device, and the two ways this
 // project spells it.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bluetooth is the Bluetooth operator's device model: pure
 // functions from what bluetoothd reports (package bluez) and what the
 // kernel's HID bus holds (evdev nodes per peer) to the DRA devices the

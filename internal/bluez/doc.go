@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bluez is the operator's client of bluetoothd over D-Bus: it waits
 // for the private system bus and for org.bluez to be owned, reads BlueZ's
 // object tree into typed Adapter and Device values, follows BlueZ's change

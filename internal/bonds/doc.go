@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bonds moves Bluetooth bonds between BlueZ's storage tree and
 // Kubernetes Secrets, one Secret per bond.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package capture is the capture container of deploy/audio/operator.yaml:
 // one TLS listener that streams what a Sink plays or a Source hears, for
 // audio-api alone.

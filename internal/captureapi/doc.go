@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package captureapi is the HTTP contract of the audio capture API, shared
 // by the servers that answer it (the capture container of
 // deploy/audio/operator.yaml and audio-api) and by the kubectl plugin that

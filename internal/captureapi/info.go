@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package captureapi
 
 // Info is the body of an information route as the capture container

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package dbusd starts and supervises a private dbus-daemon of the system
 // bus type, listening on one unix socket, and parses the only D-Bus address
 // form this project serves, unix:path=/absolute/path.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package debroot makes the root filesystem of another Debian architecture
 // that matches files of this machine's: for each file, the package that
 // installed it here (dpkg-query --search), at the version installed here,

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package dra is the Dynamic Resource Allocation driver core that both liken
 // operators (bluetooth.liken.sh and audio.liken.sh) stand on. It knows nothing
 // about audio or Bluetooth: an operator hands it the devices it found and a

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package dra
 
 import resourceapi "k8s.io/api/resource/v1"

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package hci finds the Bluetooth adapter this pod claimed and reads its
 // address from the kernel.
 //

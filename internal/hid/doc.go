@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package hid finds the Bluetooth HID devices the kernel knows and their
 // evdev nodes, by reading sysfs, and tells which kernel uevents concern them.
 //

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package imageset declares the four images deploy/*/operator.yaml runs, one spec each:
 // audio-operator (the operator binary with PipeWire, WirePlumber and the
 // tools its modes run), bluetoothd (our entrypoint with dbus-daemon and

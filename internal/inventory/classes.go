@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package inventory
 
 // pciClasses are one-word names of the PCI base classes (the first byte of

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package inventory is the liken.sh DRA driver for clusters whose nodes do
 // not run liken's own operating system. It publishes, under liken's names
 // and attributes, the two kinds of raw hardware the bluetooth.liken.sh and

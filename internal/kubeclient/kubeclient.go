@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kubeclient builds the API client configuration every liken
 // program uses: the pod's service account in a cluster, or a kubeconfig
 // file for a person running a program by hand and for tests against the

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package metricsserver serves an operator's Prometheus registry over HTTP
 // on the address its manifest names (METRICS_ADDRESS in deploy/audio/operator.yaml).
 // An empty address is the cluster owner's opt-out: nothing listens.

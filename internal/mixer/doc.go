@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package mixer is a card's mixer controls as a Sink or Source shows and
 // steers them: status.capabilities (what each control is), the values in
 // status.observed.controls, and the writes spec.controls asks for.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package ocibuild builds an OCI image of one layer from a declarative Spec:
 // files taken from a root filesystem (the build host's, or a sysroot
 // unpacked from packages) together with the shared libraries they need,

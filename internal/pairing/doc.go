@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pairing keeps the Bluetooth operator's custom resources
 // (bluetooth.liken.sh/v1alpha1, package api/bluetooth/v1alpha1) in step
 // with bluetoothd for the one adapter this operator serves:

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pciids looks up the names of PCI vendors and devices in the PCI
 // ID database (pci.ids, https://pci-ids.ucw.cz/, as Debian's pci.ids
 // package installs it at /usr/share/misc/pci.ids).

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pipewire is the audio operator's side of PipeWire and
 // WirePlumber: what it declares to them and how it reads back what they
 // hold.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package procmem fits a long-running Go process to a small container's
 // memory: it sets the Go runtime's soft memory limit from the container's
 // cgroup limit, and it gives back, once start-up is over, the memory that

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pwconf reads PipeWire's and WirePlumber's configuration files,
 // which are written in SPA-JSON: JSON relaxed so that the top level is an
 // object without braces, keys and simple values need no quotes, "=" may

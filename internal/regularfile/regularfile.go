@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package regularfile reads files from trees this project does not trust
 // (BlueZ's storage tree, sysfs under a configurable root) without being
 // stalled or led astray by what stands where a file should: a named pipe

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package settle turns bursts of events into single actions: an action runs
 // once the events have been quiet for a while, and at the latest a fixed
 // time after the first event of a burst, so a steady trickle cannot hold it

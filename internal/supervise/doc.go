@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package supervise runs one daemon as the child of a container's first
 // process: it starts the daemon with the given environment, forwards the
 // termination signals the container receives, replaces the daemon in place

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package tailbuf keeps the end of a stream: the last bytes a child
 // process wrote to its standard error, quoted in the error that reports
 // the child's failure. A child that writes without end costs a bounded

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package uevent receives the kernel's device events (uevents) from a
 // NETLINK_KOBJECT_UEVENT socket and parses them.
 //

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 '''BlueZ simulator: a python-dbusmock template built on dbusmock's bluez5.
 
 It loads the bluez5 template (the org.bluez name, the ObjectManager at /,

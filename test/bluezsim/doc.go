@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bluezsim runs a simulated bluetoothd for tests: python-dbusmock's
 // BlueZ template, extended in bluez_liken.py, owning org.bluez on a real
 // private dbus-daemon that enforces the distribution's system bus policy

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package capturetest runs the whole capture path on a local control
 // plane for tests, benchmarks and the demo: audio-api as its
 // ServiceAccount under deploy/audio's RBAC, and a capture container (the

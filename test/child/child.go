@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package child starts the daemons tests run beside themselves (PipeWire,
 // WirePlumber, the simulated bluetoothd) so that they can never outlive
 // the test binary, and stops them.

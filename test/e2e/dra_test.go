@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package e2e proves the DRA chain against a real control plane: a driver
 // on the shared core publishes a slice, the real kube-scheduler allocates a
 // claim from it, a fake kubelet prepares the claim over the driver's gRPC

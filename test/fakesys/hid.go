@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package fakesys lays out, in a directory, the parts of sysfs the
 // operators read, in the shapes the kernel gives them, for tests and the
 // demo on machines without the hardware. The shapes are facts from the

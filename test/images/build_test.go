@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package images_test is the proof of the images hack/build-images.sh
 // builds: the command is run twice and every digest must repeat; every
 // layer is unpacked with GNU tar, and every amd64 image's root filesystem

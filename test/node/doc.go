@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package node runs a real Kubernetes node on this machine for the kubelet
 // tier: containerd (with runc and CDI) and a kubelet joined to a
 // [harness.Cluster], both children of the test that can never outlive it.

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package poll waits in tests for something to become true: the one
 // polling loop every test and benchmark of this repository uses.
 package poll

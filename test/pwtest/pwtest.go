@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pwtest runs a real PipeWire and WirePlumber for tests, headless,
 // in a temporary directory, configured the way the audio-operator pod
 // configures them: the image's baked fragments (pipewire.BakedFiles), the

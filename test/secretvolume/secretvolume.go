@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package secretvolume is test scaffolding for a TLS Secret volume: a CA
 // and leaves as audio-api mints them for the capture container, and the
 // volume updated the way the kubelet updates it. It imports nothing of

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package vm is the host side of the VM test tier: it boots a real Debian
 // kernel under qemu and runs the project's kernel-facing tests inside it,
 // because the machines the project is built on have no sound card, no

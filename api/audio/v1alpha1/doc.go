@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package v1alpha1 holds the audio operator's custom resources, group
 // audio.liken.sh, version v1alpha1: a Sink per playback endpoint and a
 // Source per capture endpoint. Both are cluster-scoped; a Sink's or

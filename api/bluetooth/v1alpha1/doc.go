@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package v1alpha1 holds the Bluetooth operator's custom resources, group
 // bluetooth.liken.sh, version v1alpha1:
 //

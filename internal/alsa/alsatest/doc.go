@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package alsatest builds and checks what package alsa reads, for tests,
 // the demo and the VM tier; no product code imports it.
 //

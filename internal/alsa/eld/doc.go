@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package eld parses the EDID-Like Data block (ELD) that a graphics driver
 // hands to the HDMI/DisplayPort audio codec when a monitor is connected.
 //

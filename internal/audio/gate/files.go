@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package gate gives each prepared audio claim a PipeWire socket of its
 // own, through which a client sees and uses only the claim's nodes, and
 // records which nodes PipeWire made from the declaration, by something no

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package modes holds four modes of the audio-operator binary (deploy/audio/operator.yaml):
 // the first processes of the two native sidecars, which run PipeWire and
 // WirePlumber as their children, and the two probes those sidecars name.

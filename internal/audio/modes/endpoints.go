@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package modes
 
 // Why the WirePlumber sidecar's probes read the adapter's UUIDs, and why

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 package modes
 
 // Why the PipeWire sidecar's startup probe is a pw-dump, and why its

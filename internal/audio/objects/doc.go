@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package objects keeps the audio operator's Sink and Source objects
 // (api/audio/v1alpha1) in step with the node: it follows this node's
 // objects with client-go informers, creates the object of an endpoint that

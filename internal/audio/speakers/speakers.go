@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package speakers is the audio operator's reader of BlueZ: which paired
 // Bluetooth speakers (A2DP sinks) the node's bluetoothd knows, whether each
 // is connected, and what it is called. It reads BlueZ's documented D-Bus

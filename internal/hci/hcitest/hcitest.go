@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package hcitest builds what package hci reads, for tests: a container
 // /dev holding a claimed usbfs node, and a scripted kernel. Sysfs trees
 // come from recorded manifests through fakesys.BuildTree.

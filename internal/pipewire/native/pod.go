@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package native speaks the part of PipeWire's native protocol that the
 // audio operator's claim gate needs: connect to a daemon's socket, follow
 // its registry, create a security context (a listening socket whose

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package harness runs a real Kubernetes control plane for end-to-end tests:
 // etcd, kube-apiserver, kube-scheduler and kube-controller-manager, each a
 // child process of the test with its own free ports, certificates and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kubelet stands in for the DRA side of a kubelet in end-to-end
 // tests. It finds a DRA driver through the plugin registration directory
 // the way the kubelet's plugin watcher does, registers it, and calls the

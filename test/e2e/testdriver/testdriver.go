@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package testdriver is a small DRA driver on the shared core
 // (internal/dra) that proves the chain from a published slice to a CDI spec
 // without any hardware: it publishes gamepads that exist only in memory.

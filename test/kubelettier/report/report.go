@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package report is what the kubelet tier's consumer prints about its own
 // container, and the test reads back from the pod's log.
 package report

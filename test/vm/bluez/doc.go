@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package bluez holds the VM tier's Bluetooth tests (build tag vmtier):
 // the bluetoothd image's entrypoint starting dbus-daemon and a real
 // bluetoothd over btvirt's virtual controllers, a pairing between two of

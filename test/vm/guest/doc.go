@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Package guest is what the VM tier's guest tests share: loading modules
 // with the guest's modprobe, waiting for sysfs and /dev to show a device,
 // creating HID devices through /dev/uhid, and starting virtual Bluetooth

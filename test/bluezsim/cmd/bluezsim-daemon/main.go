@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command bluezsim-daemon runs the BlueZ simulator (package bluezsim) in
 // bluetoothd's place, for the kubelet tier, where the kernel has no
 // Bluetooth: the bluetoothd image's entrypoint starts the pod's system bus

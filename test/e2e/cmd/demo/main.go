@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command demo is README's first command: it starts a real local control
 // plane with one simulated node, runs the drivers this repository has
 // against it, and prints what a person wants to see: every published device

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command local-cluster runs the e2e harness's control plane by hand: one
 // simulated node with liken.sh's devices and the operators' DeviceClasses,
 // until SIGINT or SIGTERM. hack/local-cluster.sh builds the binaries and

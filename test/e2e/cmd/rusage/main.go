@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command rusage runs a program and reports what it cost, for benchmarks
 // that measure a short-lived process as a whole:
 //

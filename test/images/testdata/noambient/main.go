@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command noambient empties the ambient capability set and execs its
 // arguments, keeping its PID. bubblewrap raises every capability it is
 // told to keep (--cap-add) into the ambient set, which a container runtime

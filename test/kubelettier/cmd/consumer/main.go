@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command consumer is the workload of the kubelet tier's consumer pods: it
 // reports what the container runtime gave its container (one JSON line on
 // stdout: the environment, every node under /dev, every mount point) and

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command pause is the kubelet tier's pod sandbox image (containerd's
 // pinned sandbox image): PID 1 of every pod's sandbox, which holds the
 // pod's namespaces, reaps what is re-parented to it, and exits 0 on

@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command node-restore is the kubelet tier's last word on the host: when
 // a node run left its record of the host behind (package node removes it
 // only once it has restored everything and found nothing different), the

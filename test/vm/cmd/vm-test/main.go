@@ -1,3 +1,5 @@
+// SPDX-License-Identifier: Apache-2.0
+
 // Command vm-test is the VM test tier (hack/vm-test.sh runs it): it builds
 // the guest test binaries, an initramfs and fetches a kernel (package vm),
 // boots the guest under qemu, and reports every guest test by name. It
