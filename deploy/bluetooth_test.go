@@ -135,7 +135,8 @@ func checkPairingSchema(t *testing.T, k *kube) {
 	}
 	// Bytes, not characters: 200 "é" are 400 bytes; and no control
 	// character, which would reach the terminal of whoever lists it.
-	for what, alias := range map[string]string{"400 bytes in 200 characters": strings.Repeat("é", 200), "an escape sequence": "desk\x1b]0;pwned\x07", "a newline": "desk\nX"} {
+	for what, alias := range map[string]string{"400 bytes in 200 characters": strings.Repeat("é", 200), "an escape sequence": "desk\x1b]0;pwned\x07", "a newline": "desk\nX",
+		"a C1 control": "desk\u0085X", "a right-to-left override": "desk\u202eX", "a zero-width space": "de\u200bsk"} {
 		for _, kind := range []string{"Peripheral", "Adapter"} {
 			name := "e4-17-d8-c5-67-6f"
 			if kind == "Adapter" {

@@ -50,11 +50,13 @@ type PeripheralSpec struct {
 	// stored with the bond, so it travels with the Secret. Empty leaves
 	// BlueZ's alias alone.
 	// The schema counts bytes as BlueZ does (MaxLength counts characters,
-	// and "é" is two bytes), and refuses control characters, which would
-	// reach every terminal that lists the alias.
+	// and "é" is two bytes), and refuses control characters (C0, DEL,
+	// C1), which would reach every terminal that lists the alias, and the
+	// bidirectional and zero-width formatting characters, which make a
+	// name read as another.
 	// +kubebuilder:validation:MaxLength=248
 	// +kubebuilder:validation:XValidation:rule="size(bytes(self)) <= 248",message="alias is longer than 248 bytes (UTF-8)"
-	// +kubebuilder:validation:XValidation:rule="!self.matches('[\\x00-\\x1f\\x7f]')",message="alias holds a control character"
+	// +kubebuilder:validation:XValidation:rule="!self.matches('[\\x00-\\x1f\\x7f-\\u009f\\u200b-\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufeff]')",message="alias holds a control, bidirectional or zero-width character"
 	// +optional
 	Alias string `json:"alias,omitempty"`
 	// Trusted is Device1.Trusted. Without trust BlueZ asks an agent to
