@@ -17,7 +17,7 @@ import (
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
 // +kubebuilder:subresource:status
-// +kubebuilder:printcolumn:name="Name",type=string,JSONPath=`.status.name`
+// +kubebuilder:printcolumn:name="Device Name",type=string,JSONPath=`.status.name`
 // +kubebuilder:printcolumn:name="Address",type=string,JSONPath=`.status.address`
 // +kubebuilder:printcolumn:name="Adapter",type=string,JSONPath=`.status.adapter`
 // +kubebuilder:printcolumn:name="Node",type=string,JSONPath=`.status.node`
