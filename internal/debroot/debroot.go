@@ -93,7 +93,7 @@ func Root(ctx context.Context, files []string, opts Options) (string, []Package,
 	if chosen, err := readPackages(root + ".packages"); err == nil {
 		if _, err := os.Stat(root); err == nil {
 			now := time.Now()
-			os.Chtimes(root+".packages", now, now) // recently used: kept by pruneRoots
+			_ = os.Chtimes(root+".packages", now, now) // recently used: kept by pruneRoots; a failure only prunes it sooner
 			return root, chosen, nil
 		}
 	}
