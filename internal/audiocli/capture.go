@@ -157,6 +157,12 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 		return fmt.Errorf("%w after %d bytes: %v", errCut, n, err)
 	}
 	if file != nil {
+		if f.Name == captureapi.WAV.Name {
+			if err := fixWAVSizes(file, file, n); err != nil {
+				file.Close()
+				return fmt.Errorf("writing the WAV header's lengths: %w", err)
+			}
+		}
 		if err := file.Close(); err != nil {
 			return err
 		}
