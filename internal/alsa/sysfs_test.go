@@ -30,12 +30,8 @@ func buildTree(t testing.TB, root, manifest string) {
 // fixture's form) under root.
 func loadGrepDump(t testing.TB, root, dump string) {
 	t.Helper()
-	data, err := os.ReadFile(dump)
-	if err != nil {
+	if err := fakesys.LoadGrepDumpFile(dump, root); err != nil {
 		t.Fatal(err)
-	}
-	if err := fakesys.LoadGrepDump(data, root); err != nil {
-		t.Fatalf("%s: %v", dump, err)
 	}
 }
 

@@ -33,12 +33,8 @@ func tree(t testing.TB, manifests ...string) string {
 // shape) under root.
 func grepDump(t testing.TB, root, dump string) {
 	t.Helper()
-	data, err := os.ReadFile(dump)
-	if err != nil {
+	if err := fakesys.LoadGrepDumpFile(dump, root); err != nil {
 		t.Fatal(err)
-	}
-	if err := fakesys.LoadGrepDump(data, root); err != nil {
-		t.Fatalf("%s: %v", dump, err)
 	}
 }
 

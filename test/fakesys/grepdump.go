@@ -54,3 +54,16 @@ func LoadGrepDump(dump []byte, root string) error {
 	}
 	return nil
 }
+
+// LoadGrepDumpFile is LoadGrepDump of the file at path; an error names
+// the file.
+func LoadGrepDumpFile(path, root string) error {
+	data, err := os.ReadFile(path)
+	if err == nil {
+		err = LoadGrepDump(data, root)
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
