@@ -8,6 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
@@ -22,9 +24,19 @@ import (
 // keeps each Secret's metadata alone: its keys are never held in memory.
 // The watch is one open request; a node at rest makes no other.
 func watchBondSecrets(ctx context.Context, kube kubernetes.Interface, namespace string, deleted func(name string)) {
-	lw := cache.NewFilteredListWatchFromClient(kube.CoreV1().RESTClient(), "secrets", namespace, func(o *metav1.ListOptions) {
-		o.LabelSelector = bonds.AdapterLabel
-	})
+	// The typed client rather than its RESTClient, so that any
+	// kubernetes.Interface serves (a fake clientset has no RESTClient).
+	secrets := kube.CoreV1().Secrets(namespace)
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.LabelSelector = bonds.AdapterLabel
+			return secrets.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.LabelSelector = bonds.AdapterLabel
+			return secrets.Watch(ctx, o)
+		},
+	}
 	inf := cache.NewSharedIndexInformer(lw, &corev1.Secret{}, 0, cache.Indexers{})
 	_ = inf.SetTransform(func(obj any) (any, error) {
 		if s, ok := obj.(*corev1.Secret); ok {
