@@ -2,11 +2,7 @@
 
 package bluez
 
-import (
-	"strings"
-	"unicode"
-	"unicode/utf8"
-)
+import "github.com/liken-sh/operators/internal/safetext"
 
 // MaxNameBytes is the longest name a device reports over the air: the
 // remote name of the Bluetooth Core Specification (Vol 4, Part E, 7.1.19
@@ -29,32 +25,5 @@ func DisplayText(s string, max int) string {
 	if max <= 0 {
 		max = MaxNameBytes
 	}
-	var b strings.Builder
-	space := false
-	for _, r := range strings.ToValidUTF8(s, "") {
-		switch {
-		case unicode.IsSpace(r):
-			space = true
-			continue
-		case !unicode.IsPrint(r):
-			continue
-		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		space = false
-		b.WriteRune(r)
-		if b.Len() > max {
-			break
-		}
-	}
-	out := b.String()
-	if len(out) > max {
-		cut := max
-		for cut > 0 && !utf8.RuneStart(out[cut]) {
-			cut--
-		}
-		out = strings.TrimRight(out[:cut], " ")
-	}
-	return out
+	return safetext.Clean(s, max)
 }

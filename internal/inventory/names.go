@@ -4,10 +4,10 @@ package inventory
 
 import (
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	resourceapi "k8s.io/api/resource/v1"
+
+	"github.com/liken-sh/operators/internal/safetext"
 )
 
 // maxNameLength is the longest device name: a DNS label (RFC 1123).
@@ -46,29 +46,6 @@ func DeviceName(bus, address string) string {
 // string attribute. ok is false when nothing is left, so that the
 // attribute is left out rather than published empty.
 func attributeText(s string) (string, bool) {
-	var b strings.Builder
-	space := false
-	for _, r := range strings.ToValidUTF8(s, "") {
-		switch {
-		case unicode.IsSpace(r):
-			space = true
-			continue
-		case !unicode.IsPrint(r):
-			continue
-		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		space = false
-		b.WriteRune(r)
-	}
-	out := b.String()
-	if len(out) > resourceapi.DeviceAttributeMaxValueLength {
-		cut := resourceapi.DeviceAttributeMaxValueLength
-		for cut > 0 && !utf8.RuneStart(out[cut]) {
-			cut--
-		}
-		out = strings.TrimRight(out[:cut], " ")
-	}
+	out := safetext.Clean(s, resourceapi.DeviceAttributeMaxValueLength)
 	return out, out != ""
 }
