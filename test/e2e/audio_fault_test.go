@@ -14,15 +14,11 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2/ktesting"
 
 	"github.com/liken-sh/operators/internal/audio"
 	"github.com/liken-sh/operators/internal/audio/gate"
-	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/pipewire"
-	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
-	"github.com/liken-sh/operators/test/pwtest"
 )
 
 // A row of the fault table on real PipeWire and WirePlumber and the real
@@ -35,35 +31,8 @@ import (
 // finds the plugin's registration socket, registers it again, and its
 // prepare of the claim answers the same device.
 func TestAudioPipeWireKilledUnderAClaim(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
-	must(t, err)
-	t.Cleanup(cluster.Stop)
-	client := cluster.Client()
-	must(t, cluster.AddLikenNode(ctx, node))
-	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"))
-	_, err = cluster.WaitForServiceAccount(ctx, "default", "default")
-	must(t, err)
-
-	dir := t.TempDir()
-	hw, _ := recordedXPS(t, dir)
-	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: node,
-		PipeWireDir: filepath.Join(dir, "declared"), WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
-	must(t, err)
-	outputs, err := pipewire.ReadDeclaration(res.Declaration)
-	must(t, err)
-	pw := pwtest.New(t, pwtest.Options{Outputs: outputs})
-	draOpts := dra.Options{
-		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", audio.DriverName),
-		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
-	}
-	opCtx, stopOp := context.WithCancel(ctx)
-	opDone := make(chan error, 1)
-	go func() {
-		opDone <- audio.Run(opCtx, audio.Config{Node: node, KubeClient: client, Hardware: hw,
-			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: draOpts})
-	}()
-	t.Cleanup(func() { stopOp(); <-opDone })
+	a := startAudioNode(t)
+	ctx, cluster, client, outputs, pw, draOpts := a.ctx, a.cluster, a.client, a.outputs, a.pw, a.dra
 
 	dp := node + "-pci-0000-00-1f-3-hdmi-3" // the Samsung's DP output
 	var nodeName string

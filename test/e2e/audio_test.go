@@ -13,6 +13,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
@@ -37,9 +38,23 @@ func recordedXPS(t *testing.T, dir string) (audio.Hardware, *alsa.DumpDir) {
 	return audio.Hardware{DevSnd: sc.DevSnd, Sysfs: sc.Sysfs, Opener: sc.Cards}, sc.Cards
 }
 
-// TestAudioOperator runs declare and the operator against recorded cards,
-// real PipeWire and WirePlumber, and the real control plane.
-func TestAudioOperator(t *testing.T) {
+// audioNode is a simulated node of the audio tests: the control plane
+// with the liken node and the audio DeviceClasses, the recorded XPS
+// cards declared to real PipeWire and WirePlumber (ALSA's null device
+// standing in for hw:<card>,<pcm>), and the operator running against
+// them until the test ends.
+type audioNode struct {
+	ctx     context.Context
+	cluster *harness.Cluster
+	client  kubernetes.Interface
+	cards   *alsa.DumpDir
+	outputs []pipewire.Output
+	pw      *pwtest.Daemons
+	dra     dra.Options
+}
+
+func startAudioNode(t *testing.T) *audioNode {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
 	must(t, err)
@@ -52,14 +67,12 @@ func TestAudioOperator(t *testing.T) {
 
 	dir := t.TempDir()
 	hw, cards := recordedXPS(t, dir)
-	// declare, with ALSA's null device standing in for hw:<card>,<pcm>.
 	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: node,
 		PipeWireDir: filepath.Join(dir, "declared"), WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
 	must(t, err)
 	outputs, err := pipewire.ReadDeclaration(res.Declaration)
 	must(t, err)
 	pw := pwtest.New(t, pwtest.Options{Outputs: outputs})
-
 	draOpts := dra.Options{
 		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", audio.DriverName),
 		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
@@ -71,6 +84,14 @@ func TestAudioOperator(t *testing.T) {
 			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: draOpts})
 	}()
 	t.Cleanup(func() { stopOp(); <-opDone })
+	return &audioNode{ctx: ctx, cluster: cluster, client: client, cards: cards, outputs: outputs, pw: pw, dra: draOpts}
+}
+
+// TestAudioOperator runs declare and the operator against recorded cards,
+// real PipeWire and WirePlumber, and the real control plane.
+func TestAudioOperator(t *testing.T) {
+	a := startAudioNode(t)
+	ctx, cluster, client, cards, outputs, pw, draOpts := a.ctx, a.cluster, a.client, a.cards, a.outputs, a.pw, a.dra
 
 	dp := node + "-pci-0000-00-1f-3-hdmi-3" // the Samsung's DP output
 	bare := node + "-pci-0000-00-1f-3-hdmi-1"
