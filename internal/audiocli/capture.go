@@ -20,6 +20,7 @@ import (
 	"golang.org/x/term"
 
 	"github.com/liken-sh/operators/internal/captureapi"
+	"github.com/liken-sh/operators/internal/safetext"
 )
 
 var jsonUnmarshal = json.Unmarshal
@@ -52,7 +53,12 @@ volume: a muted Sink still captures what is sent to it.`,
 			}
 			return c.completeNames(cmd.Context(), c.source), cobra.ShellCompDirectiveNoFileComp
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return c.run(cmd.Context(), args[0]) },
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == "" {
+				return errors.New("the Sink or Source name is empty")
+			}
+			return c.run(cmd.Context(), args[0])
+		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&c.format, "format", captureapi.WAV.Name, "wav, flac or opus")
@@ -71,11 +77,14 @@ volume: a muted Sink still captures what is sent to it.`,
 func (c *captureOptions) query() (captureapi.Format, url.Values, error) {
 	f, ok := captureapi.FormatByName(c.format)
 	if !ok {
-		return f, nil, fmt.Errorf("--format %q: the formats are wav, flac and opus", c.format)
+		return f, nil, fmt.Errorf("--format %s: the formats are wav, flac and opus", safetext.Quote(c.format))
 	}
 	q := url.Values{}
 	if c.time != "" {
 		if _, err := captureapi.ParseTime(c.time); err != nil {
+			if len(c.time) > safetext.MaxEcho {
+				return f, nil, fmt.Errorf("-t %s is not a span begin,end in seconds", safetext.Quote(c.time))
+			}
 			return f, nil, fmt.Errorf("-t %s: %v", c.time, err)
 		}
 		q.Set("t", c.time)
