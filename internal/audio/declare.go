@@ -91,7 +91,8 @@ func Declare(cfg DeclareConfig) (DeclareResult, error) {
 
 // Outputs are the PipeWire declarations of endpoints, with the channel
 // layout ChooseLayout picks from spec (spec.layout by device name; nil
-// for none) and the hardware.
+// for none) and the hardware, and withheld (no node) where Withheld says
+// so.
 func Outputs(eps []Endpoint, alsaPath string, rate int, spec map[string][]string) []pipewire.Output {
 	out := make([]pipewire.Output, 0, len(eps))
 	for _, e := range eps {
@@ -102,7 +103,21 @@ func Outputs(eps []Endpoint, alsaPath string, rate int, spec map[string][]string
 			Path:        alsaPath, Rate: rate,
 		}
 		setLayout(&o, ChooseLayout(e, spec[e.Name]))
+		o.Withheld = Withheld(e)
 		out = append(out, o)
 	}
 	return out
+}
+
+// Withheld says why an endpoint must get no PipeWire node, "" when it
+// gets one: an HDMI/DP output whose monitor is present but whose ELD
+// lists no audio format (its speakers are off in its menu, a receiver
+// that takes only bitstreams). A stream routed there would be lost
+// without a sound, so there is nothing to route it to; the Sink is still
+// published with the monitor and its connection type, tainted.
+func Withheld(e Endpoint) string {
+	if !e.Capture() && e.PCM.HasELD && e.PCM.ELD.Valid() && !e.PCM.ELD.ELD.Audio() {
+		return "the monitor's ELD lists no audio format"
+	}
+	return ""
 }

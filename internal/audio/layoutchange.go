@@ -22,7 +22,8 @@ type LayoutPlan struct {
 	// Wanted is each Sink's layout now (WantedLayout), by device name.
 	Wanted map[string]alsa.Layout
 	// Changed are the Sinks whose wanted layout differs from the one
-	// PipeWire was started with, by device name, with that old layout.
+	// PipeWire was started with, or that are to be withheld (Withheld)
+	// or declared again, by device name, with the old layout.
 	Changed map[string][]string
 	// Busy is true when a stream is linked to a node this operator
 	// declared: the change waits.
@@ -50,6 +51,7 @@ type LayoutPlan struct {
 func PlanLayouts(eps []Endpoint, spec map[string][]string, declared []pipewire.Output, g *pipewire.Graph) LayoutPlan {
 	plan := LayoutPlan{Wanted: map[string]alsa.Layout{}, Changed: map[string][]string{}, Undeclared: map[string]bool{}}
 	byName := map[string]int{}
+	withheld := map[string]string{}
 	for i, d := range declared {
 		byName[d.Output] = i
 	}
@@ -63,9 +65,10 @@ func PlanLayouts(eps []Endpoint, spec map[string][]string, declared []pipewire.O
 			plan.Undeclared[e.Name] = true
 			continue
 		}
+		withheld[e.Name] = wantedWithheld(e, declared[i])
 		w := WantedLayout(e, spec[e.Name], declared[i])
 		plan.Wanted[e.Name] = w
-		if !sameLayout(w.Positions, declared[i].Positions) {
+		if !sameLayout(w.Positions, declared[i].Positions) || withheld[e.Name] != declared[i].Withheld {
 			plan.Changed[e.Name] = declared[i].Positions
 		}
 	}
@@ -81,9 +84,20 @@ func PlanLayouts(eps []Endpoint, spec map[string][]string, declared []pipewire.O
 		if _, ok := plan.Changed[d.Output]; ok {
 			plan.Outputs[i].Extra = maps.Clone(d.Extra)
 			setLayout(&plan.Outputs[i], plan.Wanted[d.Output])
+			plan.Outputs[i].Withheld = withheld[d.Output]
 		}
 	}
 	return plan
+}
+
+// wantedWithheld is Withheld, except that an output whose monitor went
+// away (or whose ELD cannot be read) keeps what it was declared with, as
+// WantedLayout keeps its layout: most likely the same monitor comes back.
+func wantedWithheld(e Endpoint, declared pipewire.Output) string {
+	if e.PCM.HasELD && !e.PCM.ELD.Valid() {
+		return declared.Withheld
+	}
+	return Withheld(e)
 }
 
 // stereo is what PipeWire runs a node with no declared positions as.

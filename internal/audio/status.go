@@ -23,6 +23,7 @@ const (
 	ReasonNoDetection    = "NoDetection"
 	ReasonNodeReady      = "NodeReady"
 	ReasonNoNode         = "NoNode"
+	ReasonWithheld       = "Withheld"
 	ReasonNodeError      = "NodeError"
 	ReasonGone           = "Gone"
 )
@@ -62,7 +63,12 @@ func EndpointStatus(node string, e Endpoint, n *pipewire.Node, controls []mixer.
 	if holder != nil {
 		st.Claim = &audiov1.ClaimReference{Namespace: holder.Namespace, Name: holder.Name}
 	}
-	st.Conditions = []metav1.Condition{connected(e, st.ConnectionType), ready(n)}
+	r := ready(n)
+	if why := Withheld(e); n == nil && why != "" {
+		r = metav1.Condition{Type: audiov1.ConditionReady, Status: metav1.ConditionFalse, Reason: ReasonWithheld,
+			Message: "PipeWire is given no node for this output, so no stream can be routed to it: " + why}
+	}
+	st.Conditions = []metav1.Condition{connected(e, st.ConnectionType), r}
 	return st
 }
 

@@ -80,15 +80,45 @@ func sortOutputs(outputs []Output) []Output {
 // through PipeWire 1.4.2, measured). Every property value is a string, as
 // PipeWire keeps properties. Each object is an "adapter" with flag
 // "nofail", so a PCM that cannot be opened costs its own node and not
-// PipeWire's start. It returns CheckOutputs' error for a bad set.
+// PipeWire's start. Withheld outputs follow in a WithheldKey array of the
+// same form, a section PipeWire does not read (it reads only the sections
+// it knows; measured with 1.4.2: no node appears for them), left out when
+// there are none. It returns CheckOutputs' error for a bad set.
 func MarshalDeclaration(outputs []Output) ([]byte, error) {
 	if err := CheckOutputs(outputs); err != nil {
 		return nil, err
 	}
+	var live, withheld []Output
+	for _, o := range sortOutputs(outputs) {
+		if o.Withheld != "" {
+			withheld = append(withheld, o)
+		} else {
+			live = append(live, o)
+		}
+	}
 	var b bytes.Buffer
 	b.WriteString(declarationHeader)
-	b.WriteString(declarationKey + " = [\n")
-	for i, o := range sortOutputs(outputs) {
+	writeObjects(&b, declarationKey, live)
+	if len(withheld) > 0 {
+		b.WriteString(withheldComment)
+		writeObjects(&b, WithheldKey, withheld)
+	}
+	return b.Bytes(), nil
+}
+
+// WithheldKey is the section of the declaration that records the outputs
+// PipeWire gets no node for (Output.Withheld). PipeWire's daemon does not
+// read it.
+const WithheldKey = "liken.audio.withheld-objects"
+
+const withheldComment = `# Outputs withheld from PipeWire (no node, so no stream can reach them):
+# recorded so that the operator declares them when they can play again.
+`
+
+// writeObjects writes `key = [ ... ]` with one adapter object per output.
+func writeObjects(b *bytes.Buffer, key string, outputs []Output) {
+	b.WriteString(key + " = [\n")
+	for i, o := range outputs {
 		b.WriteString("  {\n    \"factory\": \"adapter\",\n    \"flags\": [\"nofail\"],\n    \"args\": {\n")
 		props := o.properties()
 		for j, p := range props {
@@ -108,7 +138,6 @@ func MarshalDeclaration(outputs []Output) ([]byte, error) {
 		b.WriteByte('\n')
 	}
 	b.WriteString("]\n")
-	return b.Bytes(), nil
 }
 
 // properties lists o's adapter arguments in the order they are written.
@@ -148,6 +177,9 @@ func (o Output) properties() [][2]string {
 	if o.Output != "" {
 		p = append(p, [2]string{PropOutput, o.Output})
 	}
+	if o.Withheld != "" {
+		p = append(p, [2]string{PropWithheld, o.Withheld})
+	}
 	extra := make([]string, 0, len(o.Extra))
 	for k := range o.Extra {
 		extra = append(extra, k)
@@ -185,39 +217,37 @@ var ErrNotDeclaration = errors.New("not an audio-operator declaration")
 // ParseDeclaration reads text written by MarshalDeclaration back into the
 // outputs it declares, in file order. It reads exactly that form: '#'
 // comment lines, `context.objects`, '=' (or ':'), a strict-JSON array of
-// adapter objects whose arguments are all strings, and nothing after it
-// but white space and comments. Hand-written SPA-JSON (bare words, no
+// adapter objects whose arguments are all strings, optionally the
+// WithheldKey array of the same form (each object carrying
+// liken.audio.withheld, and only those), and nothing after that but
+// white space and comments; withheld outputs come last. Hand-written SPA-JSON (bare words, no
 // commas) is refused rather than guessed at. An ALSA path equal to
 // "hw:<card>,<device>" is returned as an empty Path. Errors wrap
 // ErrNotDeclaration and name what was wrong and, for an object, its
 // index; the outputs are checked with CheckOutputs.
 func ParseDeclaration(data []byte) ([]Output, error) {
 	rest := skipComments(data)
-	if !bytes.HasPrefix(rest, []byte(declarationKey)) {
-		return nil, fmt.Errorf("%w: no %s section at the start", ErrNotDeclaration, declarationKey)
+	objects, rest, err := parseSection(rest, declarationKey)
+	if err != nil {
+		return nil, err
 	}
-	rest = bytes.TrimLeft(rest[len(declarationKey):], " \t\r\n")
-	if len(rest) == 0 || (rest[0] != '=' && rest[0] != ':') {
-		return nil, fmt.Errorf("%w: %s is not followed by '='", ErrNotDeclaration, declarationKey)
+	var withheld []declaredObject
+	if rest = skipComments(rest); bytes.HasPrefix(rest, []byte(WithheldKey)) {
+		if withheld, rest, err = parseSection(rest, WithheldKey); err != nil {
+			return nil, err
+		}
 	}
-	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
-	if len(rest) == 0 || rest[0] != '[' {
-		return nil, fmt.Errorf("%w: %s is not an array", ErrNotDeclaration, declarationKey)
-	}
-	dec := json.NewDecoder(bytes.NewReader(rest))
-	dec.DisallowUnknownFields()
-	var objects []declaredObject
-	if err := dec.Decode(&objects); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrNotDeclaration, declarationKey, err)
-	}
-	if t := skipComments(rest[dec.InputOffset():]); len(t) != 0 {
+	if t := skipComments(rest); len(t) != 0 {
 		return nil, fmt.Errorf("%w: text after the %s array: %q", ErrNotDeclaration, declarationKey, clip(t, 40))
 	}
-	outputs := make([]Output, 0, len(objects))
-	for i, obj := range objects {
+	outputs := make([]Output, 0, len(objects)+len(withheld))
+	for i, obj := range append(objects, withheld...) {
 		o, err := obj.output()
 		if err != nil {
 			return nil, fmt.Errorf("%w: object %d: %v", ErrNotDeclaration, i, err)
+		}
+		if (i >= len(objects)) != (o.Withheld != "") {
+			return nil, fmt.Errorf("%w: object %d: %s is set only on, and on every, object of %s", ErrNotDeclaration, i, PropWithheld, WithheldKey)
 		}
 		outputs = append(outputs, o)
 	}
@@ -225,6 +255,29 @@ func ParseDeclaration(data []byte) ([]Output, error) {
 		return nil, fmt.Errorf("%w: %v", ErrNotDeclaration, err)
 	}
 	return outputs, nil
+}
+
+// parseSection reads `key = [ ... ]` at the start of b and returns its
+// objects and what follows.
+func parseSection(b []byte, key string) ([]declaredObject, []byte, error) {
+	if !bytes.HasPrefix(b, []byte(key)) {
+		return nil, nil, fmt.Errorf("%w: no %s section at the start", ErrNotDeclaration, key)
+	}
+	b = bytes.TrimLeft(b[len(key):], " \t\r\n")
+	if len(b) == 0 || (b[0] != '=' && b[0] != ':') {
+		return nil, nil, fmt.Errorf("%w: %s is not followed by '='", ErrNotDeclaration, key)
+	}
+	b = bytes.TrimLeft(b[1:], " \t\r\n")
+	if len(b) == 0 || b[0] != '[' {
+		return nil, nil, fmt.Errorf("%w: %s is not an array", ErrNotDeclaration, key)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var objects []declaredObject
+	if err := dec.Decode(&objects); err != nil {
+		return nil, nil, fmt.Errorf("%w: %s: %v", ErrNotDeclaration, key, err)
+	}
+	return objects, b[dec.InputOffset():], nil
 }
 
 // output maps one adapter object back to the Output that wrote it.
@@ -335,6 +388,7 @@ func (obj declaredObject) output() (Output, error) {
 	}
 	o.PCMID, _ = take(PropPCMID)
 	o.Output, _ = take(PropOutput)
+	o.Withheld, _ = take(PropWithheld)
 	if len(args) > 0 {
 		o.Extra = args
 	}

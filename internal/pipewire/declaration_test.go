@@ -274,3 +274,44 @@ func TestWriteDeclarationUnwritable(t *testing.T) {
 		t.Errorf("old declaration: %v", err)
 	}
 }
+
+// A withheld output is written in its own section, after the objects
+// PipeWire reads, and reads back last with its reason; a reason in the
+// wrong section or a section with an output lacking one is refused.
+func TestDeclarationWithheld(t *testing.T) {
+	in := sampleOutputs()
+	in[2].Withheld = "the monitor's ELD lists no audio format"
+	data, err := MarshalDeclaration(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	live, rest, ok := strings.Cut(text, WithheldKey+" = [")
+	if !ok || strings.Contains(live, in[2].Name) || !strings.Contains(rest, `"liken.audio.withheld": "the monitor's ELD lists no audio format"`) {
+		t.Fatalf("withheld output not in its own section:\n%s", text)
+	}
+	out, err := ParseDeclaration(data)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, data)
+	}
+	if len(out) != 4 || out[3].Name != in[2].Name || out[3].Withheld != in[2].Withheld || out[0].Withheld != "" {
+		t.Errorf("read back as %+v", out)
+	}
+	for name, bad := range map[string]string{
+		"reason among live objects": strings.Replace(text, `"liken.audio.card": "0",`, `"liken.audio.withheld": "x", "liken.audio.card": "0",`, 1),
+		"no reason in the section":  strings.Replace(text, ",\n      \"liken.audio.withheld\": \"the monitor's ELD lists no audio format\"", "", 1),
+		"section twice":             text + WithheldKey + " = []\n",
+	} {
+		if bad == text {
+			t.Fatalf("%s: the text did not change", name)
+		}
+		if _, err := ParseDeclaration([]byte(bad)); !errors.Is(err, ErrNotDeclaration) {
+			t.Errorf("%s: %v, want ErrNotDeclaration", name, err)
+		}
+	}
+	o := in[2]
+	o.Withheld = "two\nlines"
+	if err := o.Validate(); err == nil {
+		t.Error("a reason of two lines passed Validate")
+	}
+}

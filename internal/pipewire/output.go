@@ -125,6 +125,12 @@ type Output struct {
 	// the ones above. A key must not be one the fields above write.
 	// ReadDeclaration returns nil when there are none.
 	Extra map[string]string
+	// Withheld, when not empty, says why PipeWire gets no node for the
+	// output (an HDMI/DP monitor whose ELD lists no audio format): the
+	// output is recorded, written as liken.audio.withheld, in a section
+	// PipeWire does not read, so that no stream can be routed to it and
+	// a later rewrite can declare it again. It must be one line of text.
+	Withheld string
 }
 
 // PCM names one PCM stream of a card: the identity a declaration and a
@@ -177,6 +183,7 @@ const (
 	PropPCM         = "liken.audio.pcm"
 	PropPCMID       = "liken.audio.pcm-id"
 	PropOutput      = "liken.audio.output"
+	PropWithheld    = "liken.audio.withheld"
 )
 
 // modelKeys are the keys Output's own fields write; Extra may not use
@@ -186,7 +193,7 @@ var modelKeys = map[string]bool{
 	PropMediaClass: true, PropALSAPath: true, PropALSACard: true,
 	PropALSADevice: true, PropRate: true, PropChannels: true,
 	PropPosition: true, PropUseChmap: true, PropCard: true, PropPCM: true,
-	PropPCMID: true, PropOutput: true,
+	PropPCMID: true, PropOutput: true, PropWithheld: true,
 }
 
 // Validate reports the first thing wrong with o, naming the field: a
@@ -242,6 +249,9 @@ func (o Output) Validate() error {
 				return fmt.Errorf("%s: position %q is not a SPA channel name", where, p)
 			}
 		}
+	}
+	if err := checkText(o.Withheld); err != nil || strings.ContainsAny(o.Withheld, "\r\n") {
+		return fmt.Errorf("%s: withheld reason %q is not one line of text", where, o.Withheld)
 	}
 	for k, v := range o.Extra {
 		if !isPropertyKey(k) {

@@ -381,7 +381,9 @@ func (d *Daemons) startGate() {
 				outs, _ := pipewire.ReadDeclaration(d.DeclarationPath())
 				names := make([]string, 0, len(outs))
 				for _, o := range outs {
-					names = append(names, o.Name)
+					if o.Withheld == "" {
+						names = append(names, o.Name)
+					}
 				}
 				return names
 			},

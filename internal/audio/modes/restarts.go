@@ -47,7 +47,8 @@ import (
 	"github.com/liken-sh/operators/internal/supervise"
 )
 
-// declaredNames returns the node.names the declaration at path holds; an
+// declaredNames returns the node.names the declaration at path gives
+// PipeWire (withheld outputs have no node); an
 // unreadable declaration is logged and declares none, so no node is
 // trusted and no claim sees one.
 func declaredNames(path string, logf func(string, ...any)) []string {
@@ -58,7 +59,9 @@ func declaredNames(path string, logf func(string, ...any)) []string {
 	}
 	names := make([]string, 0, len(outs))
 	for _, o := range outs {
-		names = append(names, o.Name)
+		if o.Withheld == "" { // PipeWire has no node of that name to trust
+			names = append(names, o.Name)
+		}
 	}
 	return names
 }
