@@ -3,6 +3,7 @@
 package audio
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,11 +22,20 @@ type metrics struct {
 	observationLast           *prometheus.GaugeVec     // by source
 	controlFailures           *prometheus.CounterVec   // by operation
 	untrusted                 *prometheus.CounterVec   // by endpoint
+	monitorRestarts           *prometheus.CounterVec   // by reason
+	// graphAt is when the graph was last known current (Unix
+	// nanoseconds; 0: never), which audio_observation_age_seconds reads
+	// at each scrape.
+	graphAt atomic.Int64
 }
 
 // Observation sources and control operations, the label values.
 const (
-	sourcePipeWire   = "pipewire"
+	sourcePipeWire = "pipewire"
+	// Reasons the graph monitor (pw-dump -m) is started again.
+	restartStale     = "stale"
+	restartEnded     = "ended"
+	restartGarbled   = "garbled"
 	operationVolume  = "volume"
 	operationControl = "control"
 )
@@ -53,22 +63,40 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Help: "Hardware writes (volume, mixer control) that failed."}, []string{"operation"}),
 		untrusted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_untrusted_nodes_total",
 			Help: "PipeWire nodes seen posing as a declared node (its node.name or liken.audio.* properties, another serial) and ignored; endpoint is empty for a name no endpoint has."}, endpoint),
+		monitorRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_graph_monitor_restarts_total",
+			Help: "Times the PipeWire graph monitor (pw-dump -m) was started again: stale (it printed nothing while PipeWire answered, and was killed), ended (it exited: PipeWire went away), garbled (its output did not parse)."}, []string{"reason"}),
 	}
+	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "audio_observation_age_seconds",
+		Help:        "Seconds since the source was last known current (for pipewire: a batch of pw-dump -m, or a probe it answered); -1 before the first.",
+		ConstLabels: prometheus.Labels{"source": sourcePipeWire}}, m.graphAge)
 	if reg != nil {
 		reg.MustRegister(m.connected, m.ready, m.claimed, m.reconcile, m.reconcileErrors, m.watchRestarts,
-			m.observationValid, m.observationLast, m.controlFailures, m.untrusted)
+			m.observationValid, m.observationLast, m.controlFailures, m.untrusted, m.monitorRestarts, age)
 	}
 	return m
 }
 
-// observed records one read of source.
-func (m *metrics) observed(source string, ok bool) {
+// observed records that source was read and found current at t (ok) or
+// could not be (not ok: the last values stay, valid turns 0).
+func (m *metrics) observed(source string, ok bool, t time.Time) {
 	if !ok {
 		m.observationValid.WithLabelValues(source).Set(0)
 		return
 	}
 	m.observationValid.WithLabelValues(source).Set(1)
-	m.observationLast.WithLabelValues(source).Set(float64(time.Now().Unix()))
+	m.observationLast.WithLabelValues(source).Set(float64(t.Unix()))
+	if source == sourcePipeWire {
+		m.graphAt.Store(t.UnixNano())
+	}
+}
+
+// graphAge is audio_observation_age_seconds{source="pipewire"}.
+func (m *metrics) graphAge() float64 {
+	at := m.graphAt.Load()
+	if at == 0 {
+		return -1
+	}
+	return time.Since(time.Unix(0, at)).Seconds()
 }
 
 func gauge(v *prometheus.GaugeVec, endpoint string, on bool) {

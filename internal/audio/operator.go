@@ -32,6 +32,9 @@ const (
 	// DefaultBackstop is the pass every minute that catches what the
 	// event sources missed.
 	DefaultBackstop = time.Minute
+	// DefaultGraphProbe is how long the graph may go without a change
+	// before the operator checks that its monitor is still current.
+	DefaultGraphProbe = 10 * time.Second
 	// maxGraphFailures is how many graph reads may fail in a row before
 	// the operator publishes every device tainted and exits.
 	maxGraphFailures = 3
@@ -49,9 +52,12 @@ type Config struct {
 	PipeWireDir string
 	// DRA locates the kubelet and CDI directories; the driver name, CDI
 	// class, node and client are filled in by Run.
-	DRA        dra.Options
-	StartWait  time.Duration
-	Backstop   time.Duration
+	DRA       dra.Options
+	StartWait time.Duration
+	Backstop  time.Duration
+	// GraphProbe is how long the graph monitor may print nothing before
+	// it is probed (see probeMonitor); zero means DefaultGraphProbe.
+	GraphProbe time.Duration
 	Registerer prometheus.Registerer
 	// Objects, when set, reaches the Sink and Source resources: the
 	// operator creates one per endpoint, writes their status and applies
@@ -89,6 +95,9 @@ func (c *Config) complete() error {
 	}
 	if c.Backstop <= 0 {
 		c.Backstop = DefaultBackstop
+	}
+	if c.GraphProbe <= 0 {
+		c.GraphProbe = DefaultGraphProbe
 	}
 	if c.SetVolume == nil {
 		c.SetVolume = c.Remote.SetVolume
@@ -166,7 +175,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// is scheduled onto a PipeWire that cannot be read, and ends the
 	// operator.
 	giveUp := func(err error) error {
-		op.metrics.observed(sourcePipeWire, false)
+		op.metrics.observed(sourcePipeWire, false, time.Now())
 		op.pass(ctx, nil)
 		flush, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
@@ -191,11 +200,19 @@ func Run(ctx context.Context, cfg Config) error {
 			continue
 		}
 		answered = true
-		if err := op.follow(ctx, mon, backstop.C); err != nil {
+		restart, err := op.follow(ctx, mon, backstop.C)
+		if err != nil {
 			return err
 		}
 		if ctx.Err() != nil {
 			return nil
+		}
+		if restart {
+			// The monitor was stuck and is killed; PipeWire answered, so
+			// the outputs stay as the last graph had them (their Sinks
+			// say it is stale) until the new monitor's first graph.
+			op.metrics.monitorRestarts.WithLabelValues(restartStale).Inc()
+			continue
 		}
 		err = mon.Err()
 		if !errors.Is(err, pipewire.ErrBadDump) {
@@ -205,6 +222,7 @@ func Run(ctx context.Context, cfg Config) error {
 			// the last graph had them; then follow the new one.
 			failures = 0
 			logger.Info("pw-dump -m ended; following the graph again", "reason", err)
+			op.metrics.monitorRestarts.WithLabelValues(restartEnded).Inc()
 			op.pass(ctx, nil)
 			continue
 		}
@@ -214,6 +232,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// pw-dump in a hot loop.
 		failures++
 		logger.Error(err, "The PipeWire graph could not be read", "inARow", failures)
+		op.metrics.monitorRestarts.WithLabelValues(restartGarbled).Inc()
 		if failures >= maxGraphFailures {
 			return giveUp(err)
 		}
@@ -256,6 +275,11 @@ type operator struct {
 	mixDirty    map[int]bool
 	mixAllDirty bool
 
+	// stale says why the graph the passes work from may no longer be
+	// PipeWire's (nil: it is current); set and read by the passes'
+	// goroutine only.
+	stale *graphStale
+
 	metrics  *metrics
 	store    *objects.Store       // nil without Config.Objects
 	recorder record.EventRecorder // nil without Config.Objects
@@ -291,6 +315,7 @@ func (o *operator) startMonitor(ctx context.Context) (*pipewire.Monitor, error) 
 		select {
 		case g, ok := <-mon.Snapshots():
 			if ok {
+				o.current(ctx, time.Now())
 				o.pass(ctx, g)
 				return mon, nil
 			}
@@ -314,24 +339,32 @@ func (o *operator) startMonitor(ctx context.Context) (*pipewire.Monitor, error) 
 }
 
 // follow runs passes on every graph change, control event and backstop
-// tick until the monitor ends (nil) or the driver stops (an error).
-func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <-chan time.Time) error {
+// tick until the monitor ends (false, nil), is found stuck and stopped
+// (true, nil: start another), or the driver stops (an error). When the
+// monitor has printed nothing for GraphProbe it is probed (probeMonitor).
+func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <-chan time.Time) (bool, error) {
 	defer mon.Stop()
+	last := time.Now() // the monitor's newest batch, or its last answered probe
+	probeTick := time.NewTicker(o.cfg.GraphProbe / 2)
+	defer probeTick.Stop()
+	var probed chan probeResult // nil while no probe runs
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return false, nil
 		case <-o.driver.Done():
 			if ctx.Err() != nil {
 				// The driver stopped because the operator is stopping
 				// (a long pass let both fire): a clean exit.
-				return nil
+				return false, nil
 			}
-			return fmt.Errorf("DRA plugin stopped: %w", o.driver.Err())
+			return false, fmt.Errorf("DRA plugin stopped: %w", o.driver.Err())
 		case g, ok := <-mon.Snapshots():
 			if !ok {
-				return nil
+				return false, nil
 			}
+			last = time.Now()
+			o.current(ctx, last)
 			o.pass(ctx, g)
 		case <-o.wake:
 			o.pass(ctx, mon.Latest())
@@ -340,6 +373,27 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 		case <-backstop:
 			o.mixerChanged(-1)
 			o.pass(ctx, mon.Latest())
+		case <-probeTick.C:
+			if probed != nil || time.Since(last) < o.cfg.GraphProbe {
+				continue
+			}
+			probed = make(chan probeResult, 1)
+			go func(ch chan<- probeResult, before int) { ch <- o.probeMonitor(ctx, mon, before) }(probed, mon.Batches())
+		case r := <-probed:
+			probed = nil
+			switch {
+			case r.stale == nil:
+				last = r.at
+				o.current(ctx, r.at)
+			case r.stale.Reason == ReasonMonitorStale:
+				o.goneStale(ctx, r.stale, last)
+				o.pass(ctx, mon.Latest())
+				mon.Kill()
+				return true, nil
+			default:
+				o.goneStale(ctx, r.stale, last)
+				o.pass(ctx, mon.Latest())
+			}
 		}
 	}
 }
@@ -348,7 +402,9 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 // PipeWire is not answering, so no output has a sink).
 func (o *operator) pass(ctx context.Context, g *pipewire.Graph) {
 	logger := klog.FromContext(ctx)
-	o.metrics.observed(sourcePipeWire, g != nil)
+	if g == nil {
+		o.metrics.observed(sourcePipeWire, false, time.Now())
+	}
 	g = o.trustedGraph(ctx, g)
 	p, err := Reconcile(o.cfg.Node, o.cfg.Hardware, g)
 	if err != nil {

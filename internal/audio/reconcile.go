@@ -122,6 +122,7 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 			o.steer(ctx, kind, obj, e, obj.Spec.EndpointSpec, node, controls)
 		}
 		common := EndpointStatus(o.cfg.Node, e, node, controls, hp)
+		common.Conditions = append(common.Conditions, o.graphCondition(g))
 		if node != nil {
 			if v, m := o.observedVolume(e.Name, node); v != nil || m != nil {
 				if common.Observed == nil {
@@ -160,7 +161,7 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 		gauge(o.metrics.ready, e.Name, node != nil)
 		gauge(o.metrics.claimed, e.Name, hp != nil)
 	}
-	if err := o.syncSpeakers(ctx, p.Speakers, holders, seen); err != nil {
+	if err := o.syncSpeakers(ctx, g, p.Speakers, holders, seen); err != nil {
 		return
 	}
 	o.markGone(ctx, seen)

@@ -178,8 +178,8 @@ type codecWrite struct {
 
 // syncSpeakers keeps each speaker's Sink: it applies spec.volume and
 // spec.mute to the speaker's route at once, spec.codec while no claim
-// holds the speaker, and writes the status.
-func (o *operator) syncSpeakers(ctx context.Context, eps []SpeakerEndpoint, holders map[string]dra.ClaimRef, seen map[string]bool) error {
+// holds the speaker, and writes the status (GraphCurrent from graph g).
+func (o *operator) syncSpeakers(ctx context.Context, g *pipewire.Graph, eps []SpeakerEndpoint, holders map[string]dra.ClaimRef, seen map[string]bool) error {
 	logger := klog.FromContext(ctx)
 	for _, e := range eps {
 		name := e.Name()
@@ -207,7 +207,9 @@ func (o *operator) syncSpeakers(ctx context.Context, eps []SpeakerEndpoint, hold
 		if elsewhere != "" {
 			err = fmt.Errorf("status.node names %s, not this node; left alone", elsewhere)
 		} else {
-			_, err = o.store.ApplySink(ctx, name, SpeakerStatus(o.cfg.Node, e, holder))
+			st := SpeakerStatus(o.cfg.Node, e, holder)
+			st.Conditions = append(st.Conditions, o.graphCondition(g))
+			_, err = o.store.ApplySink(ctx, name, st)
 		}
 		o.metrics.reconcile.WithLabelValues(objects.SinkKind.Name).Observe(time.Since(start).Seconds())
 		if err != nil {

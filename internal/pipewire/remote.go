@@ -290,6 +290,23 @@ func (m *Monitor) Stop() {
 	}
 }
 
+// Kill ends the child and its process group at once (SIGKILL) and waits
+// until Done: for a child that is stuck (stopped, or blocked writing),
+// which SIGTERM would not end. Killing a monitor that has ended is
+// harmless.
+func (m *Monitor) Kill() {
+	m.mu.Lock()
+	m.stopped = true
+	m.mu.Unlock()
+	select {
+	case <-m.done:
+		return
+	default:
+	}
+	_ = signalGroup(m.cmd, syscall.SIGKILL)
+	<-m.done
+}
+
 // boundedBuffer keeps the first max bytes written to it and notes that
 // more came; writes never fail, so the writer is not killed by a broken
 // pipe before its exit status is known.

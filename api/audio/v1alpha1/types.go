@@ -184,7 +184,7 @@ type EndpointStatus struct {
 	// Claim is the ResourceClaim that holds the endpoint, if one does.
 	// +optional
 	Claim *ClaimReference `json:"claim,omitempty"`
-	// Conditions: Connected, Ready, and on a Sink LayoutApplied.
+	// Conditions: Connected, Ready, GraphCurrent, and on a Sink LayoutApplied.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -356,6 +356,12 @@ const (
 	ConditionReady = "Ready"
 	// ConditionLayoutApplied: the running PipeWire has the Sink's layout.
 	ConditionLayoutApplied = "LayoutApplied"
+	// ConditionGraphCurrent: the operator's view of PipeWire's graph,
+	// from which Ready, status.format and status.observed are read, is
+	// current. False while its graph monitor (pw-dump -m) is stuck or
+	// PipeWire does not answer: those fields then show the last graph
+	// read, which may no longer hold.
+	ConditionGraphCurrent = "GraphCurrent"
 )
 
 // Reasons of LayoutApplied.

@@ -1,0 +1,296 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2/ktesting"
+
+	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
+	"github.com/liken-sh/operators/internal/audio"
+	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/poll"
+	"github.com/liken-sh/operators/test/pwtest"
+)
+
+// graphMonitors returns the pids of the pw-dump -m children of this
+// process (the operator's graph monitor runs as one).
+func graphMonitors(t *testing.T) []int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	must(t, err)
+	var out []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: comm may hold spaces, so read after
+		// the last ')'.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(f) < 2 || f[0] == "Z" || f[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+		if filepath.Base(args[0]) == "pw-dump" && len(args) > 1 && args[len(args)-1] == "-m" {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// A stuck graph monitor on real PipeWire and WirePlumber and the real
+// control plane: the operator's pw-dump -m is stopped (SIGSTOP), so it
+// prints nothing more while PipeWire answers. Within the probe interval
+// and its grace every Sink says the operator's view is stale
+// (GraphCurrent False, MonitorStale), audio_observation_valid turns 0 and
+// audio_observation_age_seconds grows; the stopped child is killed, a new
+// one is started (audio_graph_monitor_restarts_total{reason="stale"}),
+// the Sinks say GraphCurrent True again, and the new monitor follows a
+// change to the graph. The outputs are never published tainted for it.
+func TestAudioStuckGraphMonitor(t *testing.T) {
+	_, ctx := ktesting.NewTestContext(t)
+	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
+	must(t, err)
+	t.Cleanup(cluster.Stop)
+	must(t, cluster.AddLikenNode(ctx, node))
+	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"))
+	must(t, cluster.ApplyCRDs(ctx, "deploy/audio/crds"))
+	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "admissionpolicy.yaml"} {
+		kubectl(t, ctx, cluster, "apply", "-f", filepath.Join("deploy/audio", f))
+	}
+	rc := asAudioOperator(cluster, node)
+	kube, err := kubernetes.NewForConfig(rc)
+	must(t, err)
+	dyn, err := dynamic.NewForConfig(rc)
+	must(t, err)
+	admin, err := dynamic.NewForConfig(cluster.RESTConfig())
+	must(t, err)
+	sinks := admin.Resource(audiov1.SinksResource)
+
+	dir := t.TempDir()
+	hw, _ := recordedXPS(t, dir)
+	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: node,
+		PipeWireDir: filepath.Join(dir, "declared"), WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
+	must(t, err)
+	outputs, err := pipewire.ReadDeclaration(res.Declaration)
+	must(t, err)
+	pw := pwtest.New(t, pwtest.Options{Outputs: outputs})
+
+	const probe = time.Second
+	reg := prometheus.NewRegistry()
+	draOpts := dra.Options{
+		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", audio.DriverName),
+		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
+	}
+	opCtx, stopOp := context.WithCancel(ctx)
+	opDone := make(chan error, 1)
+	go func() {
+		opDone <- audio.Run(opCtx, audio.Config{Node: node, KubeClient: kube, Objects: dyn, Hardware: hw,
+			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: draOpts, Registerer: reg, GraphProbe: probe})
+	}()
+	t.Cleanup(func() { stopOp(); <-opDone })
+
+	dp := node + "-pci-0000-00-1f-3-hdmi-3" // the Samsung's DP output
+	graphCurrent := func(u *unstructured.Unstructured) *metav1.Condition {
+		var s audiov1.Sink
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s) != nil {
+			return nil
+		}
+		if !meta.IsStatusConditionTrue(s.Status.Conditions, audiov1.ConditionReady) {
+			return nil
+		}
+		return meta.FindStatusCondition(s.Status.Conditions, audiov1.ConditionGraphCurrent)
+	}
+	poll.WaitFor(t, ctx, "the DP Sink ready with a current graph", 60*time.Second, func() (bool, string) {
+		u, err := sinks.Get(ctx, dp, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		c := graphCurrent(u)
+		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("%+v", c)
+	})
+	// Idle for longer than the probe interval: a graph nobody changes is
+	// not stale.
+	time.Sleep(3 * probe)
+	if got := staleRestarts(t, reg); got != 0 {
+		t.Fatalf("an idle graph restarted the monitor %v times", got)
+	}
+	if age := gaugeValue(t, reg, "audio_observation_age_seconds"); age < 0 || age > (probe+3*time.Second).Seconds() {
+		t.Fatalf("idle graph: audio_observation_age_seconds %v, want within a probe and its grace", age)
+	}
+
+	// Every GraphCurrent the DP Sink goes through, as the watch sees it.
+	type seen struct {
+		at     time.Time
+		status metav1.ConditionStatus
+		reason string
+	}
+	var mu sync.Mutex
+	var transitions []seen
+	w, err := sinks.Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=" + dp})
+	must(t, err)
+	defer w.Stop()
+	go func() {
+		for ev := range w.ResultChan() {
+			u, ok := ev.Object.(*unstructured.Unstructured)
+			if !ok {
+				continue
+			}
+			if c := graphCurrent(u); c != nil {
+				mu.Lock()
+				if n := len(transitions); n == 0 || transitions[n-1].reason != c.Reason {
+					transitions = append(transitions, seen{time.Now(), c.Status, c.Reason})
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	find := func(reason string, after time.Time) (time.Time, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, s := range transitions {
+			if s.reason == reason && !s.at.Before(after) {
+				return s.at, true
+			}
+		}
+		return time.Time{}, false
+	}
+
+	mons := graphMonitors(t)
+	if len(mons) != 1 {
+		t.Fatalf("pw-dump -m children %v, want the operator's one", mons)
+	}
+	stuck := mons[0]
+	t.Cleanup(func() { _ = syscall.Kill(stuck, syscall.SIGCONT) })
+	stopped := time.Now()
+	must(t, syscall.Kill(stuck, syscall.SIGSTOP))
+
+	// The metric while stale, sampled until the Sink says it is current
+	// again.
+	sawInvalid, maxAge := false, 0.0
+	var staleAt, currentAt time.Time
+	poll.WaitFor(t, ctx, "the DP Sink stale, then current again", 60*time.Second, func() (bool, string) {
+		if gaugeValue(t, reg, "audio_observation_valid") == 0 {
+			sawInvalid = true
+		}
+		maxAge = max(maxAge, gaugeValue(t, reg, "audio_observation_age_seconds"))
+		var ok bool
+		if staleAt.IsZero() {
+			if staleAt, ok = find(audio.ReasonMonitorStale, stopped); !ok {
+				return false, "not stale yet"
+			}
+		}
+		currentAt, ok = find(audio.ReasonFollowing, staleAt)
+		return ok, "stale, not current yet"
+	})
+	t.Logf("SIGSTOP of pw-dump -m to GraphCurrent=False (MonitorStale): %s (target: probe %s + grace 2s + a pass)", staleAt.Sub(stopped).Round(time.Millisecond), probe)
+	t.Logf("GraphCurrent=False to True again (kill, new monitor, first graph): %s (target: under 1s, a SIGKILL and a dump)", currentAt.Sub(staleAt).Round(time.Millisecond))
+	if !sawInvalid {
+		t.Error("audio_observation_valid{source=pipewire} never read 0 while the monitor was stuck")
+	}
+	if maxAge < probe.Seconds() {
+		t.Errorf("audio_observation_age_seconds reached %v while stuck, want past the probe interval %s", maxAge, probe)
+	}
+	if got := staleRestarts(t, reg); got != 1 {
+		t.Errorf("audio_graph_monitor_restarts_total %v, want 1", got)
+	}
+	if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(stuck))); err == nil {
+		t.Errorf("the stuck pw-dump -m (pid %d) is still there", stuck)
+	}
+	mons = graphMonitors(t)
+	if len(mons) != 1 || mons[0] == stuck {
+		t.Fatalf("pw-dump -m children after the restart %v, want one new one", mons)
+	}
+	if gaugeValue(t, reg, "audio_observation_valid") != 1 {
+		t.Error("audio_observation_valid{source=pipewire} is not 1 after the restart")
+	}
+
+	// The new monitor follows the graph: the DP output's node destroyed
+	// turns its Sink not Ready.
+	var id uint32
+	g, err := pw.Remote().Dump(ctx)
+	must(t, err)
+	for _, o := range outputs {
+		if o.Output == dp {
+			n, ok := g.NodeByName(o.Name)
+			if !ok {
+				t.Fatalf("no node %s", o.Name)
+			}
+			id = n.ID
+		}
+	}
+	out, err := pw.Command(ctx, "pw-cli", "destroy", strconv.Itoa(int(id))).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pw-cli destroy: %v: %s", err, out)
+	}
+	poll.WaitFor(t, ctx, "the DP Sink not Ready after its node went", 10*time.Second, func() (bool, string) {
+		u, err := sinks.Get(ctx, dp, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var s audiov1.Sink
+		must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s))
+		return meta.IsStatusConditionFalse(s.Status.Conditions, audiov1.ConditionReady), ""
+	})
+}
+
+// gaugeValue reads the one series of the gauge family name from reg.
+func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	must(t, err)
+	for _, f := range fams {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no single series of %s", name)
+	return 0
+}
+
+// staleRestarts reads audio_graph_monitor_restarts_total{reason="stale"}
+// from reg (0 before the first).
+func staleRestarts(t *testing.T, reg *prometheus.Registry) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	must(t, err)
+	for _, f := range fams {
+		if f.GetName() != "audio_graph_monitor_restarts_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "reason" && l.GetValue() == "stale" {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
