@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -118,15 +119,43 @@ func (s *Store) poke() {
 // had its spec changed: a pass should run.
 func (s *Store) Wake() <-chan struct{} { return s.wake }
 
+// watchDelay is the least time between a store's first read of a kind
+// and its informer's first watch; each informer waits between it and
+// twice it (wait.Jitter), so that a fleet started at once spreads its
+// watches.
+//
+// An API server creates the watch cache of a custom resource when the
+// first request for it arrives, and until the cache has read the
+// resource from etcd it answers watches and selector lists with 429
+// "storage is (re)initializing" (k8s.io/apiserver
+// pkg/storage/cacher: Cacher.Watch, Cacher.GetList; KEP-4568). A cold
+// start of a fleet after the API server started sends its watches into
+// that window. A list with a limit and no selector is served from etcd
+// while the cache is not ready, so the store sends one of those first,
+// and watches a second or two later, when the cache is long filled.
+const watchDelay = time.Second
+
 // Start runs the informers until ctx ends and waits (bounded by timeout)
 // for their first lists; a timeout of 0 returns at once, which is what the
-// operator does: its devices must not wait for its objects. Until the
-// first lists arrive (never, without the CRDs or the access), passes read
-// what the store lacks from the API server. The error says the lists did
-// not arrive in time; the store runs on and catches up.
+// operator does: its devices must not wait for its objects. Each informer
+// starts after one list of a single object of its kind (which has the API
+// server fill its watch cache) and between watchDelay and twice that
+// later. Until the first lists arrive (never, without the CRDs or the
+// access), passes read what the store lacks from the API server. The
+// error says the lists did not arrive in time; the store runs on and
+// catches up.
 func (s *Store) Start(ctx context.Context, timeout time.Duration) error {
-	for _, inf := range s.informers {
-		go inf.RunWithContext(ctx)
+	for _, k := range []Kind{SinkKind, SourceKind} {
+		inf := s.informers[k.Name]
+		go func() {
+			s.warm(ctx, k)
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(wait.Jitter(watchDelay, 1)):
+			}
+			inf.RunWithContext(ctx)
+		}()
 	}
 	if timeout <= 0 {
 		return nil
@@ -137,6 +166,16 @@ func (s *Store) Start(ctx context.Context, timeout time.Duration) error {
 		return fmt.Errorf("objects: Sinks and Sources not listed within %s", timeout)
 	}
 	return nil
+}
+
+// warm lists one object of kind, whichever node's: served from etcd
+// while the API server's watch cache of the kind is not ready, and the
+// request that has the API server create it. What it answers is not
+// used, and a failure is the informer's to report.
+func (s *Store) warm(ctx context.Context, k Kind) {
+	call, cancel := context.WithTimeout(ctx, RequestTimeout)
+	defer cancel()
+	_, _ = s.opts.Client.Resource(k.Resource).List(call, metav1.ListOptions{Limit: 1})
 }
 
 // Synced reports whether both informers have their first lists.
