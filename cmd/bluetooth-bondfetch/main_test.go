@@ -149,11 +149,11 @@ func newKernel() *hcitest.Kernel {
 func (n node) world(client kubernetes.Interface) world {
 	return world{
 		openKernel: func() (hci.Kernel, func() error, error) { return n.kernel, func() error { return nil }, nil },
-		newClient: func(kubeconfig string) (kubernetes.Interface, error) {
+		newClient: func(kubeconfig, namespace string) (bonds.SecretLister, error) {
 			if kubeconfig != "" {
 				return nil, errors.New("tests pass the client")
 			}
-			return client, nil
+			return client.CoreV1().Secrets(namespace), nil
 		},
 		clock:    clock.RealClock{},
 		interval: 10 * time.Millisecond,
@@ -362,7 +362,7 @@ func TestFailuresExit1NamingWhatFailed(t *testing.T) {
 		{
 			name: "no in-cluster config",
 			world: func(n node, w world) world {
-				w.newClient = func(string) (kubernetes.Interface, error) { return nil, rest.ErrNotInCluster }
+				w.newClient = func(string, string) (bonds.SecretLister, error) { return nil, rest.ErrNotInCluster }
 				return w
 			},
 			want: "API client: unable to load in-cluster configuration",
@@ -394,7 +394,9 @@ func TestFailuresExit1NamingWhatFailed(t *testing.T) {
 		{
 			name: "list forbidden",
 			world: func(n node, w world) world {
-				w.newClient = func(string) (kubernetes.Interface, error) { return serviceAccount(t, "failing", "nobody"), nil }
+				w.newClient = func(_, ns string) (bonds.SecretLister, error) {
+					return serviceAccount(t, "failing", "nobody").CoreV1().Secrets(ns), nil
+				}
 				return w
 			},
 			want: "list secrets in failing with bluetooth.liken.sh/adapter=" + claimed.Key() + `: secrets is forbidden`,
@@ -507,5 +509,21 @@ func TestBinary(t *testing.T) {
 			}
 			t.Logf("stderr: %s", strings.TrimSpace(stderr.String()))
 		})
+	}
+}
+
+// TestLinksNoClientset: the init container lists Secrets and nothing
+// else, so it links the REST client of core/v1 (bonds.NewSecretLister)
+// and not client-go's clientset, whose scheme registers every API group
+// at start and would cost it most of its memory.
+func TestLinksNoClientset(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, out)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		if pkg == "k8s.io/client-go/kubernetes" || strings.HasPrefix(pkg, "k8s.io/client-go/kubernetes/") {
+			t.Errorf("bluetooth-bondfetch links %s", pkg)
+		}
 	}
 }

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/liken-sh/operators/internal/bonds"
@@ -135,7 +134,7 @@ func contained(t *testing.T, vol string) {
 	n := node{sysfs: os.Getenv("SYSFS"), dev: os.Getenv("DEV"), kernel: newKernel()}
 	var stderr bytes.Buffer
 	w := n.world(nil)
-	w.newClient = func(string) (kubernetes.Interface, error) { return client, nil }
+	w.newClient = func(_, ns string) (bonds.SecretLister, error) { return client.CoreV1().Secrets(ns), nil }
 	code := run(context.Background(), n.args(vol), env(map[string]string{"POD_NAMESPACE": "ns"}), &stderr, w)
 	t.Logf("stderr:\n%s", stderr.String())
 	if code != 0 {

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/clock"
 
 	"github.com/liken-sh/operators/internal/bonds"
@@ -26,9 +25,9 @@ import (
 type world struct {
 	// openKernel opens the AF_BLUETOOTH socket; close releases it.
 	openKernel func() (k hci.Kernel, close func() error, err error)
-	// newClient builds the API client: from kubeconfig, else $KUBECONFIG,
-	// else in-cluster.
-	newClient func(kubeconfig string) (kubernetes.Interface, error)
+	// newClient builds the client of namespace's Secrets: from
+	// kubeconfig, else $KUBECONFIG, else in-cluster.
+	newClient func(kubeconfig, namespace string) (bonds.SecretLister, error)
 	// clock paces the wait for the adapter's address.
 	clock clock.Clock
 	// interval is the pause between reads of the address.
@@ -38,12 +37,12 @@ type world struct {
 func realWorld() world {
 	return world{
 		openKernel: openKernel,
-		newClient: func(kubeconfig string) (kubernetes.Interface, error) {
+		newClient: func(kubeconfig, namespace string) (bonds.SecretLister, error) {
 			cfg, err := kubeclient.Config(kubeconfig, "bluetooth-bondfetch")
 			if err != nil {
 				return nil, err
 			}
-			return kubernetes.NewForConfig(cfg)
+			return bonds.NewSecretLister(cfg, namespace)
 		},
 		clock:    clock.RealClock{},
 		interval: hci.DefaultInterval,
@@ -120,7 +119,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	if errs := validation.IsDNS1123Label(namespace); len(errs) > 0 {
 		return fail("POD_NAMESPACE %q is not a namespace name: %s", namespace, errs[0])
 	}
-	client, err := w.newClient(opts.kubeconfig)
+	secrets, err := w.newClient(opts.kubeconfig, namespace)
 	if err != nil {
 		return fail("API client: %v", err)
 	}
@@ -147,7 +146,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 		logf("%s, below the claimed USB device %s, is the adapter at %s", adapter.Info.Name, adapter.USB.Path, address)
 	}
 
-	fetched, err := bonds.Fetch(ctx, client, namespace, address)
+	fetched, err := bonds.Fetch(ctx, secrets, namespace, address)
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -534,7 +534,7 @@ func (o *operator) syncBonds(ctx context.Context) {
 		if seen, ok := o.bondsSeen[adapter]; ok && seen == digest {
 			continue
 		}
-		report, err := bonds.SyncOwned(ctx, o.cfg.KubeClient, o.cfg.Namespace, found, owners)
+		report, err := bonds.SyncOwned(ctx, o.cfg.KubeClient.CoreV1().Secrets(o.cfg.Namespace), o.cfg.Namespace, found, owners)
 		if err != nil {
 			logger.Error(err, "Writing bonds back", "adapter", adapter)
 			delete(o.bondsSeen, adapter)

@@ -93,7 +93,15 @@ func TestRoundTripThroughTheAPIServer(t *testing.T) {
 		}
 	}
 	operator := serviceAccountClient(t, ctx, cluster, "bluetooth-operator", "get", "create", "update")
-	fetcher := serviceAccountClient(t, ctx, cluster, "bondfetch", "list")
+	// bondfetch's Role and binding; it lists through its narrow client,
+	// as that ServiceAccount.
+	serviceAccountClient(t, ctx, cluster, "bondfetch", "list")
+	fetchConfig := cluster.RESTConfig()
+	fetchConfig.Impersonate = rest.ImpersonationConfig{UserName: "system:serviceaccount:" + namespace + ":bondfetch"}
+	lister, err := NewSecretLister(fetchConfig, namespace)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	// The operator cannot list Secrets, and needs not.
 	if _, err := operator.CoreV1().Secrets(namespace).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
@@ -106,7 +114,7 @@ func TestRoundTripThroughTheAPIServer(t *testing.T) {
 	if err != nil || len(skipped) != 0 || len(bonds) != 2 {
 		t.Fatalf("read tree: %d bonds, %v, %v", len(bonds), skipped, err)
 	}
-	report, err := Sync(ctx, operator, namespace, bonds)
+	report, err := Sync(ctx, operator.CoreV1().Secrets(namespace), namespace, bonds)
 	if err != nil || len(report.Created) != 2 {
 		t.Fatalf("sync: %+v, %v", report, err)
 	}
@@ -120,7 +128,7 @@ func TestRoundTripThroughTheAPIServer(t *testing.T) {
 	}
 
 	// An idle pass writes nothing: the resourceVersion stays.
-	report, err = Sync(ctx, operator, namespace, bonds)
+	report, err = Sync(ctx, operator.CoreV1().Secrets(namespace), namespace, bonds)
 	if err != nil || len(report.Unchanged) != 2 {
 		t.Fatalf("idle sync: %+v, %v", report, err)
 	}
@@ -133,7 +141,7 @@ func TestRoundTripThroughTheAPIServer(t *testing.T) {
 	mouseCache := []byte("[General]\nName=Basilisk X HyperSpeed\n\n[Attributes]\n0x0001=2800:0007:1800\n")
 	writeFile(t, filepath.Join(AdapterDir(root, adapter), "cache", mouse.String()), mouseCache, 0o600)
 	bonds, _, _ = ReadTree(root, adapter)
-	report, err = Sync(ctx, operator, namespace, bonds)
+	report, err = Sync(ctx, operator.CoreV1().Secrets(namespace), namespace, bonds)
 	if err != nil || len(report.Updated) != 1 || report.Updated[0] != SecretName(adapter, mouse) {
 		t.Fatalf("late cache: %+v, %v", report, err)
 	}
@@ -150,7 +158,7 @@ func TestRoundTripThroughTheAPIServer(t *testing.T) {
 	}
 
 	// Restore into a fresh tree.
-	fetched, err := Fetch(ctx, fetcher, namespace, adapter)
+	fetched, err := Fetch(ctx, lister, namespace, adapter)
 	if err != nil {
 		t.Fatal(err)
 	}

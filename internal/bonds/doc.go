@@ -17,7 +17,10 @@
 // Two programs use this package. bondfetch, the init container, calls
 // [Fetch] and [WriteTree] to restore the tree before bluetoothd starts. The
 // operator calls [ReadTree] and [Sync] after its settle window to write
-// each new or changed bond back. Secret contents are untrusted: every path
+// each new or changed bond back. Both take their Secret client as an
+// interface ([SecretLister], [SecretClient]) that client-go's typed
+// clients serve, so the package imports no clientset and bondfetch links
+// only the REST client [NewSecretLister] makes. Secret contents are untrusted: every path
 // written is built from a parsed address, never from a Secret's key, and
 // every value is checked ([ParseInfo], [ParseKeyFile], the size limits)
 // before it reaches the disk.

@@ -6,8 +6,8 @@ import (
 	"context"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/liken-sh/operators/internal/bdaddr"
 )
@@ -36,23 +36,34 @@ type Fetched struct {
 	Skipped []error
 }
 
+// SecretLister lists the Secrets of one namespace: the one method of
+// client-go's typed SecretInterface (kubernetes.Interface's
+// CoreV1().Secrets(namespace)) that Fetch calls, and what NewSecretLister
+// returns. Declaring it here keeps the clientset, which registers every
+// API group at start, out of the programs that only restore bonds.
+type SecretLister interface {
+	List(ctx context.Context, opts metav1.ListOptions) (*corev1.SecretList, error)
+}
+
 // Fetch lists the Secrets in namespace labelled with adapter
-// (AdapterLabel=adapter.Key()), page by page, and decodes their bonds
-// as DecodeSecrets does, keeping only the bonds between pages and at most
+// (AdapterLabel=adapter.Key()) through secrets, which lists that
+// namespace's Secrets, page by page, and decodes their bonds as
+// DecodeSecrets does, keeping only the bonds between pages and at most
 // MaxFetchedBonds of them in MaxFetchedBytes. It needs list on Secrets in
-// namespace and nothing else. No Secrets is not an error: an adapter that has paired nothing has
-// none. A failed list is an error naming the namespace and selector.
-func Fetch(ctx context.Context, client kubernetes.Interface, namespace string, adapter bdaddr.Address) (Fetched, error) {
+// namespace and nothing else. No Secrets is not an error: an adapter that
+// has paired nothing has none. A failed list is an error naming the
+// namespace and selector.
+func Fetch(ctx context.Context, secrets SecretLister, namespace string, adapter bdaddr.Address) (Fetched, error) {
 	selector := AdapterLabel + "=" + adapter.Key()
 	opts := metav1.ListOptions{LabelSelector: selector, Limit: fetchPage}
 	d := newDecoder(adapter)
-	var secrets int
+	var n int
 	for {
-		list, err := client.CoreV1().Secrets(namespace).List(ctx, opts)
+		list, err := secrets.List(ctx, opts)
 		if err != nil {
 			return Fetched{}, fmt.Errorf("list secrets in %s with %s: %w", namespace, selector, err)
 		}
-		secrets += len(list.Items)
+		n += len(list.Items)
 		for i := range list.Items {
 			d.add(&list.Items[i])
 		}
@@ -62,5 +73,5 @@ func Fetch(ctx context.Context, client kubernetes.Interface, namespace string, a
 		opts.Continue = list.Continue
 	}
 	bonds, skipped := d.result()
-	return Fetched{Secrets: secrets, Bonds: bonds, Skipped: skipped}, nil
+	return Fetched{Secrets: n, Bonds: bonds, Skipped: skipped}, nil
 }

@@ -158,7 +158,7 @@ func BenchmarkFetchHeap(b *testing.B) {
 				}
 			}
 		}()
-		f, err := Fetch(ctx, admin, namespace, adapter)
+		f, err := Fetch(ctx, admin.CoreV1().Secrets(namespace), namespace, adapter)
 		close(stop)
 		peak = maxU(peak, <-done)
 		peakHeap = maxU(peakHeap, <-done)

@@ -13,10 +13,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/liken-sh/operators/internal/bdaddr"
 )
+
+// SecretClient reads and writes the Secrets of one namespace: the methods
+// of client-go's typed SecretInterface (kubernetes.Interface's
+// CoreV1().Secrets(namespace)) that Sync calls. Declaring it here keeps
+// the clientset out of the programs that only restore bonds (Fetch).
+type SecretClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Secret, error)
+	Create(ctx context.Context, secret *corev1.Secret, opts metav1.CreateOptions) (*corev1.Secret, error)
+	Update(ctx context.Context, secret *corev1.Secret, opts metav1.UpdateOptions) (*corev1.Secret, error)
+}
 
 // SyncReport names the Secrets Sync created, updated and found already
 // holding the bond.
@@ -24,7 +33,8 @@ type SyncReport struct {
 	Created, Updated, Unchanged []string
 }
 
-// Sync writes each bond to its own Secret in namespace (EncodeSecret), for
+// Sync writes each bond to its own Secret in namespace (EncodeSecret)
+// through secrets, which reads and writes that namespace's Secrets, for
 // the operator's write-back of what bluetoothd holds. Call it with what
 // ReadTree returned, after the settle window: BlueZ writes parts of a new
 // bond on an idle callback.
@@ -45,8 +55,8 @@ type SyncReport struct {
 // labelled with another adapter or not of type Opaque, are left alone
 // with an error. Errors of all bonds are joined; the bonds before and
 // after an error are still synced.
-func Sync(ctx context.Context, client kubernetes.Interface, namespace string, bonds []Bond) (SyncReport, error) {
-	return SyncOwned(ctx, client, namespace, bonds, nil)
+func Sync(ctx context.Context, secrets SecretClient, namespace string, bonds []Bond) (SyncReport, error) {
+	return SyncOwned(ctx, secrets, namespace, bonds, nil)
 }
 
 // SyncOwned is Sync, with each bond's Secret owned by owners[device] when
@@ -56,10 +66,9 @@ func Sync(ctx context.Context, client kubernetes.Interface, namespace string, bo
 // stored info holds a key is never replaced by a keyless info (a failed
 // re-pair of a device BlueZ still trusts); that bond is left alone with
 // an error.
-func SyncOwned(ctx context.Context, client kubernetes.Interface, namespace string, bonds []Bond, owners map[bdaddr.Address]metav1.OwnerReference) (SyncReport, error) {
+func SyncOwned(ctx context.Context, secrets SecretClient, namespace string, bonds []Bond, owners map[bdaddr.Address]metav1.OwnerReference) (SyncReport, error) {
 	var report SyncReport
 	var errs []error
-	secrets := client.CoreV1().Secrets(namespace)
 	for _, b := range bonds {
 		if err := b.Check(); err != nil {
 			errs = append(errs, fmt.Errorf("%w: not stored", err))

@@ -24,11 +24,11 @@ func TestSyncWithFakeClient(t *testing.T) {
 	client := fake.NewClientset()
 	bonds := recordedBonds(t)
 
-	report, err := Sync(ctx, client, "ns", bonds)
+	report, err := Sync(ctx, client.CoreV1().Secrets("ns"), "ns", bonds)
 	if err != nil || len(report.Created) != 2 {
 		t.Fatalf("first sync: %+v, %v", report, err)
 	}
-	report, err = Sync(ctx, client, "ns", bonds)
+	report, err = Sync(ctx, client.CoreV1().Secrets("ns"), "ns", bonds)
 	if err != nil || len(report.Unchanged) != 2 || len(report.Created)+len(report.Updated) != 0 {
 		t.Fatalf("second sync: %+v, %v", report, err)
 	}
@@ -48,7 +48,7 @@ func TestSyncWithFakeClient(t *testing.T) {
 	cache := []byte("[General]\nName=Basilisk X HyperSpeed\n\n[Attributes]\n0x0001=2800:0007:1800\n")
 	bonds[1].Cache = cache
 	client.ClearActions()
-	report, err = Sync(ctx, client, "ns", bonds)
+	report, err = Sync(ctx, client.CoreV1().Secrets("ns"), "ns", bonds)
 	if err != nil || len(report.Updated) != 1 || report.Updated[0] != name || len(report.Unchanged) != 1 {
 		t.Fatalf("third sync: %+v, %v", report, err)
 	}
@@ -68,7 +68,7 @@ func TestSyncWithFakeClient(t *testing.T) {
 
 	// A bond with no cache leaves the stored cache alone.
 	bonds[1].Cache = nil
-	if report, err := Sync(ctx, client, "ns", bonds); err != nil || len(report.Unchanged) != 2 {
+	if report, err := Sync(ctx, client.CoreV1().Secrets("ns"), "ns", bonds); err != nil || len(report.Unchanged) != 2 {
 		t.Fatalf("sync without cache: %+v, %v", report, err)
 	}
 }
@@ -85,7 +85,7 @@ func TestSyncLeavesForeignSecretsAlone(t *testing.T) {
 	client := fake.NewClientset(foreign, typed)
 	bad := Bond{Adapter: adapter, Device: bdaddr.MustParse("AA:BB:CC:DD:EE:07"), Info: []byte("junk")}
 
-	report, err := Sync(ctx, client, "ns", []Bond{pad, mouse, bad})
+	report, err := Sync(ctx, client.CoreV1().Secrets("ns"), "ns", []Bond{pad, mouse, bad})
 	if err == nil || len(report.Created)+len(report.Updated) != 0 {
 		t.Fatalf("%+v, %v", report, err)
 	}
@@ -109,7 +109,7 @@ func TestSyncConflictIsRetriedNextPass(t *testing.T) {
 	client.PrependReactor("update", "secrets", func(k8stesting.Action) (bool, runtime.Object, error) {
 		return true, nil, apierrors.NewConflict(schema.GroupResource{Resource: "secrets"}, old.Name, nil)
 	})
-	_, err := Sync(ctx, client, "ns", []Bond{b, recordedBonds(t)[1]})
+	_, err := Sync(ctx, client.CoreV1().Secrets("ns"), "ns", []Bond{b, recordedBonds(t)[1]})
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("%v, want the conflict", err)
 	}
@@ -130,7 +130,7 @@ func TestSyncRefusesAnInfoWithoutKeys(t *testing.T) {
 	stranger := Bond{Adapter: adapter, Device: bdaddr.MustParse("AA:BB:CC:DD:EE:0A"), Info: []byte("[General]\nName=Living room TV\nTrusted=true\n")}
 	afterFailedRepair := Bond{Adapter: adapter, Device: pad, Info: keyless}
 
-	report, err := Sync(ctx, client, "ns", []Bond{afterFailedRepair, stranger, recordedBonds(t)[1]})
+	report, err := Sync(ctx, client.CoreV1().Secrets("ns"), "ns", []Bond{afterFailedRepair, stranger, recordedBonds(t)[1]})
 	if err == nil {
 		t.Fatal("no error for two infos without keys")
 	}
@@ -162,7 +162,7 @@ func TestSyncStoresKeylessSixaxisBonds(t *testing.T) {
 	ds3 := bdaddr.MustParse("00:1B:FB:11:22:33")
 	info := []byte("[General]\nName=PLAYSTATION(R)3 Controller\nClass=0x000508\nTrusted=true\n\n[DeviceID]\nSource=2\nVendor=1356\nProduct=616\nVersion=0\n")
 	client := fake.NewClientset()
-	report, err := Sync(ctx, client, "ns", []Bond{{Adapter: adapter, Device: ds3, Info: info}})
+	report, err := Sync(ctx, client.CoreV1().Secrets("ns"), "ns", []Bond{{Adapter: adapter, Device: ds3, Info: info}})
 	if err != nil || len(report.Created) != 1 {
 		t.Fatalf("report %+v, %v; want the DualShock 3 stored", report, err)
 	}
@@ -173,7 +173,7 @@ func TestSyncStoresKeylessSixaxisBonds(t *testing.T) {
 	// The same file over a Secret that holds a key for it is refused.
 	keyed := recordedBonds(t)[0]
 	client = fake.NewClientset(EncodeSecret("ns", keyed))
-	if _, err := Sync(ctx, client, "ns", []Bond{{Adapter: adapter, Device: keyed.Device, Info: info}}); err == nil || !strings.Contains(err.Error(), "holds a key") {
+	if _, err := Sync(ctx, client.CoreV1().Secrets("ns"), "ns", []Bond{{Adapter: adapter, Device: keyed.Device, Info: info}}); err == nil || !strings.Contains(err.Error(), "holds a key") {
 		t.Errorf("a keyless info over a keyed Secret: %v", err)
 	}
 	if s, _ := client.CoreV1().Secrets("ns").Get(ctx, SecretName(adapter, keyed.Device), metav1.GetOptions{}); !bytes.Equal(s.Data[InfoKey(keyed.Device)], keyed.Info) {

@@ -164,7 +164,7 @@ func TestBluetoothOperator(t *testing.T) {
 	}
 	fresh := filepath.Join(dir, "fresh-bonds")
 	adapter := mustAddr(t, adapterAddr)
-	fetched, err := bonds.Fetch(ctx, client, "liken-system", adapter)
+	fetched, err := bonds.Fetch(ctx, client.CoreV1().Secrets("liken-system"), "liken-system", adapter)
 	must(t, err)
 	if len(fetched.Skipped) != 0 || len(fetched.Bonds) != 3 {
 		t.Fatalf("fetched %d bonds, skipped %v", len(fetched.Bonds), fetched.Skipped)

@@ -593,7 +593,7 @@ func (a *fakeAPI) waitSliceDevice(t *testing.T, name string) {
 // record of which adapter the pod claimed.
 func bondfetch(t *testing.T, kube *kubefake.Clientset, adapter bdaddr.Address) {
 	t.Helper()
-	fetched, err := bonds.Fetch(context.Background(), kube, namespace, adapter)
+	fetched, err := bonds.Fetch(context.Background(), kube.CoreV1().Secrets(namespace), namespace, adapter)
 	if err != nil || len(fetched.Bonds) == 0 || len(fetched.Skipped) > 0 {
 		t.Fatalf("Fetch %s: %d bonds, skipped %v, %v", adapter, len(fetched.Bonds), fetched.Skipped, err)
 	}
