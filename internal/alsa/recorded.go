@@ -65,6 +65,18 @@ func (r *Recorded) Open() *RecordedControl {
 // sends for an ELD. An unknown element wraps unix.ENOENT; a value that
 // does not fit the element is an error naming it.
 func (r *Recorded) Update(id ElemID, v Value) error {
+	return r.update(id, v, true)
+}
+
+// UpdateQuietly is Update with no event: a driver that changes an element
+// without snd_ctl_notify, as an HDA codec can refresh its cached ELD (an
+// ELD read late after a hot plug, or again after the GPU's runtime
+// resume) with no notification reaching user space.
+func (r *Recorded) UpdateQuietly(id ElemID, v Value) error {
+	return r.update(id, v, false)
+}
+
+func (r *Recorded) update(id ElemID, v Value, notify bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	e, err := r.card.find(id)
@@ -91,7 +103,7 @@ func (r *Recorded) Update(id ElemID, v Value) error {
 		mask |= EventValue
 		e.value = cloneValue(v)
 	}
-	if mask != 0 {
+	if mask != 0 && notify {
 		r.notifyLocked(Event{Type: EventElem, Mask: mask, ID: e.info.ID})
 	}
 	return nil

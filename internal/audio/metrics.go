@@ -23,6 +23,7 @@ type metrics struct {
 	controlFailures           *prometheus.CounterVec   // by operation
 	untrusted                 *prometheus.CounterVec   // by endpoint
 	monitorRestarts           *prometheus.CounterVec   // by reason
+	passes                    *prometheus.CounterVec   // by trigger
 	// graphAt is when the graph was last known current (Unix
 	// nanoseconds; 0: never), which audio_observation_age_seconds reads
 	// at each scrape.
@@ -33,9 +34,17 @@ type metrics struct {
 const (
 	sourcePipeWire = "pipewire"
 	// Reasons the graph monitor (pw-dump -m) is started again.
-	restartStale     = "stale"
-	restartEnded     = "ended"
-	restartGarbled   = "garbled"
+	restartStale   = "stale"
+	restartEnded   = "ended"
+	restartGarbled = "garbled"
+	// What woke a pass.
+	triggerGraph     = "graph"    // a batch of the graph monitor
+	triggerNoGraph   = "no-graph" // PipeWire went away or never answered
+	triggerEvent     = "event"    // a control event, a claim, a speaker, the record of declared nodes
+	triggerELD       = "eld"      // an ELD that changed with no control event
+	triggerObjects   = "objects"  // a Sink or Source added, changed or deleted
+	triggerBackstop  = "backstop" // the periodic pass
+	triggerStale     = "stale"    // the graph monitor found stale
 	operationVolume  = "volume"
 	operationControl = "control"
 )
@@ -66,12 +75,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		monitorRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_graph_monitor_restarts_total",
 			Help: "Times the PipeWire graph monitor (pw-dump -m) was started again: stale (it printed nothing while PipeWire answered, and was killed), ended (it exited: PipeWire went away), garbled (its output did not parse)."}, []string{"reason"}),
 	}
+	m.passes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_passes_total",
+		Help: "Reconcile passes by what woke them: graph (a pw-dump -m batch), no-graph, event (a control event, a claim prepared or unprepared, a speaker, the record of declared nodes), eld (an ELD changed with no control event), objects, backstop, stale."}, []string{"trigger"})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "audio_observation_age_seconds",
 		Help:        "Seconds since the source was last known current (for pipewire: a batch of pw-dump -m, or a probe it answered); -1 before the first.",
 		ConstLabels: prometheus.Labels{"source": sourcePipeWire}}, m.graphAge)
 	if reg != nil {
 		reg.MustRegister(m.connected, m.ready, m.claimed, m.reconcile, m.reconcileErrors, m.watchRestarts,
-			m.observationValid, m.observationLast, m.controlFailures, m.untrusted, m.monitorRestarts, age)
+			m.observationValid, m.observationLast, m.controlFailures, m.untrusted, m.monitorRestarts, m.passes, age)
 	}
 	return m
 }

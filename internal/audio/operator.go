@@ -118,7 +118,8 @@ func (c *Config) complete() error {
 
 // Run is the operator: it serves the kubelet and publishes one device per
 // playback PCM of the claimed cards, from the cards' control interfaces
-// (ELD and jack changes arrive as control events, not polls) and the live
+// (ELD and jack changes arrive as control events; an ELD the driver
+// changed without one is caught by reading it every ELDPoll) and the live
 // PipeWire graph (followed with `pw-dump -m`). It returns nil when ctx ends
 // and an error otherwise: PipeWire never answered or three graph reads
 // failed in a row (after publishing every device tainted), or the DRA
@@ -139,7 +140,7 @@ func Run(ctx context.Context, cfg Config) error {
 		// is still published, and each gets a line naming it below.
 		logger.Error(err, "The declaration PipeWire was started with cannot be read; outputs are published with the sinks the graph holds", "declaration", path)
 	}
-	op := &operator{cfg: cfg, declared: map[string]bool{}, wake: make(chan struct{}, 1),
+	op := &operator{cfg: cfg, declared: map[string]bool{}, wake: make(chan struct{}, 1), eldWake: make(chan struct{}, 1),
 		reported: map[string]bool{}, drifted: map[string]bool{},
 		metrics: newMetrics(cfg.Registerer), volumes: map[string]volumeWrite{}, warned: map[string]bool{},
 		controlsWritten: map[string]string{}, mixDirty: map[int]bool{},
@@ -166,6 +167,7 @@ func Run(ctx context.Context, cfg Config) error {
 		defer stop()
 	}
 	op.watchCards(ctx)
+	op.watchELDs(ctx)
 	op.watchTrusted(ctx)
 
 	failures, answered := 0, false
@@ -176,7 +178,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// operator.
 	giveUp := func(err error) error {
 		op.metrics.observed(sourcePipeWire, false, time.Now())
-		op.pass(ctx, nil)
+		op.pass(ctx, nil, triggerNoGraph)
 		flush, cancel := context.WithTimeout(ctx, 10*time.Second)
 		defer cancel()
 		if ferr := driver.Flush(flush); ferr != nil {
@@ -223,7 +225,7 @@ func Run(ctx context.Context, cfg Config) error {
 			failures = 0
 			logger.Info("pw-dump -m ended; following the graph again", "reason", err)
 			op.metrics.monitorRestarts.WithLabelValues(restartEnded).Inc()
-			op.pass(ctx, nil)
+			op.pass(ctx, nil, triggerNoGraph)
 			continue
 		}
 		// A garbled batch is a failed read even though the stream's first
@@ -249,7 +251,8 @@ type operator struct {
 	cfg      Config
 	driver   *dra.Driver
 	declared map[string]bool // node.names PipeWire was started with
-	wake     chan struct{}   // ALSA control events
+	wake     chan struct{}   // ALSA control events, claims, speakers, the record
+	eldWake  chan struct{}   // an ELD that changed with no control event
 
 	// Read and written by passes only, which run one at a time.
 	reported map[string]bool // problems logged and not yet gone
@@ -316,7 +319,7 @@ func (o *operator) startMonitor(ctx context.Context) (*pipewire.Monitor, error) 
 		case g, ok := <-mon.Snapshots():
 			if ok {
 				o.current(ctx, time.Now())
-				o.pass(ctx, g)
+				o.pass(ctx, g, triggerGraph)
 				return mon, nil
 			}
 			// The child ended before answering (PipeWire not up yet, or
@@ -365,14 +368,16 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 			}
 			last = time.Now()
 			o.current(ctx, last)
-			o.pass(ctx, g)
+			o.pass(ctx, g, triggerGraph)
 		case <-o.wake:
-			o.pass(ctx, mon.Latest())
+			o.pass(ctx, mon.Latest(), triggerEvent)
+		case <-o.eldWake:
+			o.pass(ctx, mon.Latest(), triggerELD)
 		case <-o.objWake:
-			o.pass(ctx, mon.Latest())
+			o.pass(ctx, mon.Latest(), triggerObjects)
 		case <-backstop:
 			o.mixerChanged(-1)
-			o.pass(ctx, mon.Latest())
+			o.pass(ctx, mon.Latest(), triggerBackstop)
 		case <-probeTick.C:
 			if probed != nil || time.Since(last) < o.cfg.GraphProbe {
 				continue
@@ -387,21 +392,23 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 				o.current(ctx, r.at)
 			case r.stale.Reason == ReasonMonitorStale:
 				o.goneStale(ctx, r.stale, last)
-				o.pass(ctx, mon.Latest())
+				o.pass(ctx, mon.Latest(), triggerStale)
 				mon.Kill()
 				return true, nil
 			default:
 				o.goneStale(ctx, r.stale, last)
-				o.pass(ctx, mon.Latest())
+				o.pass(ctx, mon.Latest(), triggerStale)
 			}
 		}
 	}
 }
 
 // pass reads the cards and publishes their outputs against graph g (nil:
-// PipeWire is not answering, so no output has a sink).
-func (o *operator) pass(ctx context.Context, g *pipewire.Graph) {
+// PipeWire is not answering, so no output has a sink); trigger is what
+// woke it, counted in audio_passes_total.
+func (o *operator) pass(ctx context.Context, g *pipewire.Graph, trigger string) {
 	logger := klog.FromContext(ctx)
+	o.metrics.passes.WithLabelValues(trigger).Inc()
 	if g == nil {
 		o.metrics.observed(sourcePipeWire, false, time.Now())
 	}
