@@ -6,16 +6,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/liken-sh/operators/internal/tailbuf"
 	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/liken-sh/operators/internal/supervise"
+	"github.com/liken-sh/operators/internal/tailbuf"
 )
 
 // DefaultReadyTimeout bounds the wait for a new bus to accept a client.
@@ -62,11 +62,8 @@ type Options struct {
 type Daemon struct {
 	socketPath string
 	configPath string // generated configuration, removed by Stop
-	cmd        *exec.Cmd
+	child      *supervise.Child
 	stderr     *tailbuf.Buffer // nil when the caller took stderr
-
-	done    chan struct{} // closed once the daemon has been reaped
-	waitErr error         // valid after done
 
 	stopOnce sync.Once
 	stopErr  error
@@ -88,7 +85,7 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if err := clearStaleSocket(opts.SocketPath); err != nil {
 		return nil, err
 	}
-	d := &Daemon{socketPath: opts.SocketPath, done: make(chan struct{})}
+	d := &Daemon{socketPath: opts.SocketPath}
 	args := []string{"--nofork", "--nopidfile", "--address=" + Address(opts.SocketPath)}
 	conf, err := configFor(opts)
 	if err != nil {
@@ -106,14 +103,19 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if bin == "" {
 		bin = "dbus-daemon"
 	}
-	d.cmd = exec.Command(bin, args...)
-	d.cmd.Stdout = opts.Stdout
-	d.cmd.Stderr = opts.Stderr
+	cmd := supervise.Command{Args: args, Stdout: opts.Stdout, Stderr: opts.Stderr, OutliveParent: !opts.DieWithParent}
 	if opts.Stderr == nil {
 		d.stderr = tailbuf.New(4096)
-		d.cmd.Stderr = d.stderr
+		cmd.Stderr = d.stderr
 	}
-	if err := d.start(opts.DieWithParent); err != nil {
+	// PATH chooses which dbus-daemon runs when Binary names none;
+	// supervise runs only absolute paths.
+	if cmd.Path, err = exec.LookPath(bin); err == nil {
+		if cmd.Path, err = filepath.Abs(cmd.Path); err == nil {
+			d.child, err = supervise.Start(cmd)
+		}
+	}
+	if err != nil {
 		d.removeFiles() //nolint:errcheck // best effort on a start that already failed, whose error is returned
 		return nil, fmt.Errorf("dbusd: start %s: %w", bin, err)
 	}
@@ -121,11 +123,11 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 	if timeout <= 0 {
 		timeout = DefaultReadyTimeout
 	}
-	if err := WaitReady(ctx, opts.SocketPath, timeout, d.done); err != nil {
+	if err := WaitReady(ctx, opts.SocketPath, timeout, d.child.Done()); err != nil {
 		exitedFirst := errors.Is(err, ErrExited)
 		d.Stop()
 		if exitedFirst {
-			err = fmt.Errorf("%w: %v", err, d.waitErr)
+			err = fmt.Errorf("%w: %v", err, d.child.Status())
 		}
 		if d.stderr != nil && d.stderr.Len() > 0 {
 			err = fmt.Errorf("%w\ndbus-daemon output:\n%s", err, d.stderr.String())
@@ -133,35 +135,6 @@ func Start(ctx context.Context, opts Options) (*Daemon, error) {
 		return nil, err
 	}
 	return d, nil
-}
-
-// start forks the daemon and reaps it in the background. With
-// dieWithParent the fork happens on a goroutine locked to its thread that
-// stays there until the daemon is reaped, because the kernel sends the
-// parent-death signal when the forking thread exits, not the process.
-func (d *Daemon) start(dieWithParent bool) error {
-	d.cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Its own process group: a Ctrl-C at a terminal reaches only
-		// the parent.
-		Setpgid: true,
-	}
-	if dieWithParent {
-		d.cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	}
-	started := make(chan error, 1)
-	go func() {
-		if dieWithParent {
-			runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		}
-		err := d.cmd.Start()
-		started <- err
-		if err != nil {
-			return
-		}
-		d.waitErr = d.cmd.Wait()
-		close(d.done)
-	}()
-	return <-started
 }
 
 // clearStaleSocket removes a socket left at path by an earlier daemon, so
@@ -192,28 +165,14 @@ func (d *Daemon) SocketPath() string { return d.socketPath }
 func (d *Daemon) Address() string { return Address(d.socketPath) }
 
 // Pid returns the daemon's process ID.
-func (d *Daemon) Pid() int { return d.cmd.Process.Pid }
+func (d *Daemon) Pid() int { return d.child.Pid() }
 
 // Done is closed once the daemon has exited and been reaped.
-func (d *Daemon) Done() <-chan struct{} { return d.done }
+func (d *Daemon) Done() <-chan struct{} { return d.child.Done() }
 
 // Err returns the daemon's exit error (nil for exit status 0) once Done is
 // closed, and nil before.
-func (d *Daemon) Err() error {
-	if !d.exited() {
-		return nil
-	}
-	return d.waitErr
-}
-
-func (d *Daemon) exited() bool {
-	select {
-	case <-d.done:
-		return true
-	default:
-		return false
-	}
-}
+func (d *Daemon) Err() error { return d.child.Status().Err() }
 
 // Stop sends SIGTERM, waits up to 5 s, then SIGKILL, and removes the
 // socket file (a daemon that dropped to messagebus cannot unlink it from a
@@ -221,15 +180,7 @@ func (d *Daemon) exited() bool {
 // error only if a file could not be removed; stopping twice is harmless.
 func (d *Daemon) Stop() error {
 	d.stopOnce.Do(func() {
-		if !d.exited() {
-			_ = d.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-d.done:
-			case <-time.After(stopGrace):
-				_ = d.cmd.Process.Kill()
-				<-d.done
-			}
-		}
+		d.child.Stop(stopGrace)
 		d.stopErr = d.removeFiles()
 	})
 	return d.stopErr

@@ -27,6 +27,14 @@ type Command struct {
 	// *os.File (os.Stdout, a log file) is handed to the child as it is,
 	// so its output never passes through this process.
 	Stdout, Stderr io.Writer
+	// Dir is the child's working directory; empty keeps this process's.
+	Dir string
+	// OutliveParent leaves out the parent-death signal, so the child
+	// lives on when the thread that started it ends. A process that
+	// starts a daemon and then execs another program in its place sets
+	// it: the exec ends every other thread, the forking one among them,
+	// and the signal would kill the daemon it meant to keep.
+	OutliveParent bool
 }
 
 // Child is one started process of a Command.
@@ -42,9 +50,10 @@ type Child struct {
 // (the error names the path).
 //
 // The child runs in its own process group, so a terminal's Ctrl-C reaches
-// it only through the supervisor's forwarding, never twice; and the kernel
-// kills it (SIGKILL, PR_SET_PDEATHSIG in prctl(2)) if the process that
-// started it dies, so a supervisor killed outright leaves no daemon behind.
+// it only through the supervisor's forwarding, never twice; and, unless
+// OutliveParent is set, the kernel kills it (SIGKILL, PR_SET_PDEATHSIG in
+// prctl(2)) if the process that started it dies, so a supervisor killed
+// outright leaves no daemon behind.
 func Start(c Command) (*Child, error) {
 	if !filepath.IsAbs(c.Path) {
 		return nil, fmt.Errorf("supervise: program path %q is not absolute", c.Path)
@@ -53,21 +62,27 @@ func Start(c Command) (*Child, error) {
 		Path:   c.Path,
 		Args:   append([]string{c.Path}, c.Args...),
 		Env:    c.Env,
+		Dir:    c.Dir,
 		Stdout: c.Stdout,
 		Stderr: c.Stderr,
 		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid:   true,
-			Pdeathsig: syscall.SIGKILL,
+			Setpgid: true,
 		},
+	}
+	if !c.OutliveParent {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
 	}
 	ch := &Child{cmd: cmd, done: make(chan struct{})}
 	started := make(chan error, 1)
 	// The parent-death signal fires when the thread that forked exits,
 	// not the process, so the fork happens on a thread that stays locked
 	// (and alive) until the child is reaped; the goroutine then ends with
-	// its thread still locked, which retires the thread.
+	// its thread still locked, which retires the thread. A child that
+	// outlives its parent needs no such thread.
 	go func() {
-		runtime.LockOSThread()
+		if !c.OutliveParent {
+			runtime.LockOSThread()
+		}
 		ch.started = time.Now()
 		if err := cmd.Start(); err != nil {
 			started <- err
@@ -112,4 +127,36 @@ func (c *Child) Status() Status {
 // reaped does nothing and returns os.ErrProcessDone.
 func (c *Child) Signal(sig os.Signal) error {
 	return c.cmd.Process.Signal(sig)
+}
+
+// Exited reports whether the child has exited and been reaped.
+func (c *Child) Exited() bool {
+	select {
+	case <-c.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop ends the child: SIGTERM to its process group, then, if it has not
+// exited within grace, SIGKILL to the group, and waits for the reap. It
+// reports whether SIGKILL was needed; a child already reaped is left
+// alone (false). The group, because the child is its leader (Start puts
+// it in a group of its own) and whatever it started there must end with
+// it: a wrapper such as unshare(1) waits for its own child and ignores
+// SIGTERM meanwhile.
+func (c *Child) Stop(grace time.Duration) (killed bool) {
+	if c.Exited() {
+		return false
+	}
+	_ = syscall.Kill(-c.Pid(), syscall.SIGTERM)
+	select {
+	case <-c.done:
+		return false
+	case <-time.After(grace):
+	}
+	_ = syscall.Kill(-c.Pid(), syscall.SIGKILL)
+	<-c.done
+	return true
 }

@@ -3,6 +3,7 @@
 package supervise
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -43,4 +44,12 @@ func (s Status) String() string {
 		return fmt.Sprintf("killed by signal %d (%v)", int(s.Signal), s.Signal)
 	}
 	return fmt.Sprintf("exit status %d", s.Code)
+}
+
+// Err is nil for exit code 0 and otherwise an error that reads as String.
+func (s Status) Err() error {
+	if s == (Status{}) {
+		return nil
+	}
+	return errors.New(s.String())
 }

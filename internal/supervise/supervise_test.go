@@ -405,3 +405,39 @@ func TestFirstProcessForwardsRealSignals(t *testing.T) {
 		}
 	}
 }
+
+func TestStopKillsAChildThatIgnoresSIGTERM(t *testing.T) {
+	out := newLineWriter()
+	c, err := Start(role(t, "deaf", out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.wait(t, "ready")
+	if killed := c.Stop(100 * time.Millisecond); !killed {
+		t.Fatal("Stop of a child ignoring SIGTERM did not need SIGKILL")
+	}
+	if st := c.Status(); st.Signal != syscall.SIGKILL || st.Err() == nil || st.Err().Error() != "killed by signal 9 (killed)" {
+		t.Fatalf("Status = %v (Err %v), want killed by SIGKILL", st, st.Err())
+	}
+	if c.Stop(time.Second) {
+		t.Error("a second Stop sent SIGKILL to a reaped child")
+	}
+}
+
+func TestStopEndsATrappingChildWithSIGTERM(t *testing.T) {
+	out := newLineWriter()
+	c, err := Start(role(t, "trap", out))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out.wait(t, "ready")
+	if killed := c.Stop(30 * time.Second); killed {
+		t.Fatal("Stop needed SIGKILL for a child that exits on SIGTERM")
+	}
+	if got := c.Status(); got.Code != trappedTERM || got.Err() == nil {
+		t.Fatalf("Status = %v, want the code of a trapped SIGTERM", got)
+	}
+	if err := (Status{}).Err(); err != nil {
+		t.Errorf("exit status 0: Err = %v, want nil", err)
+	}
+}
