@@ -1,100 +1,103 @@
 // SPDX-License-Identifier: Apache-2.0
 
-// Package child starts the daemons tests run beside themselves (PipeWire,
+// Package child starts the processes tests run beside themselves (the
+// control plane's components, operators under benchmark, PipeWire,
 // WirePlumber, the simulated bluetoothd) so that they can never outlive
-// the test binary, and stops them.
+// the test binary, and stops them. It is internal/supervise's launcher,
+// the product's, with each process's output in a log file that a failing
+// test quotes.
 package child
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
-	"runtime"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/liken-sh/operators/internal/supervise"
 )
 
-// Process is one started daemon.
+// DefaultStopGrace is how long Stop waits after SIGTERM before SIGKILL.
+const DefaultStopGrace = 5 * time.Second
+
+// Process is one started process.
 type Process struct {
-	cmd *exec.Cmd
+	c *supervise.Child
 	// LogPath is the file holding the process's stdout and stderr.
 	LogPath string
-	done    chan struct{}
-	err     error
 }
 
-// Start starts name with args and the complete environment env, stdout and
-// stderr to logPath, in a process group of its own. The child dies with the
-// test binary (PR_SET_PDEATHSIG): the fork happens on a goroutine locked to
-// its thread, which stays until the child is reaped, because the kernel
-// sends the signal when the forking thread ends, not the process.
+// Start starts name with args and the complete environment env (nil
+// inherits the test's), stdout and stderr to logPath (created, or
+// truncated so that a retry starts a clean log); see StartIn.
 func Start(logPath string, env []string, name string, args ...string) (*Process, error) {
+	return StartIn("", logPath, env, name, args...)
+}
+
+// StartIn is Start with the working directory dir ("" keeps the test's).
+// name is looked up on PATH when it has no slash. The process runs in a
+// process group of its own and dies with the test binary
+// (PR_SET_PDEATHSIG, see supervise.Start) even when a test panics or times
+// out and no cleanup runs. The error names the program.
+func StartIn(dir, logPath string, env []string, name string, args ...string) (*Process, error) {
+	path, err := exec.LookPath(name)
+	if err == nil {
+		path, err = filepath.Abs(path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(name, args...)
-	cmd.Env = env
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
-	p := &Process{cmd: cmd, LogPath: logPath, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
-		err := cmd.Start()
-		logFile.Close()
-		started <- err
-		if err != nil {
-			return
-		}
-		p.err = cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
+	// The child holds its own descriptor of the log.
+	defer logFile.Close()
+	c, err := supervise.Start(supervise.Command{Path: path, Args: args, Env: env, Dir: dir, Stdout: logFile, Stderr: logFile})
+	if err != nil {
 		return nil, err
 	}
-	return p, nil
+	return &Process{c: c, LogPath: logPath}, nil
 }
 
 // Pid returns the process id.
-func (p *Process) Pid() int { return p.cmd.Process.Pid }
+func (p *Process) Pid() int { return p.c.Pid() }
+
+// Started is the time taken just before the process was forked.
+func (p *Process) Started() time.Time { return p.c.Started() }
 
 // Done is closed once the process has exited and been reaped.
-func (p *Process) Done() <-chan struct{} { return p.done }
+func (p *Process) Done() <-chan struct{} { return p.c.Done() }
 
 // Exited reports whether Done is closed.
-func (p *Process) Exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+func (p *Process) Exited() bool { return p.c.Exited() }
 
-// Err returns the exit error once Done is closed (nil for status 0).
-func (p *Process) Err() error {
-	if !p.Exited() {
-		return nil
-	}
-	return p.err
-}
+// Err returns the exit error once Done is closed (nil for status 0, and
+// before).
+func (p *Process) Err() error { return p.c.Status().Err() }
 
-// Stop sends SIGTERM to the process's group, then SIGKILL after 5 s, and
-// waits for the reap. The group, because a wrapper such as unshare(1)
-// ignores SIGTERM while it waits for its child; the daemon in it must get
-// the signal.
-func (p *Process) Stop() {
-	if p.Exited() {
-		return
+// Signal sends sig to the process; os.ErrProcessDone once it is reaped.
+func (p *Process) Signal(sig syscall.Signal) error { return p.c.Signal(sig) }
+
+// Stop is StopWithin(DefaultStopGrace).
+func (p *Process) Stop() { p.StopWithin(DefaultStopGrace) }
+
+// StopWithin sends SIGTERM to the process's group, then SIGKILL after
+// grace, and waits for the reap; it reports whether SIGKILL was needed.
+// The group, because a wrapper such as unshare(1) ignores SIGTERM while it
+// waits for its child; the daemon in it must get the signal.
+func (p *Process) StopWithin(grace time.Duration) (killed bool) { return p.c.Stop(grace) }
+
+// Log returns the process's whole log, or why it could not be read.
+func (p *Process) Log() string {
+	data, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		return "(" + err.Error() + ")"
 	}
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(5 * time.Second):
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-		<-p.done
-	}
+	return string(data)
 }
 
 // Tail returns the last n lines of a file, or why it could not be read.

@@ -74,10 +74,10 @@ func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
 		waitForDriverSlice(b, ctx, cluster, audio.DriverName, w.published)
 		op.pastStartup()
 		for range 10 {
-			pid := op.cmd.Process.Pid
+			pid := op.Pid()
 			m, err := memoryOf(pid)
 			if err != nil {
-				b.Fatalf("operator: %v (exited: %v)\n%s", err, op.exited(), op.stderr.String())
+				b.Fatalf("operator: %v (exited: %v)\n%s", err, op.Exited(), op.Log())
 			}
 			most = most.max(m)
 			kids, n, err := childrenRSS(pid)
@@ -85,14 +85,14 @@ func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
 				b.Fatal(err)
 			}
 			if n == 0 {
-				b.Fatalf("the operator has no pw-dump child following the graph\n%s", op.stderr.String())
+				b.Fatalf("the operator has no pw-dump child following the graph\n%s", op.Log())
 			}
 			children = max(children, kids)
 			container = max(container, m.RSS+kids)
 			time.Sleep(500 * time.Millisecond)
 		}
 		if err := op.stop(); err != nil {
-			b.Fatalf("operator on SIGTERM: %v\n%s", err, op.stderr.String())
+			b.Fatalf("operator on SIGTERM: %v\n%s", err, op.Log())
 		}
 	}
 	b.StopTimer()

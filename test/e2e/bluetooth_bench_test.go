@@ -8,11 +8,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/liken-sh/operators/test/child"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,6 +29,7 @@ import (
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/procmem"
 	"github.com/liken-sh/operators/test/bluezsim"
+	"github.com/liken-sh/operators/test/child"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/fakesys"
 )
@@ -301,15 +299,15 @@ func BenchmarkBluetoothOperatorIdleRSS(b *testing.B) {
 		// which follows the slice's; nothing is pending now.
 		op.pastStartup()
 		for range 10 {
-			m, err := memoryOf(op.cmd.Process.Pid)
+			m, err := memoryOf(op.Pid())
 			if err != nil {
-				b.Fatalf("operator: %v (exited: %v)\n%s", err, op.exited(), op.stderr.String())
+				b.Fatalf("operator: %v (exited: %v)\n%s", err, op.Exited(), op.Log())
 			}
 			most = most.max(m)
 			time.Sleep(500 * time.Millisecond)
 		}
 		if err := op.stop(); err != nil {
-			b.Fatalf("operator on SIGTERM: %v\n%s", err, op.stderr.String())
+			b.Fatalf("operator on SIGTERM: %v\n%s", err, op.Log())
 		}
 	}
 	b.StopTimer()
@@ -327,72 +325,37 @@ func BenchmarkBluetoothOperatorIdleRSS(b *testing.B) {
 	b.ReportMetric(0, "ns/op") // the iteration time is the waits' sum, not a figure
 }
 
-// operatorProcess is a running operator binary.
-type operatorProcess struct {
-	cmd     *exec.Cmd
-	started time.Time
-	stderr  bytes.Buffer // klog writes to stderr
-	done    chan struct{}
-	err     error // valid after done is closed
-}
+// operatorProcess is a running operator binary; its log holds klog's
+// stderr.
+type operatorProcess struct{ *child.Process }
 
-// startOperator starts the binary with exactly env. Pdeathsig kills it
-// with the benchmark; the kernel sends it when the forking thread exits,
-// so the fork happens on a goroutine locked to its thread that stays
-// there until the child ends.
+// startOperator starts the binary with exactly env; it dies with the
+// benchmark (see child.Start), and is stopped at cleanup if it still runs.
 func startOperator(b *testing.B, bin string, args, env []string) *operatorProcess {
 	b.Helper()
-	p := &operatorProcess{cmd: exec.Command(bin, args...), done: make(chan struct{}), started: time.Now()}
-	p.cmd.Env = env
-	p.cmd.Stderr = &p.stderr
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-		err := p.cmd.Start()
-		started <- err
-		if err != nil {
-			return
-		}
-		p.err = p.cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
+	p, err := child.Start(filepath.Join(b.TempDir(), filepath.Base(bin)+".log"), env, bin, args...)
+	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
-		if !p.exited() {
-			p.cmd.Process.Kill()
-			<-p.done
-		}
-	})
-	return p
+	b.Cleanup(p.Stop)
+	return &operatorProcess{p}
 }
 
 // pastStartup waits until the operator has run for its start-up window
 // and a little more, so that it has given back start-up's memory
 // (procmem.AfterStartup) before its figures are read.
 func (p *operatorProcess) pastStartup() {
-	time.Sleep(time.Until(p.started.Add(procmem.DefaultStartupWindow + time.Second)))
-}
-
-func (p *operatorProcess) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
+	time.Sleep(time.Until(p.Started().Add(procmem.DefaultStartupWindow + time.Second)))
 }
 
 // stop sends SIGTERM and returns the exit error (nil for status 0).
 func (p *operatorProcess) stop() error {
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+	if err := p.Signal(syscall.SIGTERM); err != nil {
 		return err
 	}
 	select {
-	case <-p.done:
-		return p.err
+	case <-p.Done():
+		return p.Err()
 	case <-time.After(30 * time.Second):
 		return errors.New("still running 30 s after SIGTERM")
 	}

@@ -83,7 +83,7 @@ func BenchmarkOperatorsAtRest(b *testing.B) {
 		requests = auditedRequests(b, cluster.AuditLogPath(), from, to, "bluetooth-operator", "audio-operator")
 		for _, op := range ops {
 			if err := op.stop(); err != nil {
-				b.Fatalf("operator on SIGTERM: %v\n%s", err, op.stderr.String())
+				b.Fatalf("operator on SIGTERM: %v\n%s", err, op.Log())
 			}
 		}
 	}
@@ -105,10 +105,10 @@ func BenchmarkOperatorsAtRest(b *testing.B) {
 // children that ended are in the parent's cutime and cstime, 16 and 17).
 func cpuTicks(b *testing.B, op *operatorProcess) int64 {
 	b.Helper()
-	pid := op.cmd.Process.Pid
+	pid := op.Pid()
 	total, err := statTicks(pid, true)
 	if err != nil {
-		b.Fatalf("operator: %v (exited: %v)\n%s", err, op.exited(), op.stderr.String())
+		b.Fatalf("operator: %v (exited: %v)\n%s", err, op.Exited(), op.Log())
 	}
 	entries, err := os.ReadDir("/proc")
 	must(b, err)

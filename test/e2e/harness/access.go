@@ -70,7 +70,7 @@ func (c *Cluster) stopProcesses() {
 		}
 	}
 	stop := func(p *process) {
-		if p.stop(stopGrace) {
+		if p.StopWithin(stopGrace) {
 			c.logf("harness: %s ignored SIGTERM for %s and was killed", p.name, stopGrace)
 		}
 	}

@@ -225,8 +225,8 @@ func (c *Cluster) waitDefaultNamespace(ctx context.Context, api *process, timeou
 			return nil
 		}
 		select {
-		case <-api.done:
-			return api.componentError(fmt.Errorf("%w: %v", errExited, api.waitErr))
+		case <-api.Done():
+			return api.componentError(fmt.Errorf("%w: %v", errExited, api.Err()))
 		case <-ctx.Done():
 			return api.componentError(errors.New(`namespace "default" never appeared`))
 		case <-time.After(pollInterval):

@@ -29,8 +29,8 @@ func waitHealthy(ctx context.Context, p *process, client *http.Client, url strin
 		}
 		lastErr = err
 		select {
-		case <-p.done:
-			return p.componentError(fmt.Errorf("%w: %v", errExited, p.waitErr))
+		case <-p.Done():
+			return p.componentError(fmt.Errorf("%w: %v", errExited, p.Err()))
 		case <-ctx.Done():
 			return p.componentError(fmt.Errorf("%s not healthy: %v (%w)", url, lastErr, ctx.Err()))
 		case <-tick.C:

@@ -28,9 +28,9 @@ func (c *Cluster) StopAPIServer() error {
 	p := c.procs[i]
 	c.procs = slices.Delete(c.procs, i, i+1)
 	c.mu.Unlock()
-	p.stop(stopGrace)
+	p.StopWithin(stopGrace)
 	// The next start truncates kube-apiserver.log; keep this one's.
-	_ = os.Rename(p.logPath, filepath.Join(c.dir, fmt.Sprintf("kube-apiserver.stopped-%d.log", p.cmd.Process.Pid)))
+	_ = os.Rename(p.LogPath, filepath.Join(c.dir, fmt.Sprintf("kube-apiserver.stopped-%d.log", p.Pid())))
 	return nil
 }
 

@@ -3,16 +3,12 @@
 package harness
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
-	"syscall"
-	"time"
+
+	"github.com/liken-sh/operators/test/child"
 )
 
 // tailLines is how much of a component's log goes into an error.
@@ -20,107 +16,32 @@ const tailLines = 20
 
 // process is one running control-plane component.
 type process struct {
-	name    string
-	logPath string
-	cmd     *exec.Cmd
-	done    chan struct{} // closed once the process has been reaped
-	waitErr error         // valid after done is closed
+	name string
+	*child.Process
 }
 
-// startProcess starts bin with args, stdout and stderr written to
-// dir/<name>.log (truncated, so a retry starts a clean log).
-//
-// Every child gets Pdeathsig=SIGKILL so it dies with the test binary even
-// when a test panics or times out and no cleanup runs. The kernel sends
-// that signal when the *thread* that forked the child exits, not the
-// process, and the Go runtime may retire threads. So the fork happens on a
-// goroutine locked to its thread, and that goroutine stays there, waiting
-// for the child, for as long as the child lives.
+// startProcess starts bin with args in dir, stdout and stderr written to
+// dir/<name>.log (truncated, so a retry starts a clean log). The child
+// dies with the test binary even when a test panics or times out and no
+// cleanup runs, and runs in its own process group, so a Ctrl-C at the
+// terminal reaches only the parent, which then stops the components in
+// order (see child.StartIn).
 func startProcess(dir, name, bin string, args []string) (*process, error) {
-	logPath := filepath.Join(dir, name+".log")
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	p, err := child.StartIn(dir, filepath.Join(dir, name+".log"), nil, bin, args...)
 	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Stdout = logFile
-	cmd.Stderr = logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Pdeathsig: syscall.SIGKILL,
-		// Its own process group, so a Ctrl-C at the terminal reaches only
-		// the parent, which then stops the components in order.
-		Setpgid: true,
-	}
-	p := &process{name: name, logPath: logPath, cmd: cmd, done: make(chan struct{})}
-	started := make(chan error, 1)
-	go func() {
-		runtime.LockOSThread() // never unlocked: the thread exits with the goroutine
-		err := cmd.Start()
-		logFile.Close() // the child holds its own descriptor
-		started <- err
-		if err != nil {
-			return
-		}
-		p.waitErr = cmd.Wait()
-		close(p.done)
-	}()
-	if err := <-started; err != nil {
 		return nil, fmt.Errorf("harness: start %s: %w", name, err)
 	}
-	return p, nil
-}
-
-// exited reports whether the process has ended.
-func (p *process) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
-// stop sends SIGTERM, waits up to grace for the process to exit, then
-// sends SIGKILL and waits for it to be reaped. It reports whether SIGKILL
-// was needed.
-func (p *process) stop(grace time.Duration) (killed bool) {
-	if p.exited() {
-		return false
-	}
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-		return false
-	case <-time.After(grace):
-	}
-	_ = p.cmd.Process.Kill()
-	<-p.done
-	return true
-}
-
-// tail returns the last n lines of the process's log.
-func (p *process) tail(n int) string {
-	data, err := os.ReadFile(p.logPath)
-	if err != nil {
-		return "(no log: " + err.Error() + ")"
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
+	return &process{name: name, Process: p}, nil
 }
 
 // logContains reports whether the process's log mentions s.
 func (p *process) logContains(s string) bool {
-	data, _ := os.ReadFile(p.logPath)
-	return bytes.Contains(data, []byte(s))
+	return strings.Contains(p.Log(), s)
 }
 
 // componentError wraps err with the component's name and the end of its log.
 func (p *process) componentError(err error) error {
-	return &ComponentError{Component: p.name, LogPath: p.logPath, LogTail: p.tail(tailLines), Err: err}
+	return &ComponentError{Component: p.name, LogPath: p.LogPath, LogTail: child.Tail(p.LogPath, tailLines), Err: err}
 }
 
 // ComponentError is returned by [Start] when a component fails to start or
