@@ -12,8 +12,11 @@ import (
 
 // Taint keys.
 const (
-	// TaintDisconnected (NoExecute): nothing can play there now — no sink
-	// node, or an HDMI/DP output with no monitor.
+	// TaintDisconnected (NoExecute): nothing can play there now — a
+	// running PipeWire holds no sink node for it, or an HDMI/DP output has
+	// no monitor. PipeWire down (killed, or restarted in place for a new
+	// layout) is not this: its consumers' streams come back with the next
+	// PipeWire, and an eviction would end them for good.
 	TaintDisconnected = DriverName + "/disconnected"
 	// TaintNoMonitor (NoSchedule): an HDMI/DP output with no valid ELD.
 	TaintNoMonitor = DriverName + "/no-monitor"
@@ -31,17 +34,25 @@ const MonitorIDAttribute = "monitor.liken.sh/id"
 
 // Devices returns one DRA device per endpoint. live holds the node.names
 // PipeWire has right now; nil means PipeWire did not answer, which taints
-// every device as having no sink. Attributes that are unknown are absent,
-// never empty strings.
+// every device as having no sink (TaintNoSink, NoSchedule) but evicts no
+// consumer: a device is TaintDisconnected for a missing node only when a
+// running PipeWire lacks it. Attributes that are unknown are absent, never
+// empty strings.
 func Devices(endpoints []Endpoint, live map[string]bool) []dra.Device {
 	out := make([]dra.Device, 0, len(endpoints))
 	for _, e := range endpoints {
-		out = append(out, device(e, live[e.NodeName]))
+		out = append(out, deviceOf(e, live[e.NodeName], live == nil))
 	}
 	return out
 }
 
-func device(e Endpoint, hasNode bool) dra.Device {
+// device builds e's device while PipeWire answers; hasNode says it holds
+// e's node.
+func device(e Endpoint, hasNode bool) dra.Device { return deviceOf(e, hasNode, false) }
+
+// deviceOf builds e's device; hasNode says PipeWire holds e's node, and
+// pipewireDown that PipeWire did not answer at all.
+func deviceOf(e Endpoint, hasNode, pipewireDown bool) dra.Device {
 	// Exactly one of sink and source names the device, which is how the
 	// audio-sink and audio-source DeviceClasses tell them apart.
 	kind := dra.QualifiedName("sink")
@@ -74,7 +85,7 @@ func device(e Endpoint, hasNode bool) dra.Device {
 	d := dra.Device{Name: e.Name, Attributes: attrs}
 	noMonitor := e.PCM.HasELD && !e.PCM.ELD.Valid()
 	noAudio := e.PCM.ELD.ELD != nil && !e.PCM.ELD.ELD.Audio()
-	if !hasNode || noMonitor || noAudio {
+	if (!hasNode && !pipewireDown) || noMonitor || noAudio {
 		d.Taints = append(d.Taints, dra.Taint{Key: TaintDisconnected, Effect: dra.TaintNoExecute})
 	}
 	if noMonitor {

@@ -57,7 +57,11 @@ func Reconcile(node string, hw Hardware, g *pipewire.Graph) (Pass, error) {
 		}
 	}
 	problems = append(append(problems, more...), Faults(eps)...)
-	return Pass{Endpoints: eps, Devices: Devices(eps, live), Live: live, Problems: problems}, nil
+	devices := Devices(eps, live)
+	if g == nil {
+		devices = Devices(eps, nil) // PipeWire down: no sink, no eviction
+	}
+	return Pass{Endpoints: eps, Devices: devices, Live: live, Problems: problems}, nil
 }
 
 // Faults are what went wrong reading outputs that are published all the

@@ -83,10 +83,22 @@ func TestAudioPipeWireKilledUnderAClaim(t *testing.T) {
 	killed := time.Now()
 	must(t, syscall.Kill(old.Pid(), syscall.SIGKILL))
 	<-old.Done()
-	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+	slice := waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
 		return hasDevice(s, dp) && deviceTainted(s, dp)
 	})
 	t.Logf("tainted %v after the kill", time.Since(killed).Round(time.Millisecond))
+	// No sink to schedule onto, but nothing that evicts: the consumer's
+	// stream comes back with the next PipeWire.
+	for _, d := range slice.Spec.Devices {
+		if d.Name != dp {
+			continue
+		}
+		for _, taint := range d.Taints {
+			if taint.Effect != resourceapi.DeviceTaintEffectNoSchedule {
+				t.Errorf("%s tainted %s (%s) while PipeWire is down: a restart of PipeWire would evict its consumers", dp, taint.Key, taint.Effect)
+			}
+		}
+	}
 
 	// PipeWire's container restarts it; WirePlumber follows.
 	pw.StopWirePlumber()
