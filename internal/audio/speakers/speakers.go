@@ -31,8 +31,10 @@ const AudioSinkUUID = "0000110b-0000-1000-8000-00805f9b34fb"
 type Speaker struct {
 	// Address is BlueZ's spelling, upper case with colons.
 	Address bdaddr.Address
-	// Alias is Device1.Alias: the name to show (a person's alias, else
-	// the device's own name); "" when BlueZ reports none.
+	// Alias is Device1.Alias cleaned by bluez.DisplayText (no control,
+	// escape or bidi character, at most bluez.MaxNameBytes): the name to
+	// show (a person's alias, else the device's own name); "" when BlueZ
+	// reports none.
 	Alias string
 	// Connected is Device1.Connected: a baseband link is up.
 	Connected bool
@@ -61,7 +63,10 @@ func FromObjects(objs bluez.Objects) ([]Speaker, []error) {
 			problems = append(problems, fmt.Errorf("BlueZ device %s: address %q is not a Bluetooth address (six colon-separated octets); ignored", d.Path, clip(d.Address)))
 			continue
 		}
-		out = append(out, Speaker{Address: addr, Alias: d.Alias, Connected: d.Connected, Path: d.Path})
+		// The alias is what the speaker called itself over the air unless
+		// a person renamed it: untrusted text, shown in the Sink's status
+		// and the slice, so it is cleaned as every such name is.
+		out = append(out, Speaker{Address: addr, Alias: bluez.DisplayText(d.Alias, 0), Connected: d.Connected, Path: d.Path})
 	}
 	slices.SortFunc(out, func(a, b Speaker) int { return cmp.Compare(a.Name(), b.Name()) })
 	out = slices.CompactFunc(out, func(a, b Speaker) bool { return a.Address == b.Address })
