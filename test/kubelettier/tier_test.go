@@ -54,6 +54,7 @@ func TestTier(t *testing.T) {
 		{"AudioConsumer", audioConsumer},
 		{"Capture", captureTap},
 		{"PipeWireKill", pipewireKill},
+		{"WirePlumberLosesBus", wireplumberLosesBus},
 		{"KubeletRestart", kubeletRestart},
 		{"OperatorReplaced", operatorReplaced},
 		{"RollingUpdate", rollingUpdate},

@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build kubelettier
+
+package kubelettier
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/liken-sh/operators/internal/audio/modes"
+	"github.com/liken-sh/operators/test/bluezsim"
+)
+
+// probeEndpoints runs the wireplumber container's endpoints-registered
+// probe from the host against the Bluetooth pod's bus, as the kubelet runs
+// it in the container, and returns its status and its one line.
+func probeEndpoints() (int, string) {
+	var out bytes.Buffer
+	code := modes.EndpointsRegistered(context.Background(), nil, modes.Env{
+		Environ: []string{modes.EnvSystemBus + "=unix:path=" + busSocket}, Stdout: &out, Stderr: &out})
+	return code, strings.TrimSpace(out.String())
+}
+
+// endpointsHeld reports whether the probe passes because an adapter
+// advertises a media profile (and not merely because there is nothing to
+// judge), and the registrations the simulator holds for the senders it
+// found.
+func endpointsHeld() (bool, string) {
+	code, line := probeEndpoints()
+	if code != 0 || !strings.Contains(line, "WirePlumber holds its endpoints") {
+		return false, fmt.Sprintf("probe: status %d: %s", code, line)
+	}
+	sim, err := bluezsim.Attach("unix:path="+busSocket, "")
+	if err != nil {
+		return false, err.Error()
+	}
+	defer sim.Stop()
+	r, err := sim.Registrations()
+	if err != nil {
+		return false, err.Error()
+	}
+	if len(r.Endpoints) == 0 && len(r.Applications) == 0 {
+		return false, "probe passes, but the simulator holds no endpoint: " + line
+	}
+	return true, line
+}
+
+// environOf reads a host process's environment.
+func environOf(t testing.TB, pid int) []string {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", pid))
+	must(t, err)
+	return strings.Split(strings.TrimRight(string(data), "\x00"), "\x00")
+}
+
+// streamWatch samples the graph every 250 ms until stopped and records
+// whether the consumer's pw-cat stream is in it and linked to node: the
+// longest span in which it was not linked, and whether the stream node
+// ever changed (a consumer that lost its stream makes a new one).
+type streamWatch struct {
+	stop    func()
+	mu      sync.Mutex
+	samples int
+	// ids are the stream node IDs seen, in order, without repeats.
+	ids []int
+	// unlinked is the longest span without a link to node; missing the
+	// longest without the stream at all.
+	unlinked, missing time.Duration
+	errors            int
+}
+
+func watchStream(ctx context.Context, node string) *streamWatch {
+	w := &streamWatch{}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		var unlinkedSince, missingSince time.Time
+		for ctx.Err() == nil {
+			objs, err := dumpGraph(ctx)
+			now := time.Now()
+			w.mu.Lock()
+			if err != nil {
+				w.errors++
+			} else {
+				w.samples++
+				stream, targets := streamLinks(objs)
+				if stream == 0 {
+					if missingSince.IsZero() {
+						missingSince = now
+					}
+					w.missing = max(w.missing, now.Sub(missingSince))
+				} else {
+					missingSince = time.Time{}
+					if len(w.ids) == 0 || w.ids[len(w.ids)-1] != stream {
+						w.ids = append(w.ids, stream)
+					}
+				}
+				linked := stream != 0 && len(targets) > 0
+				for _, tgt := range targets {
+					linked = linked && tgt == node
+				}
+				if linked {
+					unlinkedSince = time.Time{}
+				} else {
+					if unlinkedSince.IsZero() {
+						unlinkedSince = now
+					}
+					w.unlinked = max(w.unlinked, now.Sub(unlinkedSince))
+				}
+			}
+			w.mu.Unlock()
+			select {
+			case <-ctx.Done():
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	})
+	w.stop = func() { cancel(); wg.Wait() }
+	return w
+}
+
+// wireplumberLosesBus kills the Bluetooth pod's dbus-daemon, the media bus
+// the audio pod's WirePlumber registered its A2DP endpoints on: the
+// bluetoothd container restarts with a new bus whose bluetoothd holds no
+// endpoint, the wireplumber container's liveness probe fails, and the
+// kubelet restarts that container alone. The new WirePlumber registers on
+// the new bus, the probe passes again, and the consumer playing on a card
+// sink keeps its stream throughout.
+func wireplumberLosesBus(t *testing.T, ctx context.Context) {
+	audioPod := waitDaemonPod(t, ctx, "audio-operator", time.Minute, "", podReady)
+	btPod := waitDaemonPod(t, ctx, "bluetooth-operator", time.Minute, "", podReady)
+
+	// The audio pod's claim delivered the media bus to WirePlumber, and
+	// WirePlumber holds its endpoints on it: without both this step would
+	// prove nothing.
+	var wpBus string
+	for _, hp := range containerProcs(t, audioPod, "wireplumber") {
+		for _, kv := range environOf(t, hp.pid) {
+			if v, ok := strings.CutPrefix(kv, modes.EnvSystemBus+"="); ok {
+				wpBus = v
+			}
+		}
+	}
+	if !strings.HasSuffix(wpBus, "/system_bus_socket") {
+		t.Fatalf("the wireplumber container has %s=%q: the audio pod's claim did not deliver the media bus", modes.EnvSystemBus, wpBus)
+	}
+	poll(t, "WirePlumber's endpoints registered before the fault", time.Minute, endpointsHeld)
+	_, line := endpointsHeld()
+	t.Logf("before the fault: %s", line)
+
+	audioBefore, btBefore := restarts(audioPod), restarts(btPod)
+	consumerBefore := restarts(getPod(t, ctx, "default", "speaker"))
+	var bus int
+	for _, hp := range containerProcs(t, btPod, "bluetoothd") {
+		if hp.comm == "dbus-daemon" {
+			bus = hp.pid
+		}
+	}
+	if bus == 0 {
+		t.Fatal("no dbus-daemon in the bluetoothd container")
+	}
+	watch := watchStream(ctx, speakerNode)
+	lost := time.Now()
+	must(t, syscall.Kill(bus, syscall.SIGKILL))
+
+	poll(t, "the bluetoothd container restarted with a new bus", 2*time.Minute, func() (bool, string) {
+		cur := getPod(t, ctx, ns, btPod.Name)
+		c := containerStatus(t, cur, "bluetoothd")
+		return c.RestartCount > btBefore["bluetoothd"] && c.Started != nil && *c.Started, describe(cur)
+	})
+	busBack := time.Since(lost)
+	var wpRestarted time.Duration
+	poll(t, "the wireplumber container restarted", 3*time.Minute, func() (bool, string) {
+		cur := getPod(t, ctx, ns, audioPod.Name)
+		c := containerStatus(t, cur, "wireplumber")
+		if c.RestartCount > audioBefore["wireplumber"] && wpRestarted == 0 {
+			wpRestarted = time.Since(lost)
+		}
+		return wpRestarted != 0 && c.Started != nil && *c.Started, describe(cur)
+	})
+	poll(t, "WirePlumber's endpoints registered on the new bus", time.Minute, endpointsHeld)
+	endpointsBack := time.Since(lost)
+	_, line = endpointsHeld()
+	t.Logf("after the fault: %s", line)
+	waitLinked(t, ctx, speakerNode, 30*time.Second)
+	watch.stop()
+
+	t.Logf("FIGURE media bus lost → bluetoothd container back with a new bus in %s", busBack.Round(time.Millisecond))
+	t.Logf("FIGURE media bus lost → wireplumber container restarted by its liveness probe in %s (probe period 20 s × 3 failures)", wpRestarted.Round(time.Millisecond))
+	t.Logf("FIGURE media bus lost → endpoints registered again in %s", endpointsBack.Round(time.Millisecond))
+	t.Logf("FIGURE card sink's stream across the WirePlumber restart: %d graph samples, longest span not linked to %s: %s, longest span absent: %s (stream node IDs %v, %d failed reads)",
+		watch.samples, speakerNode, watch.unlinked.Round(time.Millisecond), watch.missing.Round(time.Millisecond), watch.ids, watch.errors)
+
+	if len(watch.ids) != 1 {
+		t.Errorf("the consumer's stream left the graph or was made again (stream node IDs %v): it did not keep playing", watch.ids)
+	}
+	if watch.samples == 0 {
+		t.Errorf("no graph sample read during the fault (%d failed reads)", watch.errors)
+	}
+	audioAfter := restarts(getPod(t, ctx, ns, audioPod.Name))
+	if audioAfter["wireplumber"] != audioBefore["wireplumber"]+1 {
+		t.Errorf("wireplumber restarted %d times, want once", audioAfter["wireplumber"]-audioBefore["wireplumber"])
+	}
+	for _, name := range []string{"pipewire", "operator", "capture"} {
+		if audioAfter[name] != audioBefore[name] {
+			t.Errorf("%s restarted (%d → %d); only wireplumber should have", name, audioBefore[name], audioAfter[name])
+		}
+	}
+	if c := restarts(getPod(t, ctx, "default", "speaker")); c["consumer"] != consumerBefore["consumer"] {
+		t.Errorf("the consumer restarted")
+	}
+	t.Logf("bluetooth pod restarts: before %v, after %v", btBefore, restarts(getPod(t, ctx, ns, btPod.Name)))
+	// The gamepad's link went with the old bluetoothd, as a controller's
+	// does; it reconnects to the new one for the steps after this.
+	reconnectPad(t, ctx)
+}
