@@ -47,6 +47,9 @@ const (
 	triggerStale     = "stale"    // the graph monitor found stale
 	operationVolume  = "volume"
 	operationControl = "control"
+	// operationChannelMap: a card's Playback Channel Map set for a
+	// surround layout was refused or read back different.
+	operationChannelMap = "channel-map"
 )
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -69,7 +72,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		observationLast: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "audio_observation_last_success_timestamp_seconds",
 			Help: "Unix time of the source's last successful read."}, []string{"source"}),
 		controlFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_control_failures_total",
-			Help: "Hardware writes (volume, mixer control) that failed."}, []string{"operation"}),
+			Help: "Hardware writes (volume, mixer control, channel map) that failed."}, []string{"operation"}),
 		untrusted: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_untrusted_nodes_total",
 			Help: "PipeWire nodes seen posing as a declared node (its node.name or liken.audio.* properties, another serial) and ignored; endpoint is empty for a name no endpoint has."}, endpoint),
 		monitorRestarts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_graph_monitor_restarts_total",

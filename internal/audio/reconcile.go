@@ -118,8 +118,15 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 			if obj := sources[e.Name]; obj != nil {
 				o.steer(ctx, kind, obj, e, obj.Spec, node, controls)
 			}
-		} else if obj := sinks[e.Name]; obj != nil {
-			o.steer(ctx, kind, obj, e, obj.Spec.EndpointSpec, node, controls)
+		} else {
+			var ref *corev1.ObjectReference
+			if obj := sinks[e.Name]; obj != nil {
+				o.steer(ctx, kind, obj, e, obj.Spec.EndpointSpec, node, controls)
+				ref = objects.Ref(kind, obj)
+			}
+			if i := slices.IndexFunc(declared, func(d pipewire.Output) bool { return d.Output == e.Name }); i >= 0 {
+				o.steerChannelMap(ctx, ref, e, declared[i].Positions, node)
+			}
 		}
 		common := EndpointStatus(o.cfg.Node, e, node, controls, hp)
 		common.Conditions = append(common.Conditions, o.graphCondition(g))
