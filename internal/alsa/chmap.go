@@ -25,11 +25,11 @@ const (
 type ChannelMapKind int
 
 const (
-	// ChannelMapFixed: exactly this order.
+	// ChannelMapFixed takes exactly this order.
 	ChannelMapFixed ChannelMapKind = iota
-	// ChannelMapVar: these positions in any order.
+	// ChannelMapVar takes these positions in any order.
 	ChannelMapVar
-	// ChannelMapPaired: this order, with the two positions of each pair
+	// ChannelMapPaired takes this order, with the two positions of each pair
 	// (channels 0-1, 2-3, ...) swappable.
 	ChannelMapPaired
 )

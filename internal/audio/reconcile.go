@@ -112,13 +112,14 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 			hp = nil
 		}
 		elsewhere := o.ownedElsewhere(e, sinks, sources)
-		if elsewhere != "" {
+		switch {
+		case elsewhere != "":
 			// Nothing of another node's object is applied here.
-		} else if e.Capture() {
+		case e.Capture():
 			if obj := sources[e.Name]; obj != nil {
 				o.steer(ctx, kind, obj, e, obj.Spec, node, controls)
 			}
-		} else {
+		default:
 			var ref *corev1.ObjectReference
 			if obj := sinks[e.Name]; obj != nil {
 				o.steer(ctx, kind, obj, e, obj.Spec.EndpointSpec, node, controls)
