@@ -47,6 +47,9 @@ type publisher struct {
 
 	mu      sync.Mutex
 	pending []Device
+	// have is false until the first set; retry is true while the last
+	// write of pending failed, so a set of the same devices pokes again.
+	have, retry bool
 
 	writeMu   sync.Mutex // one write at a time: the settled one or a flush
 	published []resourceapi.Device
@@ -64,11 +67,19 @@ func newPublisher(pool string, quiet, capWait time.Duration, publish PublishFunc
 }
 
 // set records the complete device set; it never blocks on the API server.
+// Only a set that differs from the last one (or one whose write failed)
+// pokes the settle window: operators call set on every reconcile pass, and
+// passes that change nothing (a graph batch, a status write echoed back)
+// must not keep the window from going quiet, or a real change waits for
+// the cap instead of the quiet time.
 func (p *publisher) set(devices []Device) {
 	p.mu.Lock()
-	p.pending = slices.Clone(devices)
+	same := p.have && !p.retry && equality.Semantic.DeepEqual(p.pending, devices)
+	p.pending, p.have = slices.Clone(devices), true
 	p.mu.Unlock()
-	p.window.Poke()
+	if !same {
+		p.window.Poke()
+	}
 }
 
 // run writes settled device sets until ctx ends.
@@ -77,7 +88,11 @@ func (p *publisher) run(ctx context.Context) {
 		p.mu.Lock()
 		devices := p.pending
 		p.mu.Unlock()
-		if err := p.write(ctx, devices); err != nil {
+		err := p.write(ctx, devices)
+		p.mu.Lock()
+		p.retry = err != nil
+		p.mu.Unlock()
+		if err != nil {
 			klog.FromContext(ctx).Error(err, "Publishing devices failed", "pool", p.pool)
 		}
 	})

@@ -108,6 +108,29 @@ func TestPublisherCapBoundsDelay(t *testing.T) {
 	}
 }
 
+// TestPublisherQuietIgnoresRepeats: an operator sets its devices on every
+// pass, and a pass that changes nothing must not count as a change: a
+// real change is written once the quiet time has passed, although the
+// same set keeps arriving every 20 ms, not only when the cap forces it.
+func TestPublisherQuietIgnoresRepeats(t *testing.T) {
+	p, rec := startPublisher(t, 100*time.Millisecond, 3*time.Second)
+	p.set(devicesN(1, "old"))
+	waitFor(t, "first write", func() bool { return rec.count() == 1 })
+	changed := time.Now()
+	for time.Since(changed) < 1500*time.Millisecond {
+		p.set(devicesN(1, "new"))
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := rec.count(); n != 2 {
+		t.Fatalf("%d writes after 1.5 s of repeats of one change (quiet 100 ms, cap 3 s), want 2", n)
+	}
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	if took := rec.times[1].Sub(changed); took > time.Second {
+		t.Fatalf("the change was written after %s, want about the 100 ms quiet time", took)
+	}
+}
+
 func TestPublisherSplitsAndEmpty(t *testing.T) {
 	p, rec := startPublisher(t, 10*time.Millisecond, time.Second)
 	p.set(devicesN(130, "x"))
