@@ -18,6 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/liken-sh/operators/internal/captureapi"
 	"github.com/liken-sh/operators/internal/safetext"
@@ -54,8 +55,8 @@ volume: a muted Sink still captures what is sent to it.`,
 			return c.completeNames(cmd.Context(), c.source), cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == "" {
-				return errors.New("the Sink or Source name is empty")
+			if err := checkName(args[0], c.source); err != nil {
+				return err
 			}
 			return c.run(cmd.Context(), args[0])
 		},
@@ -70,6 +71,27 @@ volume: a muted Sink still captures what is sent to it.`,
 		return captureapi.FormatNames(), cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
+}
+
+// checkName refuses, before anything is dialled, a name that cannot be a
+// Sink's or Source's: each is named after its DRA device, and a device
+// name is a DNS label (RFC 1123: at most 63 lower-case letters, digits and
+// '-', starting and ending with a letter or digit).
+func checkName(name string, source bool) error {
+	kind := "Sink"
+	if source {
+		kind = "Source"
+	}
+	if name == "" {
+		return fmt.Errorf("the %s name is empty", kind)
+	}
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		if len(name) > safetext.MaxEcho {
+			return fmt.Errorf("%s name %s is not a %s name: names are DNS labels of at most 63 characters", kind, safetext.Quote(name), kind)
+		}
+		return fmt.Errorf("%s name %q is not a %s name: %s", kind, name, kind, errs[0])
+	}
+	return nil
 }
 
 // query checks the flags before anything is dialled and returns the tap's
@@ -144,6 +166,9 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 	if resp.StatusCode/100 != 2 {
 		return problemError(resp)
 	}
+	// The tap answered: nothing failed before the stream, so a held
+	// version warning is said now rather than after a long capture.
+	c.flushWarnings()
 
 	var out io.Writer = c.Out
 	var file *os.File

@@ -23,6 +23,9 @@ import (
 	"k8s.io/client-go/tools/portforward"
 	"k8s.io/client-go/transport/spdy"
 	"k8s.io/streaming/pkg/httpstream"
+
+	"github.com/liken-sh/operators/internal/kubeclient"
+	"github.com/liken-sh/operators/internal/safetext"
 )
 
 // Where audio-api is (deploy/audio/api.yaml).
@@ -41,12 +44,26 @@ type cluster struct {
 	client kubernetes.Interface
 }
 
-func (o *Options) cluster() (*cluster, error) {
+// restConfig is the REST config kubectl's connection flags give. A
+// $KUBECONFIG naming no file that exists is an error here, not a silent
+// fall-back to localhost:8080.
+func (o *Options) restConfig() (*rest.Config, error) {
+	if err := kubeclient.CheckKubeconfigFiles(o.Kube.ToRawKubeConfigLoader().ConfigAccess()); err != nil {
+		return nil, err
+	}
 	rc, err := o.Kube.ToRESTConfig()
 	if err != nil {
 		return nil, err
 	}
 	rc.UserAgent = "kubectl-liken-audio/" + o.Version
+	return rc, nil
+}
+
+func (o *Options) cluster() (*cluster, error) {
+	rc, err := o.restConfig()
+	if err != nil {
+		return nil, err
+	}
 	client, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
@@ -56,17 +73,23 @@ func (o *Options) cluster() (*cluster, error) {
 
 // checkVersion reads the operator's release from the image tag of the
 // first container of the workload labelled cli.liken.sh/plugin=audio
-// (deploy/audio/operator.yaml's DaemonSet) and warns on stderr when it is
-// not this plugin's, unless o.Force.
+// (deploy/audio/operator.yaml's DaemonSet) and, when it is not this
+// plugin's, holds a warning for flushWarnings, unless o.Force. The
+// warning waits so that a real error (no cluster, no such Sink) is the
+// first thing a person reads; a cluster that cannot be reached at all
+// gives no warning, since the request that follows fails and says why.
 func (o *Options) checkVersion(ctx context.Context, c *cluster) {
 	if o.Force {
 		return
 	}
 	ds, err := c.client.AppsV1().DaemonSets(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: pluginLabel})
 	var image string
+	var status apierrors.APIStatus
 	switch {
+	case err != nil && !errors.As(err, &status):
+		return
 	case err != nil:
-		warnf(o.ErrOut, "cannot read the audio operator's version (%v); --force silences this", err)
+		o.warnLater("cannot read the audio operator's version (%v); --force silences this", err)
 		return
 	case len(ds.Items) > 0 && len(ds.Items[0].Spec.Template.Spec.Containers) > 0:
 		image = ds.Items[0].Spec.Template.Spec.Containers[0].Image
@@ -77,11 +100,11 @@ func (o *Options) checkVersion(ctx context.Context, c *cluster) {
 		}
 	}
 	if image == "" {
-		warnf(o.ErrOut, "no workload labelled %s in namespace %s, so the operator's version is unknown; --force silences this", pluginLabel, o.Namespace)
+		o.warnLater("no workload labelled %s in namespace %s, so the operator's version is unknown; --force silences this", pluginLabel, o.Namespace)
 		return
 	}
 	if v := imageTag(image); v != o.Version {
-		warnf(o.ErrOut, "the audio operator runs %s (version %q) and this plugin is version %q; install the plugin of the operator's version, or pass --force", image, v, o.Version)
+		o.warnLater("the audio operator runs %s (version %q) and this plugin is version %q; install the plugin of the operator's version, or pass --force", image, v, o.Version)
 	}
 }
 
@@ -201,22 +224,47 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
+// maxProblemText bounds what of a problem's title or detail, or of a body
+// that is not one, an error repeats: a server that echoes a long request
+// back must not fill the terminal.
+const maxProblemText = 200
+
 // problemError turns an answer that is not 2xx into an error carrying the
-// problem document's detail (RFC 9457), or the start of the body.
+// problem document's detail, else its title (RFC 9457), cut short; a body
+// that is not a problem document is named by its status and length, and
+// quoted only when it is short text, never as raw JSON.
 func problemError(resp *http.Response) error {
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var p struct {
 		Title  string `json:"title"`
 		Detail string `json:"detail"`
 	}
-	if strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") && jsonUnmarshal(body, &p) == nil && (p.Detail != "" || p.Title != "") {
-		msg := p.Detail
-		if msg == "" {
-			msg = p.Title
+	ct := resp.Header.Get("Content-Type")
+	if strings.HasPrefix(ct, "application/problem+json") || strings.HasPrefix(ct, "application/json") {
+		if jsonUnmarshal(body, &p) == nil && (p.Detail != "" || p.Title != "") {
+			msg := p.Detail
+			if msg == "" {
+				msg = p.Title
+			}
+			return fmt.Errorf("%s (%d %s)", shortText(msg), resp.StatusCode, http.StatusText(resp.StatusCode))
 		}
-		return fmt.Errorf("%s (%d %s)", msg, resp.StatusCode, http.StatusText(resp.StatusCode))
+		return fmt.Errorf("audio-api answered %s with %d bytes of JSON that is not a problem document", resp.Status, len(body))
 	}
-	return fmt.Errorf("audio-api answered %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	text := strings.TrimSpace(string(body))
+	if text == "" {
+		return fmt.Errorf("audio-api answered %s", resp.Status)
+	}
+	return fmt.Errorf("audio-api answered %s: %s", resp.Status, shortText(text))
+}
+
+// shortText is s made safe for a terminal (safetext.Clean) and cut to
+// maxProblemText bytes, with "..." and the full length where it was cut.
+func shortText(s string) string {
+	c := safetext.Clean(s, len(s)+1)
+	if len(c) <= maxProblemText {
+		return c
+	}
+	return fmt.Sprintf("%s... (%d bytes)", safetext.Clean(c, maxProblemText), len(c))
 }
 
 // errCut is a body that ended before the span it asked for.

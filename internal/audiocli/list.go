@@ -48,7 +48,7 @@ func dash(s string) string {
 }
 
 func (o *Options) dynamic() (dynamic.Interface, error) {
-	rc, err := o.Kube.ToRESTConfig()
+	rc, err := o.restConfig()
 	if err != nil {
 		return nil, err
 	}

@@ -37,12 +37,34 @@ type Options struct {
 	APIAddress string
 	// Version is the plugin's own release.
 	Version string
+
+	// warnings wait for flushWarnings: after the command's error, or
+	// once a capture is under way.
+	warnings []string
+}
+
+// warnLater holds one warning line for flushWarnings.
+func (o *Options) warnLater(format string, args ...any) {
+	o.warnings = append(o.warnings, fmt.Sprintf(format, args...))
+}
+
+// flushWarnings writes the held warnings to stderr, once each.
+func (o *Options) flushWarnings() {
+	for _, w := range o.warnings {
+		warnf(o.ErrOut, "%s", w)
+	}
+	o.warnings = nil
 }
 
 // NewCommand returns the root command, `kubectl liken audio`, whose
 // subcommands are capture, list and completion. version is the plugin's
 // release (set at build time); streams are where it reads and writes.
 func NewCommand(version string, streams genericiooptions.IOStreams) *cobra.Command {
+	root, _ := newCommand(version, streams)
+	return root
+}
+
+func newCommand(version string, streams genericiooptions.IOStreams) (*cobra.Command, *Options) {
 	o := &Options{IOStreams: streams, Version: version, Kube: genericclioptions.NewConfigFlags(true)}
 	// -n names the operator's namespace, not the context's: Sinks and
 	// Sources have none, and the context's default is rarely the
@@ -72,14 +94,16 @@ func NewCommand(version string, streams genericiooptions.IOStreams) *cobra.Comma
 	pf.BoolVar(&o.Force, "force", false, "do not warn when the operator's version differs from this plugin's")
 	pf.StringVar(&o.APIAddress, "api-address", "", "dial audio-api at host:port instead of port-forwarding to its pod (its certificate is still verified)")
 	root.AddCommand(newCaptureCommand(o), newListCommand(o), newCompletionCommand(root))
-	return root
+	return root, o
 }
 
 // Execute runs the root command with args and returns the process's exit
-// status, printing any error as "error: ..." on stderr.
+// status, printing any error as "error: ..." on stderr, and after it any
+// warning the command held (a version drift).
 func Execute(ctx context.Context, version string, streams genericiooptions.IOStreams, args []string) int {
-	cmd := NewCommand(version, streams)
+	cmd, o := newCommand(version, streams)
 	cmd.SetArgs(args)
+	defer o.flushWarnings()
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(streams.ErrOut, "error: %v\n", err)
 		return 1

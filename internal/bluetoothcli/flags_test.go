@@ -33,3 +33,16 @@ func TestHelpNamesThePlugin(t *testing.T) {
 		t.Errorf("pair --help says:\n%s\nwant the usage line kubectl liken bluetooth pair", out.String())
 	}
 }
+
+// $KUBECONFIG naming a file that does not exist is said so, rather than
+// ending in a dial of localhost:8080.
+func TestMissingKubeconfigIsNamed(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	for _, args := range [][]string{{"list"}, {"unpair", "aa-bb-cc-dd-ee-ff"}} {
+		var out, errOut bytes.Buffer
+		code := Execute(context.Background(), "test", genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, args)
+		if code != 1 || !strings.Contains(errOut.String(), "KUBECONFIG names /nonexistent, which does not exist") || strings.Contains(errOut.String(), "localhost") {
+			t.Errorf("%v: exit %d, %q; want 1 and the missing file named", args, code, errOut.String())
+		}
+	}
+}

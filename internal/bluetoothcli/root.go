@@ -10,6 +10,8 @@ import (
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
+
+	"github.com/liken-sh/operators/internal/kubeclient"
 )
 
 // Execute runs the plugin with args and returns the exit status: 0 on
@@ -75,6 +77,9 @@ type env struct {
 // client returns a dynamic client and the namespace the flags and the
 // kubeconfig name.
 func (e *env) client() (dynamic.Interface, string, error) {
+	if err := kubeclient.CheckKubeconfigFiles(e.flags.ToRawKubeConfigLoader().ConfigAccess()); err != nil {
+		return nil, "", err
+	}
 	rc, err := e.flags.ToRESTConfig()
 	if err != nil {
 		return nil, "", err

@@ -12,6 +12,7 @@ package kubeclient
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -43,4 +44,28 @@ func Config(kubeconfig, userAgent string) (*rest.Config, error) {
 	}
 	cfg.UserAgent = userAgent
 	return cfg, nil
+}
+
+// CheckKubeconfigFiles returns an error when $KUBECONFIG names files and
+// none of them exists, for a kubectl plugin whose connection flags come
+// from k8s.io/cli-runtime. clientcmd's loading rules skip a missing file
+// named by $KUBECONFIG without a word (only --kubeconfig must exist), so
+// a mistyped path would otherwise end in an unconfigured client dialling
+// localhost:8080. access is the loader's ConfigAccess
+// (ConfigFlags.ToRawKubeConfigLoader().ConfigAccess()); an explicit
+// --kubeconfig is left to clientcmd, which already refuses a missing one.
+func CheckKubeconfigFiles(access clientcmd.ConfigAccess) error {
+	if access.IsExplicitFile() || os.Getenv(KubeconfigEnv) == "" {
+		return nil
+	}
+	paths := access.GetLoadingPrecedence()
+	for _, p := range paths {
+		if _, err := os.Stat(p); err == nil {
+			return nil
+		}
+	}
+	if len(paths) == 1 {
+		return fmt.Errorf("%s names %s, which does not exist", KubeconfigEnv, paths[0])
+	}
+	return fmt.Errorf("%s names %d files and none of them exists (%s)", KubeconfigEnv, len(paths), strings.Join(paths, string(os.PathListSeparator)))
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 func TestConfigSources(t *testing.T) {
@@ -37,5 +39,31 @@ current-context: x
 	}
 	if _, err := Config(filepath.Join(dir, "missing"), "x"); err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("a missing file: %v", err)
+	}
+}
+
+// A $KUBECONFIG that names only files that do not exist is an error
+// naming them; one that names a file that exists is not.
+func TestCheckKubeconfigFiles(t *testing.T) {
+	rules := func() clientcmd.ConfigAccess { return clientcmd.NewDefaultClientConfigLoadingRules() }
+	t.Setenv(KubeconfigEnv, "/nonexistent")
+	if err := CheckKubeconfigFiles(rules()); err == nil || !strings.Contains(err.Error(), "KUBECONFIG names /nonexistent, which does not exist") {
+		t.Fatalf("a missing file: %v", err)
+	}
+	t.Setenv(KubeconfigEnv, "/nonexistent:/also-missing")
+	if err := CheckKubeconfigFiles(rules()); err == nil || !strings.Contains(err.Error(), "none of them exists") {
+		t.Fatalf("two missing files: %v", err)
+	}
+	here := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(here, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(KubeconfigEnv, "/nonexistent:"+here)
+	if err := CheckKubeconfigFiles(rules()); err != nil {
+		t.Fatalf("one file exists: %v", err)
+	}
+	t.Setenv(KubeconfigEnv, "")
+	if err := CheckKubeconfigFiles(rules()); err != nil {
+		t.Fatalf("no KUBECONFIG: %v", err)
 	}
 }

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package audiocli
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+func run(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Execute(context.Background(), "v1.2.3", genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut}, args)
+	return code, errOut.String()
+}
+
+// A name that is not a DNS label is refused before any cluster is
+// dialled, quoted cut short.
+func TestCaptureRefusesNamesThatAreNotDNSLabels(t *testing.T) {
+	for _, tc := range []struct{ name, want string }{
+		{strings.Repeat("a", 100<<10), `Sink name "aaaa`},
+		{"Kitchen_HDMI", `Sink name "Kitchen_HDMI" is not a Sink name`},
+		{"x-", "is not a Sink name"},
+	} {
+		code, msg := run(t, "--kubeconfig", "/nonexistent", "capture", tc.name)
+		if code != 1 || !strings.Contains(msg, tc.want) || len(msg) > 300 || strings.Contains(msg, "/nonexistent") {
+			t.Errorf("capture %.20q: exit %d, %q; want 1 and a short refusal with %q", tc.name, code, msg, tc.want)
+		}
+	}
+	if code, msg := run(t, "--kubeconfig", "/nonexistent", "capture", "--source", "Mic!"); code != 1 || !strings.Contains(msg, `Source name "Mic!"`) {
+		t.Errorf("capture --source Mic!: exit %d, %q", code, msg)
+	}
+}
+
+// A problem document is shown by its detail or title, cut short, and a
+// body that is not one never as raw JSON.
+func TestProblemErrorIsShort(t *testing.T) {
+	long := strings.Repeat("x", 100<<10)
+	for _, tc := range []struct {
+		ct, body, want string
+	}{
+		{"application/problem+json", `{"title":"Not Found","status":404,"detail":"no Sink named ` + long + `"}`, "no Sink named xxx"},
+		{"application/problem+json", `{"title":"Not Found","status":404}`, "Not Found (404 Not Found)"},
+		{"application/problem+json", `{"title":"Not Found","detail":"` + long, "bytes of JSON that is not a problem document"},
+		{"text/plain", long, "... (102400 bytes)"},
+	} {
+		resp := &http.Response{StatusCode: 404, Status: "404 Not Found", Header: http.Header{"Content-Type": {tc.ct}}, Body: io.NopCloser(strings.NewReader(tc.body))}
+		msg := problemError(resp).Error()
+		if !strings.Contains(msg, tc.want) || len(msg) > 300 || strings.Contains(msg, "{") {
+			t.Errorf("%s %.40q: %q; want a short message with %q and no JSON", tc.ct, tc.body, msg, tc.want)
+		}
+	}
+}
+
+// $KUBECONFIG naming a file that does not exist is said so, by list and
+// by capture, rather than ending in a dial of localhost:8080.
+func TestMissingKubeconfigIsNamed(t *testing.T) {
+	t.Setenv("KUBECONFIG", "/nonexistent")
+	for _, args := range [][]string{{"list"}, {"capture", "kitchen-hdmi-3"}} {
+		code, msg := run(t, args...)
+		if code != 1 || !strings.Contains(msg, "KUBECONFIG names /nonexistent, which does not exist") || strings.Contains(msg, "localhost") || strings.Contains(msg, "warning") {
+			t.Errorf("%v: exit %d, %q; want 1 and the missing file named", args, code, msg)
+		}
+	}
+}
+
+// The version drift warning follows a real error, and an API server that
+// cannot be reached gives the error alone.
+func TestVersionWarningAfterTheError(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/daemonsets"):
+			_, _ = io.WriteString(w, `{"kind":"DaemonSetList","apiVersion":"apps/v1","items":[{"metadata":{"name":"audio-operator"},"spec":{"template":{"spec":{"containers":[{"name":"operator","image":"registry.local/audio-operator:v9.9.9"}]}}}}]}`)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"NotFound","code":404}`)
+		}
+	}))
+	defer api.Close()
+	t.Setenv("KUBECONFIG", "")
+	code, msg := run(t, "--server", api.URL, "capture", "kitchen-hdmi-3")
+	errAt, warnAt := strings.Index(msg, "error: ConfigMap liken-system/audio-api-ca does not exist"), strings.Index(msg, `warning: the audio operator runs registry.local/audio-operator:v9.9.9`)
+	if code != 1 || errAt < 0 || warnAt < errAt {
+		t.Errorf("exit %d, %q; want the error, then the version warning", code, msg)
+	}
+	api.Close()
+	code, msg = run(t, "--server", api.URL, "capture", "kitchen-hdmi-3")
+	if code != 1 || strings.Contains(msg, "warning") || !strings.Contains(msg, "error:") {
+		t.Errorf("no API server: exit %d, %q; want the error alone", code, msg)
+	}
+}
