@@ -310,8 +310,9 @@ func TestExpiryAndRestart(t *testing.T) {
 }
 
 // TestUnknownAdapter: a request for an adapter that does not exist says
-// so and never opens this radio's window; when its window would have
-// closed it ends Expired with that reason, and its TTL then deletes it.
+// so and never opens this radio's window; once the grace for an Adapter
+// still on its way has passed it ends Failed with that reason and a
+// Warning Event, and its TTL then deletes it.
 func TestUnknownAdapter(t *testing.T) {
 	r := newRig(t, "00:1A:7D:DA:71:05")
 	r.start()
@@ -320,21 +321,33 @@ func TestUnknownAdapter(t *testing.T) {
 	req := r.waitRequest("nowhere", "AdapterNotFound", func(p *btv1.PairingRequest) bool {
 		return cond(p.Status.Conditions, btv1.ConditionAccepted).Reason == btv1.ReasonAdapterNotFound
 	})
-	if c := cond(req.Status.Conditions, btv1.ConditionAccepted); !strings.Contains(c.Message, r.key) || req.Status.Phase != "" {
+	if c := cond(req.Status.Conditions, btv1.ConditionAccepted); !strings.Contains(c.Message, r.key) {
 		t.Errorf("status %+v", req.Status)
 	}
 	if got := r.radio(); got["Discoverable"] != false {
 		t.Errorf("radio %v", got)
 	}
-	// The window would have closed 15 s after the API server created it.
-	r.clock.Advance(req.CreationTimestamp.Add((btv1.MinWindowSeconds + 1) * time.Second).Sub(r.clock.Now()))
-	expired := r.waitRequest("nowhere", "Expired", func(p *btv1.PairingRequest) bool { return p.Status.Phase == btv1.PhaseExpired })
-	if c := cond(expired.Status.Conditions, btv1.ConditionPaired); c.Reason != btv1.ReasonAdapterNotFound || expired.Status.FinishedAt == nil ||
-		!expired.Status.FinishedAt.Equal(&metav1.Time{Time: expired.CreationTimestamp.Add(btv1.MinWindowSeconds * time.Second)}) {
-		t.Errorf("expired status %+v", expired.Status)
+	r.clock.Advance(req.CreationTimestamp.Add(notFoundGrace + time.Second).Sub(r.clock.Now()))
+	failed := r.waitRequest("nowhere", "Failed", func(p *btv1.PairingRequest) bool { return p.Status.Phase == btv1.PhaseFailed })
+	if c := cond(failed.Status.Conditions, btv1.ConditionPaired); c.Reason != btv1.ReasonAdapterNotFound || failed.Status.FinishedAt == nil ||
+		!strings.Contains(c.Message, "no Adapter is named 00-00-00-00-00-99") {
+		t.Errorf("failed status %+v", failed.Status)
 	}
+	eventually(t, "a Warning Event AdapterNotFound on the request", func() (bool, string) {
+		evs, err := r.kube.EventsV1().Events(metav1.NamespaceAll).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		n := 0
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "nowhere" && e.Reason == btv1.ReasonAdapterNotFound && e.Type == corev1.EventTypeWarning {
+				n++
+			}
+		}
+		return n == 1, fmt.Sprintf("%d such Events among %d", n, len(evs.Items))
+	})
 	r.clock.Advance(time.Duration(ttl+1) * time.Second)
-	eventually(t, "the expired request deleted after its TTL", func() (bool, string) {
+	eventually(t, "the failed request deleted after its TTL", func() (bool, string) {
 		_, err := r.request("nowhere")
 		return apierrors.IsNotFound(err), fmt.Sprint(err)
 	})

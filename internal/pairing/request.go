@@ -72,10 +72,20 @@ func key(r *btv1.PairingRequest) string { return r.Namespace + "/" + r.Name }
 // foreignRequest reports, on a request that no operator took, that its
 // adapter does not exist or is absent. Every operator writes the same
 // status, so their writes agree; the adapter's own operator, once there,
-// takes the request over. A request no operator took before its window
-// would have closed (creation plus windowSeconds) ends Expired with that
-// reason, so a request naming a radio that never comes does not wait for
-// ever, and it is deleted after its TTL like any finished request.
+// takes the request over.
+//
+// A name no Adapter has fails the request (phase Failed, reason
+// AdapterNotFound, and a Warning Event) once notFoundGrace has passed
+// since its creation: operators keep an Adapter for every radio they have
+// seen, absent ones included, so such a name is a mistake rather than a
+// radio still to come, and the grace only covers an Adapter created just
+// before the request that has not reached this operator's cache yet.
+//
+// An Adapter whose radio is on no node (AdapterAbsent) is waited for:
+// a request no operator took before its window would have closed
+// (creation plus windowSeconds) ends Expired with that reason, so a
+// request naming a radio that never comes does not wait for ever. Either
+// way it is deleted after its TTL like any finished request.
 func (p *pass) foreignRequest(r *btv1.PairingRequest, adapters []btv1.Adapter) {
 	if r.DeletionTimestamp != nil {
 		return
@@ -104,7 +114,10 @@ func (p *pass) foreignRequest(r *btv1.PairingRequest, adapters []btv1.Adapter) {
 		for _, a := range adapters {
 			names = append(names, a.Name)
 		}
-		reason, msg = btv1.ReasonAdapterNotFound, fmt.Sprintf("no Adapter is named %s; the adapters are: %s (kubectl get adapters)", r.Spec.Adapter, strings.Join(names, ", "))
+		if len(names) == 0 {
+			names = []string{"none"}
+		}
+		reason, msg = btv1.ReasonAdapterNotFound, fmt.Sprintf("no Adapter is named %s; the adapters are: %s (kubectl get adapters)", truncate(r.Spec.Adapter, 64), strings.Join(names, ", "))
 	case unserved:
 		reason, msg = btv1.ReasonAdapterAbsent, fmt.Sprintf("the radio %s is on no node now (last seen on %s); the request waits for it", r.Spec.Adapter, found.Status.Node)
 	default:
@@ -112,9 +125,19 @@ func (p *pass) foreignRequest(r *btv1.PairingRequest, adapters []btv1.Adapter) {
 	}
 	setCondition(&next.Status.Conditions, btv1.ConditionAccepted, false, reason, msg, r.Generation)
 	window := time.Duration(cmp.Or(r.Spec.WindowSeconds, btv1.DefaultWindowSeconds)) * time.Second
-	if closes := r.CreationTimestamp.Add(window); p.now.Before(closes) {
+	failed := false
+	switch closes, failAt := r.CreationTimestamp.Add(window), r.CreationTimestamp.Add(notFoundGrace); {
+	case found == nil && !p.now.Before(failAt):
+		t := metav1.NewTime(p.now)
+		next.Status.Phase, next.Status.FinishedAt = btv1.PhaseFailed, &t
+		setCondition(&next.Status.Conditions, btv1.ConditionPaired, false, reason, msg, r.Generation)
+		p.after(p.ttl(r) + time.Second)
+		failed = true
+	case found == nil:
+		p.after(failAt.Sub(p.now))
+	case p.now.Before(closes):
 		p.after(closes.Sub(p.now))
-	} else {
+	default:
 		// The same time from every operator, so their writes agree.
 		t := metav1.NewTime(closes)
 		next.Status.Phase, next.Status.FinishedAt = btv1.PhaseExpired, &t
@@ -124,8 +147,20 @@ func (p *pass) foreignRequest(r *btv1.PairingRequest, adapters []btv1.Adapter) {
 	}
 	if err := p.c.store.writeStatus(p.ctx, btv1.PairingRequestsResource, "PairingRequest", next, r.Status, next.Status, r.Namespace); err != nil {
 		p.statusFailed("PairingRequest "+key(r), err)
+		return
+	}
+	if failed {
+		// The update carried the request's resourceVersion, so of the
+		// operators that all saw it unanswered only one wrote Failed, and
+		// only that one records the Event.
+		p.c.event(r, true, btv1.ReasonAdapterNotFound, "Accept", "%s", msg)
 	}
 }
+
+// notFoundGrace is how long after its creation a request naming no
+// Adapter waits before it fails: long enough for an Adapter created just
+// before it to reach every operator's informer.
+const notFoundGrace = 10 * time.Second
 
 // expireForeign deletes a request that ended unserved once its TTL has
 // passed; any operator may, and a request already gone is no error.

@@ -91,7 +91,11 @@ type PairingRequestSpec struct {
 // PairingRequestStatus is where the window stands.
 type PairingRequestStatus struct {
 	// Phase is Open while the window is, then Paired, Failed or Expired.
-	// Empty until the adapter's operator took the request.
+	// Empty until the adapter's operator took the request. A request
+	// whose spec.adapter names no Adapter is Failed (reason
+	// AdapterNotFound) 10 s after its creation; one whose Adapter's radio
+	// is on no node stays empty (AdapterAbsent) until its window would
+	// have closed, then Expired.
 	// +kubebuilder:validation:Enum=Open;Paired;Failed;Expired
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
@@ -214,7 +218,8 @@ const (
 	ConditionPaired = "Paired"
 
 	ReasonAccepted = "Accepted"
-	// ReasonAdapterNotFound: no Adapter has the name in spec.adapter.
+	// ReasonAdapterNotFound: no Adapter has the name in spec.adapter; the
+	// request ends Failed, with a Warning Event.
 	ReasonAdapterNotFound = "AdapterNotFound"
 	// ReasonAdapterAbsent: the Adapter exists but its radio is on no
 	// node now.
