@@ -3,8 +3,6 @@
 package bluetooth
 
 import (
-	"strings"
-
 	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/dra"
@@ -59,16 +57,14 @@ func controllerAttributes(peer bdaddr.Address, d bluez.Device, connected bool) d
 	return attrs
 }
 
-// displayName is BlueZ's Alias (the user's name for the device, else the
-// name it reported), or its Name. BlueZ makes up an alias from the address
-// ("E4-17-D8-C5-67-6D") when the device never reported a name; that says
-// nothing the address does not, so it counts as no name.
+// displayName is bluez.Device.DisplayName, the name a Peripheral's
+// status.name shows too, with the peer address the device is published
+// under standing in for one BlueZ did not report.
 func displayName(peer bdaddr.Address, d bluez.Device) string {
-	name := d.Alias
-	if name == "" || strings.EqualFold(name, strings.ReplaceAll(peer.String(), ":", "-")) {
-		name = d.Name
+	if d.Address == "" {
+		d.Address = peer.String()
 	}
-	return name
+	return d.DisplayName()
 }
 
 // clip makes an outside string fit a string attribute: what a device

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strings"
 
 	"github.com/godbus/dbus/v5"
 )
@@ -74,6 +75,21 @@ func (a Adapter) BlueZVersion() string {
 // alone; BlueZ's AutoEnable powers it. A bluetoothd without the
 // Connectable property cannot be asked over D-Bus, so it is not asked.
 func (a Adapter) NeedsPageScan() bool { return a.Powered && a.ReportsConnectable && !a.Connectable }
+
+// DisplayName is the one name every liken object shows for a device (a
+// Peripheral's status.name, its DRA device's name attribute, Events):
+// Alias, which is a person's alias (Device1.Alias, set from a
+// Peripheral's spec.alias) or else the name the device reported, and Name
+// where Alias is empty or is the one BlueZ makes up from the address
+// ("E4-17-D8-C5-67-6D"), which says nothing the address does not. Empty
+// when the device never reported a name and has no alias. The text is as
+// BlueZ gave it: clean it (DisplayText) before publishing it.
+func (d Device) DisplayName() string {
+	if d.Alias == "" || strings.EqualFold(d.Alias, strings.ReplaceAll(d.Address, ":", "-")) {
+		return d.Name
+	}
+	return d.Alias
+}
 
 // Device is one org.bluez.Device1 object: a remote device bluetoothd knows
 // (seen, paired or bonded). A property bluetoothd did not report is its

@@ -16,6 +16,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -555,6 +556,15 @@ func TestStatusSpecMetricsAndEvents(t *testing.T) {
 	eventually(t, "the Peripheral's alias on Device1", func() (bool, string) {
 		alias, _ := r.sim.DeviceProperty("hci0", bluezPad, "Alias")
 		return alias == "Player 2", fmt.Sprint(alias)
+	})
+	// status.name is the alias, as the device's name attribute is.
+	eventually(t, "the alias in the Peripheral's status.name", func() (bool, string) {
+		u, err := r.dyn.Resource(btv1.PeripheralsResource).Get(t.Context(), perName, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		name, _, _ := unstructured.NestedString(u.Object, "status", "name")
+		return name == "Player 2", name
 	})
 
 	// Metrics.

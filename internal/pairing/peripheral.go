@@ -77,7 +77,7 @@ func (p *pass) syncPeripherals() {
 				continue
 			}
 			p.log.Info("Adopted a bond BlueZ holds", "peripheral", per.Name, "device", d.Address)
-			p.c.event(per, false, "Adopted", "Adopt", "BlueZ holds a bond with %s (%s); adopted it", d.Address, truncate(displayName(d), 64))
+			p.c.event(per, false, "Adopted", "Adopt", "BlueZ holds a bond with %s (%s); adopted it", d.Address, truncate(d.DisplayName(), 64))
 			have[addr.Key()] = per
 		}
 	}
@@ -220,7 +220,7 @@ func (p *pass) peripheralStatus(key string, per *btv1.Peripheral, d *bluez.Devic
 		connReason, connMsg = btv1.ReasonNotBonded, "BlueZ no longer holds a bond with this device; pair it again with a PairingRequest"
 	default:
 		st.Bond.Held = true
-		st.Name, st.Icon = truncate(displayName(*d), btv1.MaxNameBytes), d.Icon
+		st.Name, st.Icon = truncate(d.DisplayName(), btv1.MaxNameBytes), d.Icon
 		switch {
 		case d.Connected:
 			connected, connReason, connMsg = true, btv1.ReasonConnected, "the link is up"
@@ -371,14 +371,6 @@ func (p *pass) unpair(key string, per *btv1.Peripheral, d *bluez.Device) {
 	delete(p.c.retiring, key)
 	delete(p.c.retired, key)
 	p.c.mu.Unlock()
-}
-
-// displayName is the device's own name, else its alias.
-func displayName(d bluez.Device) string {
-	if d.Name != "" {
-		return d.Name
-	}
-	return d.Alias
 }
 
 // truncate cleans s, a name that came from the radio and is untrusted,

@@ -442,7 +442,7 @@ func (p *pass) paired(r, next *btv1.PairingRequest, d bluez.Device, addr bdaddr.
 	}
 	next.Status.Peripheral = per.Name
 	p.finish(r, next, btv1.PhasePaired, btv1.ConditionPaired, reason,
-		fmt.Sprintf("paired with %s (%s) and trusted it: Peripheral %s", addr, truncate(displayName(d), 64), per.Name))
+		fmt.Sprintf("paired with %s (%s) and trusted it: Peripheral %s", addr, truncate(d.DisplayName(), 64), per.Name))
 }
 
 // currentAttempt returns the request's attempt, if one exists.

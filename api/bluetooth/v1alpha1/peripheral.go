@@ -46,9 +46,10 @@ type PeripheralList struct {
 
 // PeripheralSpec is what a person asks of a bonded device.
 type PeripheralSpec struct {
-	// Alias is the name BlueZ shows for the device (Device1.Alias); it is
-	// stored with the bond, so it travels with the Secret. Empty leaves
-	// BlueZ's alias alone.
+	// Alias is the name BlueZ shows for the device (Device1.Alias), and
+	// so status.name and the name attribute of the device in the
+	// ResourceSlice; it is stored with the bond, so it travels with the
+	// Secret. Empty leaves BlueZ's alias alone.
 	// The schema counts bytes as BlueZ does (MaxLength counts characters,
 	// and "é" is two bytes), and refuses control characters (C0, DEL,
 	// C1), which would reach every terminal that lists the alias, and the
@@ -72,8 +73,11 @@ type PeripheralStatus struct {
 	// Address is the peer address as BlueZ spells it ("E4:17:D8:C5:67:6D").
 	// +optional
 	Address string `json:"address,omitempty"`
-	// Name is the device's own name (Device1.Name, else its Alias), cut
-	// to 248 bytes.
+	// Name is the name BlueZ shows for the device (Device1.Alias):
+	// spec.alias once BlueZ took it, else the name the device reported
+	// (Device1.Name), cut to 248 bytes; absent when it reported none.
+	// The device's name attribute in the ResourceSlice is the same name,
+	// cut to 64 bytes.
 	// +kubebuilder:validation:MaxLength=248
 	// +optional
 	Name string `json:"name,omitempty"`
