@@ -3,6 +3,9 @@
 package audio
 
 import (
+	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +15,7 @@ import (
 	"github.com/liken-sh/operators/internal/audio/speakers"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/internal/safetext"
 )
 
 // Condition reasons of a speaker's Connected condition.
@@ -154,6 +158,46 @@ func SpeakerStatus(node string, e SpeakerEndpoint, holder *dra.ClaimRef) audiov1
 	}
 	st.Conditions = []metav1.Condition{c, ready(e.Node)}
 	return st
+}
+
+// SpeakerSpecApplied is a speaker's Sink's SpecApplied condition: false
+// when spec.codec names a codec the speaker does not offer (known once
+// PipeWire has its device), or when spec.layout or spec.controls is set,
+// neither of which a Bluetooth speaker has; the reason names the first
+// such field, and the message each one with its value (cut short).
+func SpeakerSpecApplied(spec audiov1.SinkSpec, e SpeakerEndpoint) metav1.Condition {
+	var reason string
+	var problems []string
+	add := func(r, msg string) {
+		if reason == "" {
+			reason = r
+		}
+		problems = append(problems, msg)
+	}
+	if want, offered := spec.Codec, e.Codecs(); want != "" && len(offered) > 0 && !slices.Contains(offered, want) {
+		add(audiov1.ReasonUnsupportedCodec, fmt.Sprintf("spec.codec %q is not a codec the speaker offers (%s)", want, strings.Join(offered, ", ")))
+	}
+	if len(spec.Layout) > 0 {
+		names := make([]string, len(spec.Layout))
+		for i, p := range spec.Layout {
+			names[i] = string(p)
+		}
+		add(audiov1.ReasonLayoutNotSupported, fmt.Sprintf("spec.layout [%s] is ignored: a Bluetooth speaker's channels are its codec's", safetext.Clean(strings.Join(names, " "), 128)))
+	}
+	if len(spec.Controls) > 0 {
+		keys := slices.Sorted(maps.Keys(spec.Controls))
+		shown := strings.Join(keys, ", ")
+		if len(keys) > 4 {
+			shown = strings.Join(keys[:4], ", ") + fmt.Sprintf(" and %d more", len(keys)-4)
+		}
+		add(audiov1.ReasonControlsNotSupported, fmt.Sprintf("spec.controls (%s) is ignored: a Bluetooth speaker has no mixer controls", safetext.Clean(shown, 512)))
+	}
+	c := metav1.Condition{Type: audiov1.ConditionSpecApplied, Status: metav1.ConditionTrue, Reason: audiov1.ReasonApplied,
+		Message: "every field of the spec applies to the speaker"}
+	if reason != "" {
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, reason, clipMessage(strings.Join(problems, "; ")+"; spec.volume and spec.mute still apply")
+	}
+	return c
 }
 
 // speakerVolume is the volume and mute the speaker's output route shows,

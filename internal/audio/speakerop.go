@@ -209,6 +209,9 @@ func (o *operator) syncSpeakers(ctx context.Context, g *pipewire.Graph, eps []Sp
 		} else {
 			st := SpeakerStatus(o.cfg.Node, e, holder)
 			st.Conditions = append(st.Conditions, o.graphCondition(g))
+			if ok && s != nil {
+				st.Conditions = append(st.Conditions, SpeakerSpecApplied(s.Spec, e))
+			}
 			_, err = o.store.ApplySink(ctx, name, st)
 		}
 		o.metrics.reconcile.WithLabelValues(objects.SinkKind.Name).Observe(time.Since(start).Seconds())

@@ -266,6 +266,57 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 			t.Fatal("the speaker never went to its resting codec aptx once the claim was unprepared")
 		}
 	}
+	// The slice says so within the settle window, although the graph and
+	// the Sink's status keep the operator's passes going meanwhile.
+	switched := time.Now()
+	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
+			a := d.Attributes["codec"]
+			return d.Name == speaker && a.StringValue != nil && *a.StringValue == "aptx"
+		})
+	})
+	if took := time.Since(switched); took > audioOpts.SettleQuiet+3*time.Second {
+		t.Errorf("the codec switch took %s to reach the slice (settle window %s)", took, audioOpts.SettleQuiet)
+	}
+
+	// A spec the speaker cannot follow is said in SpecApplied, naming the
+	// field and its value; spec.volume still holds.
+	specApplied := func(want metav1.ConditionStatus, reason string, parts ...string) {
+		t.Helper()
+		var last any
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			u, err := sinks.Get(ctx, speaker, metav1.GetOptions{})
+			if err != nil {
+				continue
+			}
+			conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+			last = conds
+			for _, c := range conds {
+				m, _ := c.(map[string]any)
+				msg, _ := m["message"].(string)
+				has := m["type"] == audiov1.ConditionSpecApplied && m["status"] == string(want) && m["reason"] == reason
+				for _, p := range parts {
+					has = has && strings.Contains(msg, p)
+				}
+				if has {
+					return
+				}
+			}
+		}
+		t.Fatalf("the Sink never had SpecApplied %s %s with %q: %v", want, reason, parts, last)
+	}
+	specApplied(metav1.ConditionTrue, audiov1.ReasonApplied)
+	_, err = sinks.Patch(ctx, speaker, types.MergePatchType, []byte(`{"spec":{"codec":"ldac","layout":["FL","FR"]}}`), metav1.PatchOptions{})
+	must(t, err)
+	specApplied(metav1.ConditionFalse, audiov1.ReasonUnsupportedCodec, `spec.codec "ldac"`, "spec.layout [FL FR]")
+	if u, err := sinks.Get(ctx, speaker, metav1.GetOptions{}); err == nil {
+		if v, _, _ := unstructured.NestedInt64(u.Object, "spec", "volume"); v != 40 {
+			t.Errorf("spec.volume %d after the bad codec and layout, want 40", v)
+		}
+	}
+	_, err = sinks.Patch(ctx, speaker, types.MergePatchType, []byte(`{"spec":{"codec":"aptx","layout":null}}`), metav1.PatchOptions{})
+	must(t, err)
+	specApplied(metav1.ConditionTrue, audiov1.ReasonApplied)
 
 	// Bad input on other claims: a codec on a wired output, and 10 KB of
 	// codec text, each fail their own claim with a short error. (The API

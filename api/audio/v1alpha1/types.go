@@ -184,7 +184,8 @@ type EndpointStatus struct {
 	// Claim is the ResourceClaim that holds the endpoint, if one does.
 	// +optional
 	Claim *ClaimReference `json:"claim,omitempty"`
-	// Conditions: Connected, Ready, GraphCurrent, and on a Sink LayoutApplied.
+	// Conditions: Connected, Ready, GraphCurrent, on a card's Sink
+	// LayoutApplied, and on a Bluetooth speaker's Sink SpecApplied.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -362,6 +363,26 @@ const (
 	// PipeWire does not answer: those fields then show the last graph
 	// read, which may no longer hold.
 	ConditionGraphCurrent = "GraphCurrent"
+	// ConditionSpecApplied, on a Bluetooth speaker's Sink: every field of
+	// the spec applies to the speaker. False names the first field that
+	// does not, in the reason (UnsupportedCodec, LayoutNotSupported,
+	// ControlsNotSupported), and each one with its value in the message;
+	// the fields that do apply (spec.volume, spec.mute) are applied all
+	// the same.
+	ConditionSpecApplied = "SpecApplied"
+)
+
+// Reasons of SpecApplied besides Applied.
+const (
+	// ReasonUnsupportedCodec: spec.codec is not one of
+	// status.bluetooth.codecs.
+	ReasonUnsupportedCodec = "UnsupportedCodec"
+	// ReasonLayoutNotSupported: spec.layout is set, and a speaker's
+	// channels are those of its codec, not a declared layout.
+	ReasonLayoutNotSupported = "LayoutNotSupported"
+	// ReasonControlsNotSupported: spec.controls is set, and a speaker has
+	// no ALSA mixer controls (status.capabilities is empty).
+	ReasonControlsNotSupported = "ControlsNotSupported"
 )
 
 // Reasons of LayoutApplied.
