@@ -139,8 +139,10 @@ type candidate struct {
 //
 // A controller is tainted TaintDisconnected (NoExecute) when it is not
 // connected, which includes every device of a departed adapter, and
-// TaintNoInputNode (NoSchedule) when ExpectsInput and nodes has no evdev
-// node for it. A departed adapter's media bus is tainted
+// TaintNoInputNode (NoSchedule) when ExpectsInput and it is not connected
+// or nodes has no evdev node for it: a gamepad asleep carries both, so a
+// claim that tolerates its sleeping (the disconnected taint) still gets
+// no pad that is asleep now. A departed adapter's media bus is tainted
 // TaintDisconnected (NoSchedule): a sound server using it is not evicted,
 // but nothing new is sent to it.
 func (inv *Inventory) Devices(nodes InputNodes) ([]dra.Device, []error) {
@@ -258,7 +260,11 @@ func controller(c candidate, nodes InputNodes) dra.Device {
 	if !connected {
 		dev.Taints = append(dev.Taints, dra.Taint{Key: TaintDisconnected, Effect: dra.TaintNoExecute})
 	}
-	if ExpectsInput(c.device) && !hasEvdevNode(nodes, c.peer.String(), c.adapter) {
+	// Off the air a controller has no input node to give, even where
+	// sysfs still lists one: bluetoothd keeps a uhid device across
+	// disconnections when input.conf says UserspaceHID=persist, and that
+	// node reads nothing until the device is back.
+	if ExpectsInput(c.device) && (!connected || !hasEvdevNode(nodes, c.peer.String(), c.adapter)) {
 		dev.Taints = append(dev.Taints, dra.Taint{Key: TaintNoInputNode, Effect: dra.TaintNoSchedule})
 	}
 	return dev

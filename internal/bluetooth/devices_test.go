@@ -123,6 +123,18 @@ func TestControllers(t *testing.T) {
 			"input": true,
 		}, Taints: []string{disconnected, noInputNode}},
 	}, {
+		// Asleep with bluetoothd's uhid device kept (UserspaceHID=persist):
+		// sysfs still lists its node, which reads nothing until it wakes.
+		name:   "8BitDo NES30 Pro, asleep, its uhid node kept",
+		device: nesPad(t, false),
+		nodes:  padNodes,
+		want: flat{Attrs: map[string]any{
+			"address": padAddress, "name": "8Bitdo NES30 Pro", "connected": false,
+			"classOfDevice": int64(0x002508), "majorClass": "peripheral", "minorClass": "gamepad",
+			"modalias": "usb:v2DC8p3820d0100", "icon": "input-gaming", "addressType": "public",
+			"input": true,
+		}, Taints: []string{disconnected, noInputNode}},
+	}, {
 		// LE: no class, a HID appearance, and a services list that holds
 		// only a bare "00001800", which is no UUID; the appearance alone
 		// says it should have input nodes.
