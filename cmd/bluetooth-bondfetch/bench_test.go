@@ -14,6 +14,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/bonds"
+	"github.com/liken-sh/operators/test/fixtures"
 )
 
 // benchBonds is how many bonds BenchmarkBondfetchRestore50 restores.
@@ -53,7 +54,7 @@ func BenchmarkBondfetchRestore50(b *testing.B) {
 	benchCalls++
 	ns := fmt.Sprintf("bench-%d", benchCalls)
 	namespaceWithReader(b, ctx, ns)
-	info, cache := fixture(b, "8bitdo-nes30-pro.info"), fixture(b, "8bitdo-nes30-pro.cache")
+	info, cache := fixtures.BlueZ(b, "8bitdo-nes30-pro.info"), fixtures.BlueZ(b, "8bitdo-nes30-pro.cache")
 	for i := range benchBonds {
 		dev := bdaddr.MustParse(fmt.Sprintf("E4:17:D8:C5:%02X:%02X", i/256, i%256))
 		create(b, ctx, bonds.EncodeSecret(ns, bonds.Bond{Adapter: claimed, Device: dev, Info: info, Cache: cache}))

@@ -29,6 +29,7 @@ import (
 	"github.com/liken-sh/operators/internal/hci/hcitest"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/fakesys"
+	"github.com/liken-sh/operators/test/fixtures"
 )
 
 var (
@@ -40,15 +41,6 @@ var (
 	pad       = bdaddr.MustParse("E4:17:D8:C5:67:6D")
 	mouse     = bdaddr.MustParse("F4:9A:2C:31:7D:05")
 )
-
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "fixtures", "bluez", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
 
 // One control plane for the package's tests; each test has its own
 // namespace.
@@ -213,7 +205,7 @@ func TestRestore(t *testing.T) {
 	const ns = "restore"
 	client := namespaceWithReader(t, ctx, ns)
 	label := map[string]string{bonds.AdapterLabel: claimed.Key()}
-	padInfo, padCache, mouseInfo := fixture(t, "8bitdo-nes30-pro.info"), fixture(t, "8bitdo-nes30-pro.cache"), fixture(t, "razer-basilisk-x-hyperspeed.info")
+	padInfo, padCache, mouseInfo := fixtures.BlueZ(t, "8bitdo-nes30-pro.info"), fixtures.BlueZ(t, "8bitdo-nes30-pro.cache"), fixtures.BlueZ(t, "razer-basilisk-x-hyperspeed.info")
 
 	// The pad, as the operator stores it.
 	create(t, ctx, bonds.EncodeSecret(ns, bonds.Bond{Adapter: claimed, Device: pad, Info: padInfo, Cache: padCache}))
@@ -345,7 +337,7 @@ func TestNoSecretsIsSuccess(t *testing.T) {
 func TestFailuresExit1NamingWhatFailed(t *testing.T) {
 	ctx := context.Background()
 	client := namespaceWithReader(t, ctx, "failing")
-	create(t, ctx, bonds.EncodeSecret("failing", bonds.Bond{Adapter: claimed, Device: pad, Info: fixture(t, "8bitdo-nes30-pro.info")}))
+	create(t, ctx, bonds.EncodeSecret("failing", bonds.Bond{Adapter: claimed, Device: pad, Info: fixtures.BlueZ(t, "8bitdo-nes30-pro.info")}))
 	good := map[string]string{"POD_NAMESPACE": "failing"}
 
 	for _, tc := range []struct {
@@ -454,7 +446,7 @@ func TestIndexFlag(t *testing.T) {
 	ctx := context.Background()
 	client := namespaceWithReader(t, ctx, "virtual")
 	vm := bdaddr.MustParse("00:AA:01:00:00:00")
-	create(t, ctx, bonds.EncodeSecret("virtual", bonds.Bond{Adapter: vm, Device: pad, Info: fixture(t, "8bitdo-nes30-pro.info")}))
+	create(t, ctx, bonds.EncodeSecret("virtual", bonds.Bond{Adapter: vm, Device: pad, Info: fixtures.BlueZ(t, "8bitdo-nes30-pro.info")}))
 	n := newNode(t)
 	n.kernel.Script(1, hcitest.Answer{Info: hci.DevInfo{ID: 1, Name: "hci1", Address: vm}})
 	root := filepath.Join(t.TempDir(), "bluetooth")

@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/liken-sh/operators/internal/bonds"
+	"github.com/liken-sh/operators/test/fixtures"
 )
 
 // childEnv tells a re-executed test binary that it is the contained
@@ -75,11 +76,11 @@ exec setpriv --inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-pr
 	}{
 		a:                                  {os.ModeDir | 0o700, nil},
 		a + "/" + pad.String():             {os.ModeDir | 0o700, nil},
-		a + "/" + pad.String() + "/info":   {0o600, fixture(t, "8bitdo-nes30-pro.info")},
+		a + "/" + pad.String() + "/info":   {0o600, fixtures.BlueZ(t, "8bitdo-nes30-pro.info")},
 		a + "/cache":                       {os.ModeDir | 0o700, nil},
-		a + "/cache/" + pad.String():       {0o600, fixture(t, "8bitdo-nes30-pro.cache")},
+		a + "/cache/" + pad.String():       {0o600, fixtures.BlueZ(t, "8bitdo-nes30-pro.cache")},
 		a + "/" + mouse.String():           {os.ModeDir | 0o700, nil},
-		a + "/" + mouse.String() + "/info": {0o600, fixture(t, "razer-basilisk-x-hyperspeed.info")},
+		a + "/" + mouse.String() + "/info": {0o600, fixtures.BlueZ(t, "razer-basilisk-x-hyperspeed.info")},
 	} {
 		path := filepath.Join(vol, rel)
 		st, err := os.Lstat(path)
@@ -121,7 +122,7 @@ func contained(t *testing.T, vol string) {
 		t.Fatalf("the volume is not writable: %v", err)
 	}
 
-	padInfo, padCache, mouseInfo := fixture(t, "8bitdo-nes30-pro.info"), fixture(t, "8bitdo-nes30-pro.cache"), fixture(t, "razer-basilisk-x-hyperspeed.info")
+	padInfo, padCache, mouseInfo := fixtures.BlueZ(t, "8bitdo-nes30-pro.info"), fixtures.BlueZ(t, "8bitdo-nes30-pro.cache"), fixtures.BlueZ(t, "razer-basilisk-x-hyperspeed.info")
 	label := map[string]string{bonds.AdapterLabel: claimed.Key()}
 	client := fake.NewClientset(
 		bonds.EncodeSecret("ns", bonds.Bond{Adapter: claimed, Device: pad, Info: padInfo, Cache: padCache}),

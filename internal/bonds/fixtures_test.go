@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/test/fixtures"
 )
 
 // The addresses the tests use. The 8Bitdo's is the fixture's directory
@@ -20,20 +21,11 @@ var (
 	mouse      = bdaddr.MustParse("F4:9A:2C:31:7D:05")
 )
 
-func fixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "fixtures", "bluez", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
 // recordedBonds are the fixtures as bonds of adapter.
 func recordedBonds(t testing.TB) []Bond {
 	return []Bond{
-		{Adapter: adapter, Device: pad, Info: fixture(t, "8bitdo-nes30-pro.info"), Cache: fixture(t, "8bitdo-nes30-pro.cache")},
-		{Adapter: adapter, Device: mouse, Info: fixture(t, "razer-basilisk-x-hyperspeed.info")},
+		{Adapter: adapter, Device: pad, Info: fixtures.BlueZ(t, "8bitdo-nes30-pro.info"), Cache: fixtures.BlueZ(t, "8bitdo-nes30-pro.cache")},
+		{Adapter: adapter, Device: mouse, Info: fixtures.BlueZ(t, "razer-basilisk-x-hyperspeed.info")},
 	}
 }
 

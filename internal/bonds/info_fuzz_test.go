@@ -4,6 +4,8 @@ package bonds
 
 import (
 	"testing"
+
+	"github.com/liken-sh/operators/test/fixtures"
 )
 
 // FuzzParseInfo: an info file comes from the storage tree bluetoothd
@@ -12,7 +14,7 @@ import (
 // the file, and never panics.
 func FuzzParseInfo(f *testing.F) {
 	for _, name := range []string{"8bitdo-nes30-pro.info", "razer-basilisk-x-hyperspeed.info"} {
-		f.Add(fixture(f, name))
+		f.Add(fixtures.BlueZ(f, name))
 	}
 	f.Add([]byte("[General]\nName=pad\nSupportedTechnologies=BR/EDR;LE;\n[LinkKey]\nKey=0x00112233445566778899AABBCCDDEEFF\nType=4\nPINLength=0\n"))
 	f.Add([]byte("[LongTermKey]\nKey=00112233445566778899AABBCCDDEEFF\nAuthenticated=2\nEncSize=16\nEDiv=0\nRand=0\n"))

@@ -7,10 +7,12 @@ import (
 	"encoding/hex"
 	"strings"
 	"testing"
+
+	"github.com/liken-sh/operators/test/fixtures"
 )
 
 func TestParseInfoClassicGamepad(t *testing.T) {
-	info, err := ParseInfo(fixture(t, "8bitdo-nes30-pro.info"))
+	info, err := ParseInfo(fixtures.BlueZ(t, "8bitdo-nes30-pro.info"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +30,7 @@ func TestParseInfoClassicGamepad(t *testing.T) {
 }
 
 func TestParseInfoLEMouseDedupesTheRenamedGroup(t *testing.T) {
-	data := fixture(t, "razer-basilisk-x-hyperspeed.info")
+	data := fixtures.BlueZ(t, "razer-basilisk-x-hyperspeed.info")
 	info, err := ParseInfo(data)
 	if err != nil {
 		t.Fatal(err)
@@ -72,7 +74,7 @@ func TestParseInfoLEMouseDedupesTheRenamedGroup(t *testing.T) {
 }
 
 func TestParseInfoRejects(t *testing.T) {
-	base := string(fixture(t, "8bitdo-nes30-pro.info"))
+	base := string(fixtures.BlueZ(t, "8bitdo-nes30-pro.info"))
 	for name, data := range map[string]string{
 		"empty":              "",
 		"comments only":      "# nothing\n",

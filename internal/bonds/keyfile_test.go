@@ -8,10 +8,12 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/liken-sh/operators/test/fixtures"
 )
 
 func TestParseKeyFileFixtures(t *testing.T) {
-	f, err := ParseKeyFile(fixture(t, "8bitdo-nes30-pro.info"))
+	f, err := ParseKeyFile(fixtures.BlueZ(t, "8bitdo-nes30-pro.info"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +31,7 @@ func TestParseKeyFileFixtures(t *testing.T) {
 		t.Errorf("Services %q", v)
 	}
 
-	cache, err := ParseKeyFile(fixture(t, "8bitdo-nes30-pro.cache"))
+	cache, err := ParseKeyFile(fixtures.BlueZ(t, "8bitdo-nes30-pro.cache"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +115,7 @@ func TestParseKeyFileRejects(t *testing.T) {
 
 func FuzzParseKeyFile(f *testing.F) {
 	for _, name := range []string{"8bitdo-nes30-pro.info", "8bitdo-nes30-pro.cache", "razer-basilisk-x-hyperspeed.info"} {
-		f.Add(fixture(f, name))
+		f.Add(fixtures.BlueZ(f, name))
 	}
 	f.Add([]byte("[General]\nName=a\\sb\n[LinkKey]\nKey=0x00\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/liken-sh/operators/test/fixtures"
 )
 
 func TestEncodeSecret(t *testing.T) {
@@ -62,7 +64,7 @@ func TestDecodeSecretRoundTrip(t *testing.T) {
 // hostile is a Secret carrying the adapter's label and every kind of bad
 // content beside one good bond.
 func hostile(t *testing.T) *corev1.Secret {
-	info, cache := fixture(t, "8bitdo-nes30-pro.info"), fixture(t, "8bitdo-nes30-pro.cache")
+	info, cache := fixtures.BlueZ(t, "8bitdo-nes30-pro.info"), fixtures.BlueZ(t, "8bitdo-nes30-pro.cache")
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "bluetooth-bond-evil", Namespace: "ns", Labels: map[string]string{AdapterLabel: adapter.Key()}},
 		Data: map[string][]byte{
@@ -99,7 +101,7 @@ func TestDecodeSecretHostile(t *testing.T) {
 		t.Fatalf("bonds %s", got)
 	}
 	for _, b := range bonds {
-		if b.Device == pad && !bytes.Equal(b.Cache, fixture(t, "8bitdo-nes30-pro.cache")) {
+		if b.Device == pad && !bytes.Equal(b.Cache, fixtures.BlueZ(t, "8bitdo-nes30-pro.cache")) {
 			t.Error("the pad lost its cache")
 		}
 		if b.Device != pad && b.Cache != nil {
@@ -157,7 +159,7 @@ func TestDecodeSecretsPrecedence(t *testing.T) {
 	// the mouse under a bare key.
 	legacy := corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "bluetooth-bonds-" + adapter.Key(), Namespace: "ns", Labels: ours.Labels},
-		Data:       map[string][]byte{pad.Key(): older, mouse.Key(): fixture(t, "razer-basilisk-x-hyperspeed.info")},
+		Data:       map[string][]byte{pad.Key(): older, mouse.Key(): fixtures.BlueZ(t, "razer-basilisk-x-hyperspeed.info")},
 	}
 	for _, order := range [][]corev1.Secret{{ours, theirs, legacy}, {legacy, theirs, ours}, {theirs, legacy, ours}} {
 		bonds, skipped := DecodeSecrets(adapter, order)
@@ -189,7 +191,7 @@ func TestDecodeSecretsPrecedence(t *testing.T) {
 }
 
 func FuzzDecodeSecret(f *testing.F) {
-	info, cache := fixture(f, "8bitdo-nes30-pro.info"), fixture(f, "8bitdo-nes30-pro.cache")
+	info, cache := fixtures.BlueZ(f, "8bitdo-nes30-pro.info"), fixtures.BlueZ(f, "8bitdo-nes30-pro.cache")
 	f.Add(adapter.Key(), "e4-17-d8-c5-67-6d.info", info, "e4-17-d8-c5-67-6d.cache", cache, "e4-17-d8-c5-67-6d", info)
 	f.Add(adapter.Key(), "E4:17:D8:C5:67:6D.info", info, "../x.cache", cache, "aa-bb-cc-dd-ee-ff.cache", []byte("[G]\nk=v\n"))
 	f.Add("", "x", []byte{}, "y", []byte{0}, "z", []byte("[General]"))

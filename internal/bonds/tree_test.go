@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/test/fixtures"
 )
 
 // bluezTree lays out what bluetoothd leaves under /var/lib/bluetooth for
@@ -22,9 +23,9 @@ func bluezTree(t *testing.T) string {
 	t.Helper()
 	root := filepath.Join(t.TempDir(), "bluetooth")
 	dir := AdapterDir(root, adapter)
-	writeFile(t, filepath.Join(dir, pad.String(), "info"), fixture(t, "8bitdo-nes30-pro.info"), 0o600)
-	writeFile(t, filepath.Join(dir, "cache", pad.String()), fixture(t, "8bitdo-nes30-pro.cache"), 0o600)
-	writeFile(t, filepath.Join(dir, mouse.String(), "info"), fixture(t, "razer-basilisk-x-hyperspeed.info"), 0o600)
+	writeFile(t, filepath.Join(dir, pad.String(), "info"), fixtures.BlueZ(t, "8bitdo-nes30-pro.info"), 0o600)
+	writeFile(t, filepath.Join(dir, "cache", pad.String()), fixtures.BlueZ(t, "8bitdo-nes30-pro.cache"), 0o600)
+	writeFile(t, filepath.Join(dir, mouse.String(), "info"), fixtures.BlueZ(t, "razer-basilisk-x-hyperspeed.info"), 0o600)
 	writeFile(t, filepath.Join(dir, mouse.String(), "attributes"), nil, 0o600)
 	// Not bonds: the adapter's own files, a neighbour seen in a scan, a
 	// pairing not yet written, and names that are not addresses.
@@ -33,7 +34,7 @@ func bluezTree(t *testing.T) string {
 	writeFile(t, filepath.Join(dir, "cache", "11:22:33:44:55:66"), []byte("[General]\nName=Neighbour TV\n"), 0o600)
 	writeFile(t, filepath.Join(dir, "AA:BB:CC:DD:EE:01", "info"), nil, 0o600)
 	writeFile(t, filepath.Join(dir, "AA:BB:CC:DD:EE:02", "attributes"), nil, 0o600)
-	writeFile(t, filepath.Join(dir, "not-an-address", "info"), fixture(t, "8bitdo-nes30-pro.info"), 0o600)
+	writeFile(t, filepath.Join(dir, "not-an-address", "info"), fixtures.BlueZ(t, "8bitdo-nes30-pro.info"), 0o600)
 	// Another adapter's tree beside it.
 	writeFile(t, filepath.Join(AdapterDir(root, otherRadio), pad.String(), "info"), []byte("[LinkKey]\nKey=00000000000000000000000000000001\n"), 0o600)
 	return root
@@ -76,7 +77,7 @@ func TestReadTreeSkipsWhatItCannotStore(t *testing.T) {
 	// A symbolic link where a device directory belongs, and one where an
 	// info file belongs: never followed.
 	outside := filepath.Join(t.TempDir(), "outside")
-	writeFile(t, filepath.Join(outside, "info"), fixture(t, "8bitdo-nes30-pro.info"), 0o600)
+	writeFile(t, filepath.Join(outside, "info"), fixtures.BlueZ(t, "8bitdo-nes30-pro.info"), 0o600)
 	if err := os.Symlink(outside, filepath.Join(dir, "AA:BB:CC:DD:EE:04")); err != nil {
 		t.Fatal(err)
 	}
