@@ -64,6 +64,9 @@ func TestExamplesApply(t *testing.T) {
 	applied := 0
 	for _, d := range dirs {
 		if !d.IsDir() {
+			if n := d.Name(); n != "README.md" && !strings.HasSuffix(n, "_test.go") {
+				t.Errorf("%s is not in an example's directory, so no dry run applies it", n)
+			}
 			continue
 		}
 		name := d.Name()
@@ -71,6 +74,7 @@ func TestExamplesApply(t *testing.T) {
 			if !strings.Contains(string(readme), "`"+name+"/`") {
 				t.Errorf("README.md does not list %s/", name)
 			}
+			coveredByKustomization(t, name)
 			rendered, err := c.Kubectl(ctx, "kustomize", filepath.Join("examples", name))
 			if err != nil {
 				t.Fatalf("%v\n%s", err, rendered)
@@ -80,7 +84,7 @@ func TestExamplesApply(t *testing.T) {
 					t.Errorf("names DeviceClass %s, which no base installs (%v)", m[1], classes)
 				}
 			}
-			out, err := c.Kubectl(ctx, "apply", "-n", "default", "--dry-run=server", "-k", filepath.Join("examples", name))
+			out, err := c.Kubectl(ctx, "apply", "--dry-run=server", "-k", filepath.Join("examples", name))
 			if err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
@@ -98,5 +102,31 @@ func TestExamplesApply(t *testing.T) {
 	claims, err := c.Client().ResourceV1().ResourceClaimTemplates("default").List(ctx, metav1.ListOptions{})
 	if err != nil || len(claims.Items) != 0 {
 		t.Errorf("the dry runs stored %d claim templates (%v)", len(claims.Items), err)
+	}
+}
+
+// coveredByKustomization fails t for each file of the example directory
+// dir that its kustomization.yaml does not name (as a resource or a
+// generator's file), since kubectl apply -k, and so the dry run, would
+// never see it.
+func coveredByKustomization(t *testing.T, dir string) {
+	t.Helper()
+	k, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	named := regexp.MustCompile(`(?m)^\s*-\s+(\S+)\s*$`)
+	var listed []string
+	for _, m := range named.FindAllStringSubmatch(string(k), -1) {
+		listed = append(listed, m[1])
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if f.Name() != "kustomization.yaml" && !slices.Contains(listed, f.Name()) {
+			t.Errorf("%s/%s is not named in its kustomization.yaml (%v), so no dry run applies it", dir, f.Name(), listed)
+		}
 	}
 }
