@@ -38,9 +38,15 @@ const (
 // batch the test appends to its file, as `pw-dump -m` prints the graph
 // and then each change. The first batch holds a node for every declared
 // output and the speaker's bluez5 device.
+//
+// It plays the claim gate's part too: every speaker node appended is
+// recorded as the speaker's (gate.Trusted.Speakers) before the graph
+// shows it, and dropped from the record when it is removed.
 type liveGraph struct {
-	path string
-	mu   sync.Mutex
+	path    string
+	dir     string
+	mu      sync.Mutex
+	trusted gate.Trusted
 }
 
 func newLiveGraph(t testing.TB, outputs []pipewire.Output) (*liveGraph, pipewire.Remote) {
@@ -57,14 +63,8 @@ func newLiveGraph(t testing.TB, outputs []pipewire.Output) (*liveGraph, pipewire
 		trusted.Nodes[o.Name], trusted.IDs[o.Name] = uint64(50+i), uint32(40+i)
 	}
 	objs = append(objs, speakerDeviceObject(-1))
-	data, err := json.Marshal(trusted)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, gate.TrustedFile), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	lg := &liveGraph{path: filepath.Join(dir, "batches.json")}
+	trusted.Speakers = map[string]uint32{}
+	lg := &liveGraph{path: filepath.Join(dir, "batches.json"), dir: dir, trusted: trusted}
 	lg.append(t, objs...)
 	script := fmt.Sprintf("#!/bin/sh\nexec tail -n +1 -f %q\n", lg.path)
 	tool := filepath.Join(dir, "pw-dump")
@@ -81,6 +81,37 @@ func (lg *liveGraph) append(t testing.TB, objs ...map[string]any) {
 	}
 	lg.mu.Lock()
 	defer lg.mu.Unlock()
+	for _, o := range objs {
+		info, _ := o["info"].(map[string]any)
+		if info == nil {
+			for name, id := range lg.trusted.Speakers {
+				if fmt.Sprint(id) == fmt.Sprint(o["id"]) {
+					delete(lg.trusted.Speakers, name)
+				}
+			}
+			continue
+		}
+		props, _ := info["props"].(map[string]any)
+		if name, _ := props["node.name"].(string); o["type"] == pipewire.TypeNode && strings.HasPrefix(name, SpeakerNodePrefix) {
+			lg.trusted.Speakers[name] = uint32(o["id"].(int))
+		}
+		if serial, ok := props["object.serial"].(int); ok {
+			lg.trusted.Serial = max(lg.trusted.Serial, uint64(serial))
+		}
+	}
+	record, err := json.Marshal(lg.trusted)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Renamed into place, as the gate writes it, so a pass never reads
+	// half a record.
+	tmp := filepath.Join(lg.dir, ".record")
+	if err := os.WriteFile(tmp, record, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(lg.dir, gate.TrustedFile)); err != nil {
+		t.Fatal(err)
+	}
 	f, err := os.OpenFile(lg.path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"k8s.io/klog/v2"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
+	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/audio/objects"
 	"github.com/liken-sh/operators/internal/audio/speakers"
 	"github.com/liken-sh/operators/internal/dra"
@@ -143,6 +144,10 @@ func (o *operator) Switch(ctx context.Context, device, codec string) error {
 		g, err := o.cfg.Remote.Dump(read)
 		cancel()
 		if err == nil {
+			// Only a node the claim gate recorded as the speaker's is
+			// taken for it, as in the passes (trustedGraph).
+			trust, _ := gate.ReadTrusted(o.cfg.runtimeDir())
+			g = trustedSpeakers(g, trust)
 			if n, d, ok := g.SpeakerNode(addr); ok {
 				running = n.Props[pipewire.PropBlueZCodec]
 				if running == codec {

@@ -34,6 +34,13 @@ import (
 // properties is left out of the graph the operator works from: it is
 // never published, never resolved for a consumer, never steered, and
 // never shown in a Sink's status.
+//
+// A Bluetooth speaker's node is known the same way: the gate records the
+// global id of each sink made by the client that made its bluez5 device
+// (WirePlumber's monitor; gate.Trusted.Speakers), and any other sink that
+// carries a speaker's node.name prefix, address or device.api is left out
+// and reported likewise, so a consumer's PIPEWIRE_NODE never resolves to a
+// node a client made to look like a speaker's.
 
 // trustedGraph returns g without the nodes that pose as declared ones,
 // and reports each such node once (a log line, a Warning Event on the
@@ -65,13 +72,80 @@ func (o *operator) trustedGraph(ctx context.Context, g *pipewire.Graph) *pipewir
 	out := *g
 	out.Nodes = make([]pipewire.Node, 0, len(g.Nodes))
 	for _, n := range g.Nodes {
-		if !o.posesAsDeclared(n) || trust.Trusts(g.Cookie, n.Name, n.ID) {
+		switch {
+		case posesAsSpeaker(n):
+			if trust.TrustsSpeaker(g.Cookie, n.Name, n.ID) {
+				out.Nodes = append(out.Nodes, n)
+			} else if trust.Cookie == g.Cookie && n.Serial <= trust.Serial {
+				// The gate had seen this node when it wrote the record
+				// and found it no speaker's. A newer node waits,
+				// unreported, for the record the gate writes next.
+				o.reportUntrustedSpeaker(ctx, g.Cookie, n)
+			}
+		case !o.posesAsDeclared(n) || trust.Trusts(g.Cookie, n.Name, n.ID):
 			out.Nodes = append(out.Nodes, n)
-			continue
+		default:
+			o.reportUntrusted(ctx, g.Cookie, n, trust)
 		}
-		o.reportUntrusted(ctx, g.Cookie, n, trust)
 	}
 	return &out
+}
+
+// posesAsSpeaker reports whether n is a sink that could be taken for a
+// Bluetooth speaker's: the node.name the bluez5 plugin gives one
+// (bluez_output.<address>.<n>), or a speaker's properties.
+func posesAsSpeaker(n pipewire.Node) bool {
+	return n.MediaClass == pipewire.MediaClassSink && (strings.HasPrefix(n.Name, SpeakerNodePrefix) ||
+		n.Props[pipewire.PropBlueZAddress] != "" || n.Props[pipewire.PropDeviceAPI] == pipewire.DeviceAPIBlueZ)
+}
+
+// trustedSpeakers returns g without the nodes that pose as a speaker's
+// and are not recorded as one, reporting nothing.
+func trustedSpeakers(g *pipewire.Graph, trust gate.Trusted) *pipewire.Graph {
+	out := *g
+	out.Nodes = make([]pipewire.Node, 0, len(g.Nodes))
+	for _, n := range g.Nodes {
+		if !posesAsSpeaker(n) || trust.TrustsSpeaker(g.Cookie, n.Name, n.ID) {
+			out.Nodes = append(out.Nodes, n)
+		}
+	}
+	return &out
+}
+
+// SpeakerNodePrefix starts the node.name of a Bluetooth speaker's sink
+// (spa/plugins/bluez5: bluez_output.<address with '_'>.<profile number>).
+const SpeakerNodePrefix = "bluez_output."
+
+// reportUntrustedSpeaker reports, once while it is there, a node that
+// poses as a Bluetooth speaker's (a log line, audio_untrusted_nodes_total
+// with the speaker's name as endpoint when its address names one, and a
+// Warning Event on that speaker's Sink).
+func (o *operator) reportUntrustedSpeaker(ctx context.Context, cookie uint32, n pipewire.Node) {
+	key := fmt.Sprintf("%d/%d", cookie, n.ID)
+	if o.untrusted[key] {
+		return
+	}
+	o.untrusted[key] = true
+	endpoint := ""
+	addr := pipewire.BlueZAddress(n.Props[pipewire.PropBlueZAddress])
+	o.mu.Lock()
+	for name, s := range o.speakerEPs {
+		if addr != "" && s.Address.String() == addr || s.NodeName() == n.Name {
+			endpoint = name
+		}
+	}
+	o.mu.Unlock()
+	msg := fmt.Sprintf("PipeWire node %d (node.name %q, media.class %q, client %s) poses as a Bluetooth speaker's node and is ignored: no speaker's device made it",
+		n.ID, n.Name, n.MediaClass, n.Props["client.id"])
+	klog.FromContext(ctx).Info("Ignoring a node that poses as a speaker's", "node", n.ID, "name", n.Name, "mediaClass", n.MediaClass,
+		"endpoint", endpoint, "client", n.Props["client.id"], "device", n.Props[pipewire.PropDeviceID], "process", n.Props["application.process.id"])
+	o.metrics.untrusted.WithLabelValues(endpoint).Inc()
+	if endpoint == "" || o.store == nil || o.recorder == nil {
+		return
+	}
+	if s, ok, err := o.store.Sink(ctx, endpoint); ok && err == nil {
+		o.recorder.Event(objects.Ref(objects.SinkKind, s), corev1.EventTypeWarning, ReasonUntrustedNode, msg)
+	}
 }
 
 // watchTrusted wakes a pass whenever the claim gate writes its record of

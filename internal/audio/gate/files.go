@@ -2,8 +2,8 @@
 
 // Package gate gives each prepared audio claim a PipeWire socket of its
 // own, through which a client sees and uses only the claim's nodes, and
-// records which nodes PipeWire made from the declaration, by something no
-// client can forge.
+// records which nodes PipeWire made from the declaration, and which are
+// the Bluetooth speakers', by something no client can forge.
 //
 // Two processes share it through files in PipeWire's runtime directory
 // (the pod's hostPath volume, so the files outlive both containers):
@@ -154,16 +154,33 @@ func Claims(runtimeDir string) (map[string]Claim, []error) {
 // client-node Update replaces it, measured with PipeWire 1.4.2). The
 // gate drops a node from the record when its global goes, so an id the
 // daemon hands on to a later object is never trusted for it.
+//
+// Speakers are the Bluetooth speakers' nodes by node.name, each by its
+// global id (IsSpeaker says which nodes those are); a speaker's node is
+// made anew, under another id, at every codec or profile change, so the
+// gate rewrites the record whenever a sink node comes or goes. Serial is
+// the highest object.serial among the objects the gate had seen when it
+// wrote the record: a node with a serial up to it was judged, and one
+// above it may be too new to be in the record yet.
 type Trusted struct {
-	Cookie uint32            `json:"cookie"`
-	Nodes  map[string]uint64 `json:"nodes"`
-	IDs    map[string]uint32 `json:"ids"`
+	Cookie   uint32            `json:"cookie"`
+	Nodes    map[string]uint64 `json:"nodes"`
+	IDs      map[string]uint32 `json:"ids"`
+	Speakers map[string]uint32 `json:"speakers,omitempty"`
+	Serial   uint64            `json:"serial,omitempty"`
 }
 
 // Trusts reports whether the node with name and global id is the
 // declared node of that name in the PipeWire whose cookie is cookie.
 func (t Trusted) Trusts(cookie uint32, name string, id uint32) bool {
 	want, ok := t.IDs[name]
+	return ok && t.Cookie == cookie && cookie != 0 && want == id
+}
+
+// TrustsSpeaker reports whether the node with name and global id is a
+// Bluetooth speaker's node in the PipeWire whose cookie is cookie.
+func (t Trusted) TrustsSpeaker(cookie uint32, name string, id uint32) bool {
+	want, ok := t.Speakers[name]
 	return ok && t.Cookie == cookie && cookie != 0 && want == id
 }
 

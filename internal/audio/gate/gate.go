@@ -117,6 +117,7 @@ func (s *session) run(ctx context.Context) error {
 		return err
 	}
 	s.trusted = s.recordTrusted()
+	s.trusted.Speakers, s.trusted.Serial = s.speakers(), s.newestSerial()
 	if err := writeTrusted(s.cfg.RuntimeDir, s.trusted); err != nil {
 		return fmt.Errorf("writing %s: %w", TrustedFile, err)
 	}
@@ -301,7 +302,20 @@ func (s *session) trustedID(name string) (uint32, bool) {
 }
 
 func (s *session) event(ev native.Event) {
+	var gone *native.Global
+	if ev.Removed != nil {
+		if g, ok := s.globals[*ev.Removed]; ok {
+			gone = &g
+		}
+	}
 	s.record(ev)
+	// A sink node (or a device) that comes or goes may be a speaker's:
+	// the record says so before the operator's next pass judges it.
+	if sink := func(g *native.Global) bool {
+		return g != nil && (g.Type == typeDevice || g.Type == native.TypeNode && g.Props["media.class"] == "Audio/Sink")
+	}; sink(ev.Global) || sink(gone) {
+		s.recordSpeakers()
+	}
 	switch {
 	case ev.Global != nil:
 		s.global(*ev.Global)
@@ -389,32 +403,72 @@ func (s *session) global(g native.Global) {
 // bluez5 device, an ALSA card's).
 const typeDevice = "PipeWire:Interface:Device"
 
-// speakerID returns the global id of the Bluetooth speaker node named
-// name: an Audio/Sink whose device.id names a device, neither of them made
-// by a client of a claim socket. Such a client may make nothing but a
-// stream (global destroys any other node it makes) and sees no factory
-// that makes a device, so the node is the one WirePlumber's bluez5
-// monitor made for the speaker, not a consumer posing as it. A speaker's
-// node is made anew (another id) whenever its codec or profile changes,
-// so it is looked up at each grant, never recorded.
-func (s *session) speakerID(name string) (uint32, bool) {
-	best, found := uint32(0), false
+// isSpeaker reports whether node g is a Bluetooth speaker's: an
+// Audio/Sink whose device.id names a bluez5 device made by the same
+// client as the node, neither of them by a client of a claim socket. The
+// daemon sets a client-node's client.id itself and keeps its owner from
+// changing it (measured with PipeWire 1.4.2), and a client-device's
+// likewise, so a node another client made and named like a speaker's,
+// device.id and all, is not one. WirePlumber's bluez5 monitor makes both
+// the device and its nodes (the same client.id). A claim socket's client
+// sees no factory that makes a device, and global destroys any node it
+// makes that is not a stream.
+func (s *session) isSpeaker(g native.Global) bool {
+	if g.Type != native.TypeNode || g.Props["media.class"] != "Audio/Sink" || g.Props["node.name"] == "" || s.ownedByClaim(g) {
+		return false
+	}
+	dev, err := strconv.ParseUint(g.Props["device.id"], 10, 32)
+	if err != nil {
+		return false
+	}
+	d, ok := s.globals[uint32(dev)]
+	return ok && d.Type == typeDevice && d.Props["device.api"] == "bluez5" && !s.ownedByClaim(d) &&
+		d.Props["client.id"] == g.Props["client.id"]
+}
+
+// speakers returns the speakers' nodes by node.name (isSpeaker), the
+// lowest global id of several with one name.
+func (s *session) speakers() map[string]uint32 {
+	out := map[string]uint32{}
 	for _, g := range s.globals {
-		if g.Type != native.TypeNode || g.Props["node.name"] != name || g.Props["media.class"] != "Audio/Sink" || s.ownedByClaim(g) {
+		if !s.isSpeaker(g) {
 			continue
 		}
-		dev, err := strconv.ParseUint(g.Props["device.id"], 10, 32)
-		if err != nil {
-			continue
-		}
-		if d, ok := s.globals[uint32(dev)]; !ok || d.Type != typeDevice || s.ownedByClaim(d) {
-			continue
-		}
-		if !found || g.ID < best {
-			best, found = g.ID, true
+		name := g.Props["node.name"]
+		if prev, ok := out[name]; !ok || g.ID < prev {
+			out[name] = g.ID
 		}
 	}
-	return best, found
+	return out
+}
+
+// speakerID returns the global id of the Bluetooth speaker node named
+// name, looked up at each grant since a speaker's node is made anew
+// (another id) whenever its codec or profile changes.
+func (s *session) speakerID(name string) (uint32, bool) {
+	id, ok := s.speakers()[name]
+	return id, ok
+}
+
+// recordSpeakers writes the record again with the speakers' nodes of now
+// and the newest serial seen.
+func (s *session) recordSpeakers() {
+	s.trusted.Speakers = s.speakers()
+	s.trusted.Serial = s.newestSerial()
+	if err := writeTrusted(s.cfg.RuntimeDir, s.trusted); err != nil {
+		s.cfg.Logf("claim gate: writing %s: %v", TrustedFile, err)
+	}
+}
+
+// newestSerial is the highest object.serial among the globals.
+func (s *session) newestSerial() uint64 {
+	var top uint64
+	for _, g := range s.globals {
+		if v, ok := serial(g); ok && v > top {
+			top = v
+		}
+	}
+	return top
 }
 
 // ownedByClaim reports whether a claim socket's client made g.
