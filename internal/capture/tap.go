@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -106,7 +107,7 @@ func (c Config) encoderEnv(base []string) []string {
 // pw-record exits first, 500 wrong-target when the link lands on another
 // node or none comes within the link deadline, and 500 encoder-failed
 // when the encoder does not start; nothing is left running then. The
-// pipes are this process's own (os.Pipe), not exec's, so that reaping a
+// pipes are this process's own (os.Pipe, recorderPipe), not exec's, so that reaping a
 // child never closes a pipe that still holds its last bytes.
 func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format, q captureapi.TapQuery, accepted time.Time) (*session, *captureapi.Problem, string) {
 	s := &session{cfg: cfg, t: t, format: f, span: q.Span, accepted: accepted,
@@ -147,7 +148,7 @@ func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format
 		s.stop()
 		return nil, p, reason
 	}
-	recR, recW, err := os.Pipe()
+	recR, recW, err := recorderPipe()
 	if err != nil {
 		return fail(captureapi.NewProblem(captureapi.ProblemInternal, "pw-record's pipe: %v", err), "connect")
 	}
@@ -170,6 +171,21 @@ func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format
 	}
 	go s.pump(recR, sink)
 	return s, nil, ""
+}
+
+// recorderPipe returns the pipe pw-record writes into, both ends in
+// blocking mode and so never registered with Go's network poller. A
+// polled read end would wake the poller on each of pw-record's writes
+// (two a PipeWire quantum, about ninety a second) while the pump sleeps
+// between its reads; a blocking one wakes nothing until the pump reads,
+// and then the read returns at once with what has gathered. The pump
+// bounds silence with a timer instead of a read deadline.
+func recorderPipe() (r, w *os.File, err error) {
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		return nil, nil, err
+	}
+	return os.NewFile(uintptr(p[0]), "pw-record stdout"), os.NewFile(uintptr(p[1]), "pw-record stdout (write end)"), nil
 }
 
 // streamName returns a node.name for a recorder's stream that no other
@@ -265,12 +281,22 @@ func (s *session) pump(src *os.File, sink io.WriteCloser) {
 			return
 		}
 	}
+	// Silence for IdleTimeout (after the span's begin) ends the recorder,
+	// which ends the read below.
+	var quiet atomic.Bool
+	idle := time.AfterFunc(s.cfg.IdleTimeout+s.untilBegin(), func() {
+		quiet.Store(true)
+		s.signalRecorder()
+	})
+	defer idle.Stop()
 	buf := make([]byte, 256<<10)
 	var carry int // bytes of a partial frame at the start of buf
 	started := false
 	for remaining != 0 {
-		_ = src.SetReadDeadline(time.Now().Add(s.cfg.IdleTimeout + s.untilBegin()))
 		n, err := src.Read(buf[carry:])
+		if n > 0 {
+			idle.Reset(s.cfg.IdleTimeout + s.untilBegin())
+		}
 		n += carry
 		whole := n - n%frame
 		chunk := buf[:whole]
@@ -299,7 +325,7 @@ func (s *session) pump(src *os.File, sink io.WriteCloser) {
 		}
 		if err != nil {
 			switch {
-			case errors.Is(err, os.ErrDeadlineExceeded):
+			case quiet.Load():
 				s.pumpErr = fmt.Errorf("no sound from pw-record for %s", s.cfg.IdleTimeout)
 			case errors.Is(err, io.EOF), errors.Is(err, os.ErrClosed):
 				s.pumpErr = fmt.Errorf("pw-record ended: %s", orNothing(s.recErr.Trimmed()))
