@@ -210,7 +210,7 @@ func TestAudioStuckGraphMonitor(t *testing.T) {
 		return ok, "stale, not current yet"
 	})
 	t.Logf("SIGSTOP of pw-dump -m to GraphCurrent=False (MonitorStale): %s (target: probe %s + grace 2s + a pass)", staleAt.Sub(stopped).Round(time.Millisecond), probe)
-	t.Logf("GraphCurrent=False to True again (kill, new monitor, first graph): %s (target: under 1s, a SIGKILL and a dump)", currentAt.Sub(staleAt).Round(time.Millisecond))
+	t.Logf("GraphCurrent=False to True again (kill, new monitor, first graph): %s (target: within the probe grace, 2s: a SIGKILL, a new pw-dump, its first graph and the pass writing the Sinks)", currentAt.Sub(staleAt).Round(time.Millisecond))
 	if !sawInvalid {
 		t.Error("audio_observation_valid{source=pipewire} never read 0 while the monitor was stuck")
 	}
