@@ -6,6 +6,7 @@ package kubelettier
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -343,6 +344,38 @@ func audioConsumer(t *testing.T, ctx context.Context) {
 	}
 	waitLinked(t, ctx, node, 30*time.Second)
 	speakerNode = node
+	// What the consumer's container holds of the runtime directory, read
+	// through a process of it: its claim's socket alone, never the node's
+	// own pipewire-0 or pipewire-0-manager beside it on the host.
+	var held []string
+	var inside os.FileInfo
+	for _, hp := range containerProcs(t, getPod(t, ctx, "default", "speaker"), "consumer") {
+		dir := fmt.Sprintf("/proc/%d/root/var/run/audio.liken.sh", hp.pid)
+		entries, err := os.ReadDir(dir)
+		if err != nil {
+			continue // a pw-cat that just ended
+		}
+		held = held[:0]
+		for _, e := range entries {
+			held = append(held, e.Name())
+		}
+		inside, _ = os.Stat(dir + "/pipewire-0")
+		break
+	}
+	if !slices.Equal(held, []string{"pipewire-0"}) {
+		t.Errorf("the consumer's /var/run/audio.liken.sh holds %q, want its claim's socket pipewire-0 alone", held)
+	}
+	claimSocket, err := os.Stat(fmt.Sprintf("/run/audio.liken.sh/claims/%s/pipewire-0", claim.UID))
+	if err != nil || inside == nil || !os.SameFile(inside, claimSocket) {
+		t.Errorf("the consumer's pipewire-0 is not its claim's socket (claims/%s/pipewire-0: %v)", claim.UID, err)
+	}
+	if host, err := os.ReadDir("/run/audio.liken.sh"); err == nil {
+		var names []string
+		for _, e := range host {
+			names = append(names, e.Name())
+		}
+		t.Logf("the host's runtime directory holds %v", names)
+	}
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
