@@ -156,16 +156,23 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 		return nil, nil, err
 	}
 	start := time.Now()
+	// Asleep, the pad is disconnected (NoExecute: the example's claim
+	// tolerates it) and has no input node (NoSchedule: no new claim gets
+	// a pad that is asleep now), although the demo's sysfs still lists
+	// its uhid device, as bluetoothd's UserspaceHID=persist leaves it.
+	hasTaint := func(d resourceapi.Device, key string) bool {
+		return slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == key })
+	}
 	if err := waitForSlice(ctx, c, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
 		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
-			return d.Name == pad && slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == bluetooth.TaintDisconnected })
+			return d.Name == pad && hasTaint(d, bluetooth.TaintDisconnected) && hasTaint(d, bluetooth.TaintNoInputNode)
 		})
 	}); err != nil {
 		stop()
 		return nil, nil, err
 	}
-	fmt.Printf("\nthe gamepad disconnected: %s gained the taint %s:NoExecute after %s (settle window %s)\n",
-		pad, bluetooth.TaintDisconnected, time.Since(start).Round(10*time.Millisecond), opts.SettleQuiet)
+	fmt.Printf("\nthe gamepad fell asleep: %s gained the taints %s:NoExecute and %s:NoSchedule after %s (settle window %s)\n",
+		pad, bluetooth.TaintDisconnected, bluetooth.TaintNoInputNode, time.Since(start).Round(10*time.Millisecond), opts.SettleQuiet)
 	if err := finishEviction(ctx, c, "default", "emulator", "gamepad", bluetooth.DriverName, opts.RegistrarDir, start); err != nil {
 		stop()
 		return nil, nil, err
