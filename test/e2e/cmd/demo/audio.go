@@ -64,6 +64,10 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	if err != nil {
 		return nil, nil, err
 	}
+	// Stereo where no layout says otherwise, and paced at real time, as
+	// the cards' PCMs would be, not the 64 clockless channels of ALSA's
+	// null device.
+	outputs = pwtest.LikeHardware(outputs)
 	fmt.Printf("declare: %d outputs of 3 recorded cards declared to PipeWire in %s\n", len(outputs), res.Declaration)
 	// The media bus the Bluetooth operator's device delivers: WirePlumber
 	// registers its A2DP endpoints with the (simulated) bluetoothd on it,
