@@ -17,6 +17,50 @@ import (
 	"github.com/liken-sh/operators/test/pwtest"
 )
 
+// The two declared sinks of the trust tests: card 0's PCMs 3 and 7, the
+// second one (endpoint ep-b) the one a forgery imitates.
+const trustSinkA, trustSinkB = "liken.audio.card0-pcm3", "liken.audio.card0-pcm7"
+
+// trustWorld starts PipeWire with the two declared sinks and returns a
+// context that ends with the test (60 s at most), the daemons, an operator
+// that knows both sinks (and endpoint ep-b on the second), and the real
+// second sink's node as first dumped.
+func trustWorld(t *testing.T) (context.Context, *pwtest.Daemons, *operator, pipewire.Node) {
+	t.Helper()
+	a, b := trustSinkA, trustSinkB
+	d := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{pwtest.NullOutput(0, 3, a), pwtest.NullOutput(0, 7, b)}})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	t.Cleanup(cancel)
+	o := &operator{cfg: Config{Remote: d.Remote()}, declared: map[string]bool{a: true, b: true},
+		metrics: newMetrics(prometheus.NewRegistry()), untrusted: map[string]bool{}, trustWaitLogged: map[uint32]bool{},
+		known: map[string]Endpoint{"ep-b": {Name: "ep-b", NodeName: b}}}
+	real, err := d.Remote().Dump(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	realB, _ := real.NodeByName(b)
+	return ctx, d, o, realB
+}
+
+// waitGraph dumps d's graph until ok accepts it and returns that graph;
+// it fails t, naming what, when ctx ends first.
+func waitGraph(t *testing.T, ctx context.Context, d *pwtest.Daemons, what string, ok func(*pipewire.Graph) bool) *pipewire.Graph {
+	t.Helper()
+	for {
+		g, err := d.Remote().Dump(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(g) {
+			return g
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s never happened", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // On real PipeWire, as a client of the node's own socket (what every
 // claimant held before claim sockets): a lingering adapter node with a
 // declared sink's node.name, media.class and liken.audio.* properties
@@ -26,37 +70,14 @@ import (
 // no consumer's PIPEWIRE_NODE resolves to the impostor; and the impostor
 // is reported once.
 func TestImpostorIsIgnored(t *testing.T) {
-	const a, b = "liken.audio.card0-pcm3", "liken.audio.card0-pcm7"
-	d := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{pwtest.NullOutput(0, 3, a), pwtest.NullOutput(0, 7, b)}})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	reg := prometheus.NewRegistry()
-	o := &operator{cfg: Config{Remote: d.Remote()}, declared: map[string]bool{a: true, b: true},
-		metrics: newMetrics(reg), untrusted: map[string]bool{}, trustWaitLogged: map[uint32]bool{},
-		known: map[string]Endpoint{"ep-b": {Name: "ep-b", NodeName: b}}}
-	real, err := d.Remote().Dump(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	realB, _ := real.NodeByName(b)
+	const a, b = trustSinkA, trustSinkB
+	ctx, d, o, realB := trustWorld(t)
 	out, err := d.Command(ctx, "pw-cli", "create-node", "adapter", "{ factory.name=support.null-audio-sink node.name="+b+
 		" media.class=Audio/Sink liken.audio.card=0 liken.audio.pcm=7 liken.audio.output=ep-b object.linger=true client.id=999 factory.id=18 }").CombinedOutput()
 	if err != nil {
 		t.Fatalf("pw-cli create-node: %v: %s", err, out)
 	}
-	var g *pipewire.Graph
-	for {
-		if g, err = d.Remote().Dump(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if len(g.NodesOfClass(pipewire.MediaClassSink)) == 3 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the impostor never appeared")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	g := waitGraph(t, ctx, d, "the impostor appearing", func(g *pipewire.Graph) bool { return len(g.NodesOfClass(pipewire.MediaClassSink)) == 3 })
 	var impostor pipewire.Node
 	for _, n := range g.Nodes {
 		if n.Name == b && n.Serial != realB.Serial {
@@ -77,18 +98,7 @@ func TestImpostorIsIgnored(t *testing.T) {
 	if out, err := d.Command(ctx, "pw-cli", "destroy", fmt.Sprint(realB.ID)).CombinedOutput(); err != nil {
 		t.Fatalf("pw-cli destroy: %v: %s", err, out)
 	}
-	for {
-		if g, err = d.Remote().Dump(ctx); err != nil {
-			t.Fatal(err)
-		}
-		if len(g.NodesOfClass(pipewire.MediaClassSink)) == 2 {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the real sink was never destroyed")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	g = waitGraph(t, ctx, d, "the real sink's destruction", func(g *pipewire.Graph) bool { return len(g.NodesOfClass(pipewire.MediaClassSink)) == 2 })
 	seen = o.trustedGraph(ctx, g)
 	if n, ok := seen.NodeByName(b); ok {
 		t.Errorf("with the real sink gone, %s reads as the impostor %+v", b, n)
@@ -109,19 +119,8 @@ func TestImpostorIsIgnored(t *testing.T) {
 // beside the real sink and after the real sink is destroyed, when the
 // claim gate has dropped that id from its record.
 func TestRelabelledNodeIsIgnored(t *testing.T) {
-	const a, b = "liken.audio.card0-pcm3", "liken.audio.card0-pcm7"
-	d := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{pwtest.NullOutput(0, 3, a), pwtest.NullOutput(0, 7, b)}})
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	reg := prometheus.NewRegistry()
-	o := &operator{cfg: Config{Remote: d.Remote()}, declared: map[string]bool{a: true, b: true},
-		metrics: newMetrics(reg), untrusted: map[string]bool{}, trustWaitLogged: map[uint32]bool{},
-		known: map[string]Endpoint{"ep-b": {Name: "ep-b", NodeName: b}}}
-	real, err := d.Remote().Dump(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	realB, _ := real.NodeByName(b)
+	const a, b = trustSinkA, trustSinkB
+	ctx, d, o, realB := trustWorld(t)
 	c, err := native.Dial(ctx, d.SocketPath(), map[string]string{"application.name": "relabelling client"})
 	if err != nil {
 		t.Fatal(err)
@@ -137,19 +136,7 @@ func TestRelabelledNodeIsIgnored(t *testing.T) {
 	}
 	waitFor := func(what string, ok func(*pipewire.Graph) bool) *pipewire.Graph {
 		t.Helper()
-		for {
-			g, err := d.Remote().Dump(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if ok(g) {
-				return g
-			}
-			if ctx.Err() != nil {
-				t.Fatalf("%s never happened", what)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		return waitGraph(t, ctx, d, what, ok)
 	}
 	waitFor("the stream appearing", func(g *pipewire.Graph) bool { _, ok := g.NodeByName("innocent"); return ok })
 	if err := c.UpdateClientNode(proxy, map[string]string{"node.name": b, "media.class": "Audio/Sink",
