@@ -270,17 +270,7 @@ func contains(list []string, s string) bool {
 // starts real PipeWire and WirePlumber on that declaration.
 func declaredXPS(t *testing.T) (Hardware, *alsa.DumpDir, *pwtest.Daemons, int) {
 	t.Helper()
-	hw := xpsHardware(t)
-	dir := t.TempDir()
-	res, err := Declare(DeclareConfig{Hardware: hw, Node: study, PipeWireDir: filepath.Join(dir, "pw"),
-		WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	outputs, err := pipewire.ReadDeclaration(res.Declaration)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hw, _, outputs := declaredOutputs(t)
 	return hw, hw.Opener.(*alsa.DumpDir), pwtest.New(t, pwtest.Options{Outputs: outputs}), len(outputs)
 }
 
@@ -420,16 +410,7 @@ esac
 }
 
 func TestGarbledGraphIsReportedAndNothingHalfApplied(t *testing.T) {
-	hw := xpsHardware(t)
-	dir := t.TempDir()
-	res, err := Declare(DeclareConfig{Hardware: hw, Node: study, PipeWireDir: dir, WirePlumberDir: t.TempDir(), ALSAPath: "null", Rate: 48000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	outputs, err := pipewire.ReadDeclaration(res.Declaration)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hw, dir, outputs := declaredOutputs(t)
 	remote, runs := fakeGraph(t, outputs)
 	op := runOperator(t, hw, remote, dir, time.Minute)
 
@@ -544,16 +525,7 @@ func mustRead(t *testing.T, path string) []byte {
 // three in a row publishes everything tainted and ends, instead of
 // restarting pw-dump in a hot loop.
 func TestGarblingStreamEndsInsteadOfLooping(t *testing.T) {
-	hw := xpsHardware(t)
-	dir := t.TempDir()
-	res, err := Declare(DeclareConfig{Hardware: hw, Node: study, PipeWireDir: dir, WirePlumberDir: t.TempDir(), ALSAPath: "null", Rate: 48000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	outputs, err := pipewire.ReadDeclaration(res.Declaration)
-	if err != nil {
-		t.Fatal(err)
-	}
+	hw, dir, outputs := declaredOutputs(t)
 	remote, runs := fakeGraph(t, outputs)
 	// Every run: the whole graph, then a garbled batch.
 	script := fmt.Sprintf("#!/bin/sh\nn=$(($(cat %[1]q 2>/dev/null || echo 0) + 1)); echo $n > %[1]q\ncat %[2]q; echo '[{\"id\": 40, garbage'\n",
