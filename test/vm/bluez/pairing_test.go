@@ -101,16 +101,7 @@ func TestVMPairAndRestoreBonds(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bv.Stop()
-	var addrs [2]bdaddr.Address
-	for i, id := range bv.Controllers {
-		s, err := guest.MgmtAddress(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if addrs[i], err = bdaddr.Parse(s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addrs := controllerAddresses(t, bv)
 	t.Logf("controllers %v: %s and %s", bv.Controllers, addrs[0], addrs[1])
 
 	d := startBluetoothd(t)
@@ -216,6 +207,23 @@ func waitObjects(d *daemon, timeout time.Duration, cond func(bluez.Objects) bool
 		o, err := d.client.ManagedObjects(context.Background())
 		return err == nil && cond(o)
 	})
+}
+
+// controllerAddresses reads the public address of each of bv's
+// controllers over the management interface, in bv.Controllers' order.
+func controllerAddresses(t *testing.T, bv *guest.Btvirt) []bdaddr.Address {
+	t.Helper()
+	addrs := make([]bdaddr.Address, len(bv.Controllers))
+	for i, id := range bv.Controllers {
+		s, err := guest.MgmtAddress(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if addrs[i], err = bdaddr.Parse(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return addrs
 }
 
 // waitAdapters waits until bluetoothd has registered a powered adapter

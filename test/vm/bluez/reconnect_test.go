@@ -172,16 +172,7 @@ func TestVMReconnectAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer bv.Stop()
-	var addrs [3]bdaddr.Address
-	for i, id := range bv.Controllers {
-		s, err := guest.MgmtAddress(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if addrs[i], err = bdaddr.Parse(s); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addrs := controllerAddresses(t, bv)
 	host, pad, other := addrs[0], addrs[1], addrs[2]
 	t.Logf("adapter hci%d %s, gamepad hci%d %s, a device to refuse hci%d %s", bv.Controllers[0], host, bv.Controllers[1], pad, bv.Controllers[2], other)
 	os.RemoveAll(storage)
