@@ -255,7 +255,7 @@ func TestVMReconnectAfterRestart(t *testing.T) {
 	// a person presses it seconds after the pod came back, not within
 	// the first one): the gamepad pages the host and opens its channels.
 	if !guest.WaitFor(20*time.Second, func() bool { return hasInterface(d, devicePath(paths[0], pad), "org.bluez.Input1") }) {
-		t.Fatalf("after the restart bluetoothd's input plugin never took %s (no org.bluez.Input1)\n%s", pad, d.output())
+		t.Fatalf("after the restart bluetoothd's input plugin never took %s (no org.bluez.Input1)\n%s\n%s", pad, deviceState(devicePath(paths[0], pad), host, pad), d.output())
 	}
 	ctrl, intr, err := connectHID(t, pad, host)
 	if err != nil {
@@ -700,6 +700,37 @@ func connectHID(t *testing.T, from, to bdaddr.Address) (ctrl, intr int, err erro
 		return -1, -1, err
 	}
 	return ctrl, intr, nil
+}
+
+// deviceState describes, for a failure message, what bluetoothd exports
+// on the device's path (its interfaces and Device1's UUIDs) and the
+// device's info and cache files in the storage tree, which bluetoothd
+// loads its services from at start (src/adapter.c, load_devices).
+func deviceState(path dbus.ObjectPath, adapter, device bdaddr.Address) string {
+	var b strings.Builder
+	conn, err := dbus.Connect(busAddress)
+	if err == nil {
+		defer conn.Close()
+		var objs map[dbus.ObjectPath]map[string]map[string]dbus.Variant
+		err = conn.Object("org.bluez", "/").Call("org.freedesktop.DBus.ObjectManager.GetManagedObjects", 0).Store(&objs)
+		var ifaces []string
+		for name := range objs[path] {
+			ifaces = append(ifaces, name)
+		}
+		slices.Sort(ifaces)
+		fmt.Fprintf(&b, "%s exports %q; Device1.UUIDs %v\n", path, ifaces, objs[path]["org.bluez.Device1"]["UUIDs"])
+	}
+	if err != nil {
+		fmt.Fprintf(&b, "bluetoothd's objects: %v\n", err)
+	}
+	for _, f := range []string{
+		filepath.Join(storage, adapter.String(), device.String(), "info"),
+		filepath.Join(storage, adapter.String(), "cache", device.String()),
+	} {
+		data, err := os.ReadFile(f)
+		fmt.Fprintf(&b, "--- %s (%v):\n%s\n", f, err, data)
+	}
+	return b.String()
 }
 
 // hasInterface reports whether bluetoothd exports iface on path.

@@ -5,6 +5,7 @@ package guest
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -33,12 +34,34 @@ type Btvirt struct {
 }
 
 // StartBtvirt loads BluetoothModules, starts btvirt with n BR/EDR+LE
-// controllers, and waits up to 10 s until n controllers more than before
-// are registered in /sys/class/bluetooth.
+// controllers, and waits until the kernel has set every one of them up:
+// registered in /sys/class/bluetooth (10 s at most), then known to the
+// management interface (20 s at most), which adds a controller's index
+// only once its HCI initialisation has succeeded
+// (net/bluetooth/hci_core.c, hci_power_on). A controller whose
+// initialisation failed (btvirt answering HCI Reset late on a loaded host:
+// the kernel logs "Opcode 0x0c03 failed: -110") is never added, and stays
+// dead as a USB dongle that failed to come up does until it is plugged
+// again; so btvirt is then stopped and started again, three times at
+// most.
 func StartBtvirt(n int) (*Btvirt, error) {
 	if err := Modprobe(BluetoothModules...); err != nil {
 		return nil, err
 	}
+	var errs []error
+	for attempt := 1; attempt <= 3; attempt++ {
+		b, err := startBtvirt(n)
+		if err == nil {
+			return b, nil
+		}
+		errs = append(errs, fmt.Errorf("attempt %d: %w", attempt, err))
+	}
+	return nil, errors.Join(errs...)
+}
+
+// startBtvirt is one attempt of StartBtvirt; on error nothing is left
+// running.
+func startBtvirt(n int) (*Btvirt, error) {
 	before := controllers()
 	b := &Btvirt{cmd: exec.Command("btvirt", "-l"+strconv.Itoa(n))}
 	b.cmd.Stdout, b.cmd.Stderr = &b.out, &b.out
@@ -58,6 +81,17 @@ func StartBtvirt(n int) (*Btvirt, error) {
 	if !ok {
 		b.Stop()
 		return nil, fmt.Errorf("btvirt -l%d: %d new controllers after 10 s (%v); its output:\n%s", n, len(b.Controllers), b.Controllers, b.out.String())
+	}
+	var unknown []uint16
+	if !WaitFor(20*time.Second, func() bool {
+		unknown = slices.DeleteFunc(slices.Clone(b.Controllers), func(id uint16) bool {
+			_, err := mgmtAddress(id)
+			return err == nil
+		})
+		return len(unknown) == 0
+	}) {
+		b.Stop()
+		return nil, fmt.Errorf("btvirt -l%d: the management interface does not know controllers %v of %v after 20 s (their HCI initialisation failed; see the kernel log)", n, unknown, b.Controllers)
 	}
 	return b, nil
 }
@@ -114,25 +148,28 @@ func MgmtAddress(id uint16) (string, error) {
 	var addr string
 	var last error
 	WaitFor(5*time.Second, func() bool {
-		out, err := Mgmt(id, "info")
-		if err != nil {
-			last = err
-			return false
-		}
-		for _, f := range strings.Split(out, "\n") {
-			fields := strings.Fields(f)
-			if len(fields) >= 2 && fields[0] == "addr" {
-				addr = strings.ToUpper(fields[1])
-				return true
-			}
-		}
-		last = fmt.Errorf("btmgmt --index %d info printed no address:\n%s", id, out)
-		return false
+		addr, last = mgmtAddress(id)
+		return last == nil
 	})
-	if addr == "" {
+	if last != nil {
 		return "", last
 	}
 	return addr, nil
+}
+
+// mgmtAddress is one reading of MgmtAddress.
+func mgmtAddress(id uint16) (string, error) {
+	out, err := Mgmt(id, "info")
+	if err != nil {
+		return "", err
+	}
+	for _, f := range strings.Split(out, "\n") {
+		fields := strings.Fields(f)
+		if len(fields) >= 2 && fields[0] == "addr" {
+			return strings.ToUpper(fields[1]), nil
+		}
+	}
+	return "", fmt.Errorf("btmgmt --index %d info printed no address:\n%s", id, out)
 }
 
 // Mgmt runs one btmgmt command on controller id and returns its output.

@@ -8,7 +8,7 @@
 //
 // Usage, from the module root:
 //
-//	go run -trimpath ./test/vm/cmd/vm-test [-cache DIR] [-run alsa,hid] [-timeout 600s] [-keep]
+//	go run -trimpath ./test/vm/cmd/vm-test [-cache DIR] [-run alsa,hid] [-timeout 900s] [-keep]
 package main
 
 import (
@@ -37,7 +37,7 @@ func main() {
 	}
 	cache := flag.String("cache", filepath.Join(cacheRoot, "vm"), "where the kernel package is cached")
 	only := flag.String("run", "", "comma-separated guests to run (default: all)")
-	timeout := flag.Duration("timeout", 600*time.Second, "bound on the guest's whole boot")
+	timeout := flag.Duration("timeout", 900*time.Second, "bound on the guest's whole boot")
 	keep := flag.Bool("keep", false, "keep the work directory (initramfs, console log, results)")
 	flag.Parse()
 	os.Exit(run(*cache, *only, *timeout, *keep))
