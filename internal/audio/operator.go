@@ -146,7 +146,7 @@ func Run(ctx context.Context, cfg Config) error {
 		controlsWritten: map[string]string{}, mixDirty: map[int]bool{},
 		objProblems: map[string]string{}, untrusted: map[string]bool{}, trustWaitLogged: map[uint32]bool{},
 		speakerNodes: map[string]string{}, codecBusy: map[string]int{}, codecWrites: map[string]codecWrite{},
-		routeWrites: map[string]routeWrite{}}
+		routeWrites: map[string]routeWrite{}, busy: map[string]*busyState{}}
 	for _, o := range declared {
 		op.declared[o.Name] = true
 	}
@@ -248,11 +248,17 @@ func Run(ctx context.Context, cfg Config) error {
 
 // operator is the state of one Run.
 type operator struct {
-	cfg      Config
-	driver   *dra.Driver
-	declared map[string]bool // node.names PipeWire was started with
-	wake     chan struct{}   // ALSA control events, claims, speakers, the record
-	eldWake  chan struct{}   // an ELD that changed with no control event
+	cfg Config
+	// busy are the endpoints whose device PipeWire found busy, by
+	// device name (retryBusy); suspendNode and wakeAfter replace
+	// cfg.Remote.SuspendNode and a timer's poke in tests.
+	busy        map[string]*busyState
+	suspendNode func(context.Context, uint32) error
+	wakeAfter   func(time.Duration)
+	driver      *dra.Driver
+	declared    map[string]bool // node.names PipeWire was started with
+	wake        chan struct{}   // ALSA control events, claims, speakers, the record
+	eldWake     chan struct{}   // an ELD that changed with no control event
 
 	// Read and written by passes only, which run one at a time.
 	reported map[string]bool // problems logged and not yet gone

@@ -130,6 +130,13 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 			}
 		}
 		common := EndpointStatus(o.cfg.Node, e, node, controls, hp)
+		if st := o.retryBusy(ctx, e.Name, node, start); st != nil {
+			for i, c := range common.Conditions {
+				if c.Type == audiov1.ConditionReady {
+					common.Conditions[i] = busyReady(st)
+				}
+			}
+		}
 		common.Conditions = append(common.Conditions, o.graphCondition(g))
 		if node != nil {
 			if v, m := o.observedVolume(e.Name, node); v != nil || m != nil {
