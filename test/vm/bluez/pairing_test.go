@@ -110,10 +110,10 @@ func TestVMPairAndRestoreBonds(t *testing.T) {
 			d.stop()
 		}
 	}()
-	paths := waitAdapters(t, d, addrs[:])
+	paths := waitAdapters(t, d, addrs)
 	t.Logf("bluetoothd registered %s", strings.Join([]string{string(paths[0]), string(paths[1])}, ", "))
 
-	pair(t, d, bv.Controllers, paths, addrs[:])
+	pair(t, d, bv.Controllers, paths, addrs)
 	t.Logf("paired %s with %s", addrs[0], addrs[1])
 	d.stop()
 	d = nil
@@ -168,7 +168,7 @@ func TestVMPairAndRestoreBonds(t *testing.T) {
 	}
 
 	d = startBluetoothd(t)
-	waitAdapters(t, d, addrs[:])
+	waitAdapters(t, d, addrs)
 	for i, a := range addrs {
 		peer := addrs[1-i]
 		dev := devicePath(paths[i], peer)

@@ -186,7 +186,7 @@ func TestVMReconnectAfterRestart(t *testing.T) {
 		}
 	}()
 	checkCapEff(t, d.cmd.Process.Pid, bluetoothdCapEff)
-	paths := waitAdapters(t, d, addrs[:])
+	paths := waitAdapters(t, d, addrs)
 	padSide := newPadSide(t, paths[1])
 	defer padSide.close()
 
@@ -219,7 +219,7 @@ func TestVMReconnectAfterRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	d = startBluetoothdAs(t, bluetoothdCaps)
-	waitAdapters(t, d, addrs[:])
+	waitAdapters(t, d, addrs)
 	op = api.startOperator(t, host)
 	defer op.stop(t)
 
