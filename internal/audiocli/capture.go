@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -107,7 +108,7 @@ func (c *captureOptions) query() (captureapi.Format, url.Values, error) {
 			if len(c.time) > safetext.MaxEcho {
 				return f, nil, fmt.Errorf("-t %s is not a span begin,end in seconds", safetext.Quote(c.time))
 			}
-			return f, nil, fmt.Errorf("-t %s: %v", c.time, err)
+			return f, nil, fmt.Errorf("-t %s: %s", c.time, spanProblem(c.time, err))
 		}
 		q.Set("t", c.time)
 	}
@@ -116,7 +117,7 @@ func (c *captureOptions) query() (captureapi.Format, url.Values, error) {
 			return f, nil, fmt.Errorf("--bitrate applies to --format opus only")
 		}
 		if _, err := captureapi.ParseBitrate(strconv.Itoa(c.bitrate)); err != nil {
-			return f, nil, fmt.Errorf("--bitrate: %v", err)
+			return f, nil, fmt.Errorf("--bitrate %s", strings.TrimPrefix(err.Error(), "bitrate="))
 		}
 		q.Set("bitrate", strconv.Itoa(c.bitrate))
 	}
@@ -206,4 +207,21 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 	}
 	fmt.Fprintf(c.ErrOut, "%s %s: %d bytes of %s\n", res.Kind, name, n, f.MediaType)
 	return nil
+}
+
+// spanProblem rewords a captureapi.ParseTime error, which is written for
+// the t= query parameter ("t: begin: ...", "t=V: ..."), as the clause of
+// one sentence about the -t flag.
+func spanProblem(v string, err error) string {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, "t="+v+": ")
+	for _, part := range []string{"begin", "end"} {
+		if rest, ok := strings.CutPrefix(msg, "t: "+part+": "); ok {
+			return "the " + part + " " + rest
+		}
+	}
+	if rest, ok := strings.CutPrefix(msg, "t is empty"); ok {
+		return "the span is empty" + rest
+	}
+	return msg
 }

@@ -27,13 +27,15 @@ func TestImageTag(t *testing.T) {
 // Bad flags are refused before anything is dialled, naming the flag.
 func TestCaptureFlagsRefusedFirst(t *testing.T) {
 	for args, want := range map[string]string{
-		"capture x --format mp3":              "--format",
-		"capture x -t 70,80":                  "-t 70,80",
-		"capture x -t 5,2":                    "-t 5,2",
-		"capture x --bitrate 64":              "--bitrate applies to --format opus only",
-		"capture x --format opus --bitrate 2": "--bitrate",
-		"capture":                             "accepts 1 arg",
-		"completion tcsh":                     "tcsh",
+		"capture x --format mp3":                  "--format",
+		"capture x -t 70,80":                      "-t 70,80",
+		"capture x -t 5,2":                        "-t 5,2",
+		"capture x -t xyz":                        `error: -t xyz: the begin "xyz" is not seconds, mm:ss or h:mm:ss` + "\n",
+		"capture x --format opus --bitrate 99999": "error: --bitrate 99999 kbit/s is outside 6 to 256 per channel\n",
+		"capture x --bitrate 64":                  "--bitrate applies to --format opus only",
+		"capture x --format opus --bitrate 2":     "--bitrate",
+		"capture":                                 "accepts 1 arg",
+		"completion tcsh":                         "tcsh",
 	} {
 		var out, errOut bytes.Buffer
 		code := Execute(t.Context(), "test", genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},
