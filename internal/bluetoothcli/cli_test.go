@@ -26,6 +26,16 @@ func TestVersionAndCompletion(t *testing.T) {
 		t.Errorf("pair --device gamepad: %d %q", code, out.String())
 	}
 	out.Reset()
+	if code := Execute(t.Context(), "dev", streams, []string{"pair", "--device", "zz", "--kubeconfig", "/nonexistent"}); code != 1 ||
+		!strings.Contains(out.String(), `--device "zz" is not a Bluetooth address`) {
+		t.Errorf("pair --device zz before the kubeconfig is read: %d %q", code, out.String())
+	}
+	out.Reset()
+	if code := Execute(t.Context(), "dev", streams, []string{"pair", "--window", "1s", "--kubeconfig", "/nonexistent"}); code != 1 ||
+		!strings.Contains(out.String(), "--window 1s is outside 15s to 900s") {
+		t.Errorf("pair --window 1s before the kubeconfig is read: %d %q", code, out.String())
+	}
+	out.Reset()
 	if code := Execute(t.Context(), "dev", streams, []string{"pair", "--window", "8760h", "--server", "https://127.0.0.1:1"}); code != 1 ||
 		!strings.Contains(out.String(), "--window 8760h0m0s is outside 15s to 900s") {
 		t.Errorf("pair --window a year: %d %q", code, out.String())

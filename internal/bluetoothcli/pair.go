@@ -75,10 +75,6 @@ var pinRE = regexp.MustCompile(`^[ -~]{1,16}$`)
 
 // pair is the whole pair command.
 func (e *env) pair(ctx context.Context, o pairOptions) error {
-	d, ns, err := e.client()
-	if err != nil {
-		return err
-	}
 	if o.window < btv1.MinWindowSeconds*time.Second || o.window > btv1.MaxWindowSeconds*time.Second {
 		return fmt.Errorf("--window %v is outside %ds to %ds", o.window, btv1.MinWindowSeconds, btv1.MaxWindowSeconds)
 	}
@@ -93,7 +89,11 @@ func (e *env) pair(ctx context.Context, o pairOptions) error {
 		}
 		device = a.String()
 	}
-	adapter, err := chooseAdapter(ctx, d, o.adapter, o.node)
+	d, ns, err := e.client()
+	if err != nil {
+		return err
+	}
+	adapter, err := chooseAdapter(ctx, d, e.streams.ErrOut, o.adapter, o.node, adapterWait)
 	if err != nil {
 		return err
 	}
@@ -133,8 +133,15 @@ func (e *env) pair(ctx context.Context, o pairOptions) error {
 	return err
 }
 
-// chooseAdapter returns the Adapter name to pair with.
-func chooseAdapter(ctx context.Context, d dynamic.Interface, adapter, node string) (string, error) {
+// adapterWait bounds how long pair waits for the operator to report an
+// Adapter it has created but not yet written a status for.
+const adapterWait = 30 * time.Second
+
+// chooseAdapter returns the Adapter name to pair with. An Adapter whose
+// status is still empty (the operator created it and has not reported
+// its node and presence yet, as right after an install) is waited for,
+// up to wait, saying so once on progress.
+func chooseAdapter(ctx context.Context, d dynamic.Interface, progress io.Writer, adapter, node string, wait time.Duration) (string, error) {
 	if adapter != "" {
 		a, err := bdaddr.Parse(adapter)
 		if err != nil {
@@ -142,20 +149,49 @@ func chooseAdapter(ctx context.Context, d dynamic.Interface, adapter, node strin
 		}
 		return a.Key(), nil
 	}
+	deadline := time.Now().Add(wait)
+	announced := map[string]bool{}
+	for {
+		name, starting, err := pickAdapter(ctx, d, node)
+		if err == nil || len(starting) == 0 || !time.Now().Before(deadline) {
+			return name, err
+		}
+		for _, s := range starting {
+			if !announced[s] {
+				announced[s] = true
+				fmt.Fprintf(progress, "waiting for the operator to report adapter %s\n", s)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(pollInterval):
+		}
+	}
+}
+
+// pickAdapter is one pass of chooseAdapter: the adapter to use, or an
+// error and the Adapters whose status is still empty (starting).
+func pickAdapter(ctx context.Context, d dynamic.Interface, node string) (string, []string, error) {
 	l, err := d.Resource(btv1.AdaptersResource).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		if apierrors.IsForbidden(err) {
-			return "", fmt.Errorf("you may not list Adapters, so give --adapter (ask for the bluetooth-viewer role to choose by --node): %w", err)
+			return "", nil, fmt.Errorf("you may not list Adapters, so give --adapter (ask for the bluetooth-viewer role to choose by --node): %w", err)
 		}
-		return "", fmt.Errorf("listing Adapters: %w", err)
+		return "", nil, fmt.Errorf("listing Adapters: %w", err)
 	}
 	var list btv1.AdapterList
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(l.UnstructuredContent(), &list); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	var fit, all []string
+	var fit, all, starting []string
 	for _, a := range list.Items {
-		all = append(all, fmt.Sprintf("%s (node %s)", a.Name, a.Status.Node))
+		if a.Status.Node == "" && len(a.Status.Conditions) == 0 {
+			all = append(all, a.Name+" (starting)")
+			starting = append(starting, a.Name)
+		} else {
+			all = append(all, fmt.Sprintf("%s (node %s)", a.Name, a.Status.Node))
+		}
 		if node != "" && a.Status.Node != node {
 			continue
 		}
@@ -166,15 +202,15 @@ func chooseAdapter(ctx context.Context, d dynamic.Interface, adapter, node strin
 	}
 	switch {
 	case len(fit) == 1:
-		return fit[0], nil
+		return fit[0], nil, nil
 	case len(all) == 0:
-		return "", errors.New("there is no Adapter: is the bluetooth operator running on a node with a radio?")
+		return "", nil, errors.New("there is no Adapter: is the bluetooth operator running on a node with a radio?")
 	case len(fit) == 0 && node != "":
-		return "", fmt.Errorf("no present adapter on node %s; the adapters are: %s", quote(node), strings.Join(all, ", "))
+		return "", starting, fmt.Errorf("no present adapter on node %s; the adapters are: %s", quote(node), strings.Join(all, ", "))
 	case len(fit) == 0:
-		return "", fmt.Errorf("no adapter is present; the adapters are: %s", strings.Join(all, ", "))
+		return "", starting, fmt.Errorf("no adapter is present; the adapters are: %s", strings.Join(all, ", "))
 	}
-	return "", fmt.Errorf("there are %d adapters; choose one with --adapter or --node: %s", len(fit), strings.Join(all, ", "))
+	return "", nil, fmt.Errorf("there are %d adapters; choose one with --adapter or --node: %s", len(fit), strings.Join(all, ", "))
 }
 
 // session follows one request until it finishes.

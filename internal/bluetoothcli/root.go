@@ -72,11 +72,17 @@ func NewCommand(version string, streams genericiooptions.IOStreams) *cobra.Comma
 type env struct {
 	flags   *genericclioptions.ConfigFlags
 	streams genericiooptions.IOStreams
+	// dyn, when set, is the client instead of the one the flags name
+	// (tests).
+	dyn dynamic.Interface
 }
 
 // client returns a dynamic client and the namespace the flags and the
 // kubeconfig name.
 func (e *env) client() (dynamic.Interface, string, error) {
+	if e.dyn != nil {
+		return e.dyn, "default", nil
+	}
 	if err := kubeclient.CheckKubeconfigFiles(e.flags.ToRawKubeConfigLoader().ConfigAccess()); err != nil {
 		return nil, "", err
 	}

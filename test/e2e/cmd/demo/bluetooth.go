@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/dynamic"
 
@@ -103,13 +105,19 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 	}()
 	stop = func() { cancel(); <-done; sim.Stop() } //nolint:errcheck // the demo is ending; the simulator's exit is in its log
 
-	// The operator creates the radio's Adapter on its first pass.
+	// The operator creates the radio's Adapter on its first pass and
+	// reports its node right after: pairing waits for that report.
 	for i := 0; ; i++ {
-		if _, err := dyn.Resource(btv1.AdaptersResource).Get(ctx, bdaddr.MustParse(adapterAddr).Key(), metav1.GetOptions{}); err == nil {
-			break
-		} else if i == 600 {
+		a, err := dyn.Resource(btv1.AdaptersResource).Get(ctx, bdaddr.MustParse(adapterAddr).Key(), metav1.GetOptions{})
+		if err == nil {
+			if node, _, _ := unstructured.NestedString(a.Object, "status", "node"); node != "" {
+				break
+			}
+			err = errors.New("its status names no node")
+		}
+		if i == 600 {
 			stop()
-			return nil, nil, fmt.Errorf("the operator never created the Adapter: %w", err)
+			return nil, nil, fmt.Errorf("the operator never reported the Adapter: %w", err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package bluetoothcli
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
+
+	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
+)
+
+const testAdapter = "00-1a-7d-da-71-13"
+
+func fakeClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
+	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
+		btv1.AdaptersResource:    "AdapterList",
+		btv1.PeripheralsResource: "PeripheralList",
+	}, objs...)
+}
+
+func object(kind, name string, fields map[string]any) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: fields}
+	u.SetAPIVersion(btv1.GroupVersion.String())
+	u.SetKind(kind)
+	u.SetName(name)
+	u.SetUID(types.UID("uid-" + name))
+	return u
+}
+
+// syncWriter lets the test read what chooseAdapter prints while it runs.
+type syncWriter struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *syncWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *syncWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// An Adapter the operator created but has not reported yet is waited
+// for, announced once, and chosen when its status arrives.
+func TestPairWaitsForAStartingAdapter(t *testing.T) {
+	d := fakeClient(object("Adapter", testAdapter, map[string]any{}))
+	go func() {
+		time.Sleep(3 * pollInterval)
+		u := object("Adapter", testAdapter, map[string]any{"status": map[string]any{
+			"node": "kitchen",
+			"conditions": []any{map[string]any{"type": btv1.ConditionPresent, "status": "True", "reason": "Found", "message": "",
+				"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)}},
+		}})
+		_, _ = d.Resource(btv1.AdaptersResource).Update(context.Background(), u, metav1.UpdateOptions{})
+	}()
+	var progress syncWriter
+	got, err := chooseAdapter(t.Context(), d, &progress, "", "", 10*time.Second)
+	if err != nil || got != testAdapter {
+		t.Fatalf("chooseAdapter = %q, %v; want %s", got, err, testAdapter)
+	}
+	if n := strings.Count(progress.String(), "waiting for the operator to report adapter "+testAdapter+"\n"); n != 1 {
+		t.Errorf("progress %q: want the wait announced exactly once", progress.String())
+	}
+}
+
+// The wait is bounded, and the error names a starting adapter as such.
+func TestPairGivesUpOnAStartingAdapter(t *testing.T) {
+	d := fakeClient(object("Adapter", testAdapter, map[string]any{}))
+	var progress syncWriter
+	_, err := chooseAdapter(t.Context(), d, &progress, "", "", 2*pollInterval)
+	if err == nil || !strings.Contains(err.Error(), testAdapter+" (starting)") || strings.Contains(err.Error(), "(node )") {
+		t.Errorf("chooseAdapter on an adapter that never reports: %v; want it named (starting)", err)
+	}
+}
+
+func runUnpair(t *testing.T, d *dynamicfake.FakeDynamicClient, args ...string) (int, string) {
+	t.Helper()
+	var out bytes.Buffer
+	e := &env{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}, dyn: d}
+	cmd := newUnpair(e)
+	cmd.SetArgs(args)
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SilenceUsage = true
+	if err := cmd.ExecuteContext(t.Context()); err != nil {
+		out.WriteString("error: " + err.Error() + "\n")
+		return 1, out.String()
+	}
+	return 0, out.String()
+}
+
+// A Peripheral without the operator's finalizer is not deleted (that
+// would leave the bond and let its Secret restore it); --force deletes it
+// and says the Secret remains.
+func TestUnpairRefusesWithoutTheFinalizer(t *testing.T) {
+	const name = "aa-bb-cc-dd-ee-ff"
+	status := map[string]any{"status": map[string]any{"bond": map[string]any{"held": true, "secret": "liken-bluetooth/bond-aa-bb-cc-dd-ee-ff"}}}
+	d := fakeClient(object("Peripheral", name, status))
+	code, out := runUnpair(t, d, name)
+	if code != 1 || !strings.Contains(out, btv1.PeripheralFinalizer) || !strings.Contains(out, "liken-bluetooth/bond-aa-bb-cc-dd-ee-ff") || strings.Contains(out, "unpaired") {
+		t.Errorf("unpair without the finalizer: exit %d, %q; want a refusal naming the finalizer and the Secret", code, out)
+	}
+	if _, err := d.Resource(btv1.PeripheralsResource).Get(t.Context(), name, metav1.GetOptions{}); err != nil {
+		t.Errorf("the refused unpair deleted the Peripheral: %v", err)
+	}
+	code, out = runUnpair(t, d, "--force", name)
+	if code != 0 || !strings.Contains(out, "not unpaired") || !strings.Contains(out, "liken-bluetooth/bond-aa-bb-cc-dd-ee-ff remains") {
+		t.Errorf("unpair --force: exit %d, %q; want the Secret named as remaining", code, out)
+	}
+	if _, err := d.Resource(btv1.PeripheralsResource).Get(t.Context(), name, metav1.GetOptions{}); err == nil {
+		t.Error("unpair --force left the Peripheral")
+	}
+}
+
+// With the finalizer the delete goes ahead and unpair reports the end
+// (the fake client deletes at once, as the API server does once the
+// operator removes its finalizer).
+func TestUnpairWithTheFinalizer(t *testing.T) {
+	const name = "aa-bb-cc-dd-ee-ff"
+	p := object("Peripheral", name, map[string]any{})
+	p.SetFinalizers([]string{btv1.PeripheralFinalizer})
+	code, out := runUnpair(t, fakeClient(p), name)
+	if code != 0 || !strings.Contains(out, "peripheral "+name+": unpaired") {
+		t.Errorf("unpair: exit %d, %q", code, out)
+	}
+}
