@@ -4,13 +4,16 @@ package bluetoothcli
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
@@ -18,6 +21,7 @@ import (
 
 func newUnpair(e *env) *cobra.Command {
 	var timeout time.Duration
+	var force bool
 	cmd := &cobra.Command{
 		Use:   "unpair PERIPHERAL",
 		Short: "Unpair a device: delete its Peripheral and wait until the operator removed the bond",
@@ -40,17 +44,36 @@ func newUnpair(e *env) *cobra.Command {
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d, _, err := e.client()
-			if err != nil {
-				return err
-			}
 			ctx := cmd.Context()
 			name := args[0]
 			if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
 				return fmt.Errorf("%s is not a Peripheral name: %s", quote(name), errs[0])
 			}
+			d, _, err := e.client()
+			if err != nil {
+				return err
+			}
 			res := d.Resource(btv1.PeripheralsResource)
-			if err := res.Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+			cur, err := res.Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return fmt.Errorf("reading Peripheral %s: %w", name, err)
+			}
+			if !slices.Contains(cur.GetFinalizers(), btv1.PeripheralFinalizer) {
+				// Deleted without the operator's finalizer, the Peripheral
+				// goes at once while BlueZ keeps the bond and its Secret
+				// stays, and the operator restores both on its next start.
+				secret := bondSecret(cur.Object)
+				if !force {
+					return fmt.Errorf("peripheral %s does not carry the operator's finalizer %s (is the bluetooth operator running?): "+
+						"deleting it now would not unpair the device, and %s would restore the bond; start the operator and retry, or give --force to delete the Peripheral alone", name, btv1.PeripheralFinalizer, secret)
+				}
+				if err := res.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptrUID(cur)}}); err != nil {
+					return fmt.Errorf("deleting Peripheral %s: %w", name, err)
+				}
+				fmt.Fprintf(e.streams.Out, "peripheral %s: deleted, but not unpaired: BlueZ keeps the bond and %s remains; delete that Secret too to forget the device\n", name, secret)
+				return nil
+			}
+			if err := res.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptrUID(cur)}}); err != nil {
 				return fmt.Errorf("deleting Peripheral %s: %w", name, err)
 			}
 			fmt.Fprintf(e.streams.Out, "peripheral %s: unpairing\n", name)
@@ -81,6 +104,21 @@ func newUnpair(e *env) *cobra.Command {
 			return fmt.Errorf("peripheral %s is still being unpaired after %v (last: %s); the operator finishes on its own", name, timeout, last)
 		},
 	}
+	cmd.Flags().BoolVar(&force, "force", false, "delete a Peripheral the operator has not taken on (no finalizer), leaving its bond and bond Secret")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the unpair")
 	return cmd
+}
+
+// bondSecret names the Secret that holds the Peripheral's bond
+// (status.bond.secret, "namespace/name"), or says it is unknown.
+func bondSecret(obj map[string]any) string {
+	if s, ok, _ := unstructured.NestedString(obj, "status", "bond", "secret"); ok && s != "" {
+		return "its bond Secret " + s
+	}
+	return "its bond Secret (if the operator wrote one)"
+}
+
+func ptrUID(u *unstructured.Unstructured) *types.UID {
+	uid := u.GetUID()
+	return &uid
 }
