@@ -4,6 +4,10 @@ package audio
 
 import (
 	"testing"
+
+	"github.com/liken-sh/operators/internal/audio/speakers"
+	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/internal/pipewire"
 )
 
 // TestPipeWireDownEvictsNoConsumer: while PipeWire does not answer (killed,
@@ -33,6 +37,34 @@ func TestPipeWireDownEvictsNoConsumer(t *testing.T) {
 	for _, d := range Devices(eps, map[string]bool{}) {
 		if d.Name == "kitchen-pci-0000-00-1f-3-jack-out" && !hasTaint(d, TaintDisconnected) {
 			t.Errorf("a running PipeWire without the jack's node: %v, want %s", d.Taints, TaintDisconnected)
+		}
+	}
+}
+
+// TestPipeWireDownEvictsNoSpeakerConsumer: the same rule for a Bluetooth
+// speaker. Connected, it is only no-sink while PipeWire does not answer;
+// switched off, or missing its node in a PipeWire that answers, it is
+// disconnected.
+func TestPipeWireDownEvictsNoSpeakerConsumer(t *testing.T) {
+	on := speakers.Speaker{Address: bdaddr.MustParse("A0:AB:51:33:B7:12"), Alias: "Kitchen", Connected: true}
+	off := on
+	off.Connected = false
+	for _, c := range []struct {
+		what         string
+		sp           speakers.Speaker
+		g            *pipewire.Graph
+		disconnected bool
+	}{
+		{"connected, PipeWire down", on, nil, false},
+		{"switched off, PipeWire down", off, nil, true},
+		{"connected, PipeWire up without its node", on, &pipewire.Graph{}, true},
+	} {
+		devs := SpeakerDevices(SpeakerEndpoints([]speakers.Speaker{c.sp}, c.g))
+		if len(devs) != 1 {
+			t.Fatalf("%s: %d devices, want 1", c.what, len(devs))
+		}
+		if got := hasTaint(devs[0], TaintDisconnected); got != c.disconnected || !hasTaint(devs[0], TaintNoSink) {
+			t.Errorf("%s: taints %v, want %s %v and %s", c.what, devs[0].Taints, TaintDisconnected, c.disconnected, TaintNoSink)
 		}
 	}
 }
