@@ -135,8 +135,9 @@ type SinkSpec struct {
 	// status.bluetooth.codecs ("sbc", "aac", "aptx", "ldac" ...): the
 	// operator switches the speaker to it whenever no claim holds it. A
 	// claim's codec parameter wins while the claim is prepared. Ignored
-	// on a wired output; a codec the speaker does not offer is reported
-	// with an Event.
+	// on a wired output; a codec the speaker does not offer sets the
+	// SpecApplied condition False with reason UnsupportedCodec (and a
+	// Warning Event), and the speaker keeps its codec.
 	// +kubebuilder:validation:Pattern=`^[a-z0-9_]{1,32}$`
 	// +optional
 	Codec string `json:"codec,omitempty"`
