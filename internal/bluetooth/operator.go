@@ -176,8 +176,39 @@ func Run(ctx context.Context, cfg Config) error {
 		op.mu.Unlock()
 		op.bondWindow.Poke()
 	})
-	go op.bondWindow.Run(ctx, op.syncBonds)
-	return op.loop(ctx, events)
+	// The window ends with the loop, whether ctx ended (SIGTERM) or the
+	// loop failed (bluetoothd left the bus); what it still owes is
+	// written then.
+	windowCtx, stopWindow := context.WithCancel(ctx)
+	bondsDone := make(chan struct{})
+	go func() {
+		defer close(bondsDone)
+		op.bondWindow.Run(windowCtx, op.syncBonds)
+	}()
+	err = op.loop(ctx, events)
+	stopWindow()
+	<-bondsDone
+	op.flushBonds(ctx)
+	return err
+}
+
+// FlushBondsTimeout bounds the last bond write-back at exit, well inside
+// the kubelet's default 30 s termination grace period.
+const FlushBondsTimeout = 5 * time.Second
+
+// flushBonds writes back, once, bonds that changed within the settle
+// window before the operator stopped (a pairing finished, or BlueZ
+// updated a bond's files, moments before SIGTERM): without it, the next
+// pod's bondfetch would restore the older bond. It runs after the
+// window's goroutine ended, so syncBonds never runs twice at once.
+func (o *operator) flushBonds(ctx context.Context) {
+	if !o.bondWindow.Pending() {
+		return
+	}
+	flush, cancel := context.WithTimeout(context.WithoutCancel(ctx), FlushBondsTimeout)
+	defer cancel()
+	klog.FromContext(ctx).Info("Writing back the bonds that changed just before the stop")
+	o.syncBonds(flush)
 }
 
 // startPairing starts the pairing API for adapter once it is known.

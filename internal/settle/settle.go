@@ -49,6 +49,14 @@ func (w *Window) Poke() {
 	}
 }
 
+// Pending reports whether a burst has been poked and not yet fired: what
+// a caller that stops Run may still owe.
+func (w *Window) Pending() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.pending
+}
+
 // Run calls fire once per settled burst until ctx ends. fire runs on Run's
 // goroutine; Pokes during fire start the next burst.
 func (w *Window) Run(ctx context.Context, fire func(context.Context)) {
