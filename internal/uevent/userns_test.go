@@ -2,7 +2,10 @@
 
 package uevent
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestIdentityUIDMap(t *testing.T) {
 	for in, want := range map[string]bool{
@@ -26,4 +29,25 @@ func TestIdentityUIDMap(t *testing.T) {
 	if ok, err := InInitialUserNamespace(); err != nil || !ok {
 		t.Errorf("InInitialUserNamespace() = %v, %v on the machine that receives uevents", ok, err)
 	}
+}
+
+// FuzzIsIdentityUIDMap: /proc/self/uid_map is the kernel's text
+// (kernel/user_namespace.c, uid_m_show: "inside outside count" lines).
+// Whatever it holds, only the initial namespace's single identity line
+// is taken as the initial namespace, and a line of another shape is an
+// error.
+func FuzzIsIdentityUIDMap(f *testing.F) {
+	f.Add("         0          0 4294967295\n")
+	f.Add("0 1000 1\n1 100000 65536\n")
+	f.Add("0 0\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, data string) {
+		initial, err := isIdentityUIDMap(data)
+		if err != nil && initial {
+			t.Fatalf("%q: initial and an error", data)
+		}
+		if initial && strings.Join(strings.Fields(data), " ") != "0 0 4294967295" {
+			t.Fatalf("%q taken as the initial namespace", data)
+		}
+	})
 }
