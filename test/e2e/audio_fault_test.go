@@ -31,7 +31,7 @@ import (
 // finds the plugin's registration socket, registers it again, and its
 // prepare of the claim answers the same device.
 func TestAudioPipeWireKilledUnderAClaim(t *testing.T) {
-	a := startAudioNode(t)
+	a := startAudioNode(t, audioNodeOptions{})
 	ctx, cluster, client, outputs, pw, draOpts := a.ctx, a.cluster, a.client, a.outputs, a.pw, a.dra
 
 	dp := node + "-pci-0000-00-1f-3-hdmi-3" // the Samsung's DP output

@@ -11,14 +11,12 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/klog/v2/ktesting"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
@@ -54,17 +52,9 @@ func speakerUntainted(name string) func(*resourceapi.ResourceSlice) bool {
 // WirePlumber alone restarts, the speaker comes back untainted while the
 // card's output stays untainted throughout.
 func TestBluetoothSpeakerEndToEnd(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
-	must(t, err)
-	t.Cleanup(cluster.Stop)
+	ctx, cluster := startBluetoothCluster(t, "deploy/audio/deviceclasses.yaml")
 	client := cluster.Client()
-	must(t, cluster.AddLikenNode(ctx, node))
-	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/bluetooth/deviceclasses.yaml"))
-	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"))
 	must(t, cluster.ApplyCRDs(ctx, "deploy/audio/crds"))
-	must(t, ignore(cluster.WaitForServiceAccount(ctx, "default", "default")))
-	must(t, ignore(client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liken-system"}}, metav1.CreateOptions{})))
 
 	dir := t.TempDir()
 	sim := bluezsim.New(t, bluezsim.Options{StorageDir: filepath.Join(dir, "bluetooth")})
@@ -72,25 +62,14 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 	must(t, ignore(sim.AddSpeaker("hci0", speakerAddr, bluezsim.Speaker{Name: "Kitchen",
 		Codecs: []bluezsim.Codec{bluezsim.SBC, bluezsim.AptX}, AbsoluteVolume: true, Volume: 100})))
 	must(t, os.MkdirAll(filepath.Join(dir, "sys", "bus", "hid", "devices"), 0o755))
-	btOpts := dra.Options{
-		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", bluetooth.DriverName),
-		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
+	btOpts := bluetoothDRA(dir)
+	startBT := func() *bluetoothOperator {
+		return runBluetoothOperator(t, ctx, cluster, bluetooth.Config{
+			Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
+			SysRoot: filepath.Join(dir, "sys"), DRA: btOpts, BondSettle: 300 * time.Millisecond,
+		})
 	}
-	startBT := func() (stop func(), exited <-chan struct{}) {
-		opCtx, cancel := context.WithCancel(ctx)
-		gone := make(chan struct{})
-		go func() {
-			defer close(gone)
-			_ = bluetooth.Run(opCtx, bluetooth.Config{
-				NodeName: node, Namespace: "liken-system", KubeClient: client,
-				Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
-				SysRoot: filepath.Join(dir, "sys"), DevRoot: "/dev", DRA: btOpts, BondSettle: 300 * time.Millisecond,
-			})
-		}()
-		return func() { cancel(); <-gone }, gone
-	}
-	stopBT, btDone := startBT()
-	t.Cleanup(func() { stopBT() })
+	bt := startBT()
 	media := bluetooth.MediaBusName(mustAddr(t, adapterAddr))
 	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool { return hasDevice(s, media) })
 
@@ -376,12 +355,11 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 	// WirePlumber alone is restarted by its liveness probe.
 	must(t, sim.RestartBus(ctx))
 	select {
-	case <-btDone:
+	case <-bt.Exited():
 	case <-time.After(30 * time.Second):
 		t.Fatal("the Bluetooth operator did not exit on its bus going")
 	}
-	stopBT2, _ := startBT()
-	t.Cleanup(func() { stopBT2() })
+	startBT()
 	pw.StopWirePlumber()
 	must(t, pw.StartWirePlumber(ctx))
 	_, err = sim.WaitEndpoints(ctx, "hci0", bluezsim.A2DPSourceUUID, 60*time.Second)

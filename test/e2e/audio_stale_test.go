@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -21,16 +20,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/klog/v2/ktesting"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/audio"
-	"github.com/liken-sh/operators/internal/dra"
-	"github.com/liken-sh/operators/internal/pipewire"
-	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/poll"
-	"github.com/liken-sh/operators/test/pwtest"
 )
 
 // graphMonitors returns the pids of the pw-dump -m children of this
@@ -74,47 +67,15 @@ func graphMonitors(t *testing.T) []int {
 // the Sinks say GraphCurrent True again, and the new monitor follows a
 // change to the graph. The outputs are never published tainted for it.
 func TestAudioStuckGraphMonitor(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
-	must(t, err)
-	t.Cleanup(cluster.Stop)
-	must(t, cluster.AddLikenNode(ctx, node))
-	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"))
-	must(t, cluster.ApplyCRDs(ctx, "deploy/audio/crds"))
-	for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "admissionpolicy.yaml"} {
-		kubectl(t, ctx, cluster, "apply", "-f", filepath.Join("deploy/audio", f))
-	}
-	rc := asAudioOperator(cluster, node)
-	kube, err := kubernetes.NewForConfig(rc)
-	must(t, err)
-	dyn, err := dynamic.NewForConfig(rc)
-	must(t, err)
-	admin, err := dynamic.NewForConfig(cluster.RESTConfig())
-	must(t, err)
-	sinks := admin.Resource(audiov1.SinksResource)
-
-	dir := t.TempDir()
-	hw, _ := recordedXPS(t, dir)
-	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: node,
-		PipeWireDir: filepath.Join(dir, "declared"), WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
-	must(t, err)
-	outputs, err := pipewire.ReadDeclaration(res.Declaration)
-	must(t, err)
-	pw := pwtest.New(t, pwtest.Options{Outputs: outputs})
-
 	const probe = time.Second
 	reg := prometheus.NewRegistry()
-	draOpts := dra.Options{
-		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", audio.DriverName),
-		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
-	}
-	opCtx, stopOp := context.WithCancel(ctx)
-	opDone := make(chan error, 1)
-	go func() {
-		opDone <- audio.Run(opCtx, audio.Config{Node: node, KubeClient: kube, Objects: dyn, Hardware: hw,
-			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: draOpts, Registerer: reg, GraphProbe: probe})
-	}()
-	t.Cleanup(func() { stopOp(); <-opDone })
+	a := startAudioNode(t, audioNodeOptions{AsOperator: true, Tune: func(c *audio.Config) {
+		c.Registerer, c.GraphProbe = reg, probe
+	}})
+	ctx, outputs, pw := a.ctx, a.outputs, a.pw
+	admin, err := dynamic.NewForConfig(a.cluster.RESTConfig())
+	must(t, err)
+	sinks := admin.Resource(audiov1.SinksResource)
 
 	dp := node + "-pci-0000-00-1f-3-hdmi-3" // the Samsung's DP output
 	graphCurrent := func(u *unstructured.Unstructured) *metav1.Condition {

@@ -13,6 +13,7 @@ import (
 
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
@@ -42,7 +43,8 @@ func recordedXPS(t *testing.T, dir string) (audio.Hardware, *alsa.DumpDir) {
 // with the liken node and the audio DeviceClasses, the recorded XPS
 // cards declared to real PipeWire and WirePlumber (ALSA's null device
 // standing in for hw:<card>,<pcm>), and the operator running against
-// them until the test ends.
+// them until the test ends. client is the cluster's admin client,
+// whatever credentials the operator runs with.
 type audioNode struct {
 	ctx     context.Context
 	cluster *harness.Cluster
@@ -53,7 +55,21 @@ type audioNode struct {
 	dra     dra.Options
 }
 
-func startAudioNode(t *testing.T) *audioNode {
+// audioNodeOptions are what the audio tests change in startAudioNode's
+// node; the zero value runs the operator with the cluster's admin
+// credentials and the defaults of audio.Config.
+type audioNodeOptions struct {
+	// AsOperator installs the Sink CRDs and deploy/audio's namespace,
+	// ServiceAccount, RBAC and admission policy, and runs the operator
+	// as that ServiceAccount (asAudioOperator) with its Objects client,
+	// as deploy/audio/operator.yaml runs it.
+	AsOperator bool
+	// Tune, when set, changes the operator's configuration just before
+	// it starts (a Registerer to read metrics from, a shorter probe).
+	Tune func(*audio.Config)
+}
+
+func startAudioNode(t *testing.T, opts audioNodeOptions) *audioNode {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
@@ -64,6 +80,18 @@ func startAudioNode(t *testing.T) *audioNode {
 	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"))
 	_, err = cluster.WaitForServiceAccount(ctx, "default", "default")
 	must(t, err)
+	cfg := audio.Config{Node: node, KubeClient: client}
+	if opts.AsOperator {
+		must(t, cluster.ApplyCRDs(ctx, "deploy/audio/crds"))
+		for _, f := range []string{"namespace.yaml", "serviceaccount.yaml", "rbac.yaml", "admissionpolicy.yaml"} {
+			kubectl(t, ctx, cluster, "apply", "-f", filepath.Join("deploy/audio", f))
+		}
+		rc := asAudioOperator(cluster, node)
+		cfg.KubeClient, err = kubernetes.NewForConfig(rc)
+		must(t, err)
+		cfg.Objects, err = dynamic.NewForConfig(rc)
+		must(t, err)
+	}
 
 	dir := t.TempDir()
 	hw, cards := recordedXPS(t, dir)
@@ -77,12 +105,13 @@ func startAudioNode(t *testing.T) *audioNode {
 		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", audio.DriverName),
 		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
 	}
+	cfg.Hardware, cfg.Remote, cfg.PipeWireDir, cfg.DRA = hw, pw.Remote(), pw.PipeWireConfD, draOpts
+	if opts.Tune != nil {
+		opts.Tune(&cfg)
+	}
 	opCtx, stopOp := context.WithCancel(ctx)
 	opDone := make(chan error, 1)
-	go func() {
-		opDone <- audio.Run(opCtx, audio.Config{Node: node, KubeClient: client, Hardware: hw,
-			Remote: pw.Remote(), PipeWireDir: pw.PipeWireConfD, DRA: draOpts})
-	}()
+	go func() { opDone <- audio.Run(opCtx, cfg) }()
 	t.Cleanup(func() { stopOp(); <-opDone })
 	return &audioNode{ctx: ctx, cluster: cluster, client: client, cards: cards, outputs: outputs, pw: pw, dra: draOpts}
 }
@@ -90,7 +119,7 @@ func startAudioNode(t *testing.T) *audioNode {
 // TestAudioOperator runs declare and the operator against recorded cards,
 // real PipeWire and WirePlumber, and the real control plane.
 func TestAudioOperator(t *testing.T) {
-	a := startAudioNode(t)
+	a := startAudioNode(t, audioNodeOptions{})
 	ctx, cluster, client, cards, outputs, pw, draOpts := a.ctx, a.cluster, a.client, a.cards, a.outputs, a.pw, a.dra
 
 	dp := node + "-pci-0000-00-1f-3-hdmi-3" // the Samsung's DP output

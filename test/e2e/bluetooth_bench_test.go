@@ -117,13 +117,7 @@ func (w *bluetoothWorld) startOperator(b *testing.B, bin string) *operatorProces
 }
 
 // draDirs are the kubelet and CDI directories of the simulated node.
-func (w *bluetoothWorld) draDirs() dra.Options {
-	return dra.Options{
-		RegistrarDir: filepath.Join(w.dir, "plugins_registry"),
-		PluginDir:    filepath.Join(w.dir, "plugins", bluetooth.DriverName),
-		CDIDir:       filepath.Join(w.dir, "cdi"),
-	}
-}
+func (w *bluetoothWorld) draDirs() dra.Options { return bluetoothDRA(w.dir) }
 
 // published reports whether the slice holds the gamepad, the speaker and
 // the media bus.

@@ -4,7 +4,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"os"
@@ -18,12 +17,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2/ktesting"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/liken-sh/operators/internal/bluetooth"
 	"github.com/liken-sh/operators/internal/bluez"
-	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/test/bluezsim"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
@@ -39,46 +36,23 @@ import (
 // The control: a mount of the socket file itself, which the spec never
 // makes, reaches nothing after the restart.
 func TestBluetoothMediaBus(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
+	ctx, cluster := startBluetoothCluster(t, "deploy/audio/deviceclasses.yaml")
 	client := cluster.Client()
-	must(t, cluster.AddLikenNode(ctx, node))
-	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/bluetooth/deviceclasses.yaml"))
-	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"))
-	must(t, ignore(cluster.WaitForServiceAccount(ctx, "default", "default")))
-	must(t, ignore(client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liken-system"}}, metav1.CreateOptions{})))
 
 	dir := t.TempDir()
 	sim := bluezsim.New(t, bluezsim.Options{StorageDir: filepath.Join(dir, "bluetooth")})
 	must(t, ignore(sim.AddAdapter("hci0", adapterAddr)))
 	// A sysfs with no HID device: the bus is the only thing published.
 	must(t, os.MkdirAll(filepath.Join(dir, "sys", "bus", "hid", "devices"), 0o755))
-	draOpts := dra.Options{
-		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", bluetooth.DriverName),
-		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
+	draOpts := bluetoothDRA(dir)
+	// start runs the operator as its container does.
+	start := func() *bluetoothOperator {
+		return runBluetoothOperator(t, ctx, cluster, bluetooth.Config{
+			Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
+			SysRoot: filepath.Join(dir, "sys"), DRA: draOpts, BondSettle: 300 * time.Millisecond,
+		})
 	}
-	// start runs the operator as its container does; exited closes when
-	// Run returns, and stop ends it and returns Run's error.
-	start := func() (stop func() error, exited <-chan struct{}) {
-		opCtx, cancel := context.WithCancel(ctx)
-		gone := make(chan struct{})
-		var err error
-		go func() {
-			defer close(gone)
-			err = bluetooth.Run(opCtx, bluetooth.Config{
-				NodeName: node, Namespace: "liken-system", KubeClient: client,
-				Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
-				SysRoot: filepath.Join(dir, "sys"), DevRoot: "/dev", DRA: draOpts, BondSettle: 300 * time.Millisecond,
-			})
-		}()
-		return func() error { cancel(); <-gone; return err }, gone
-	}
-	stop, done := start()
-	t.Cleanup(func() { stop() })
+	op := start()
 
 	media := bluetooth.MediaBusName(mustAddr(t, adapterAddr))
 	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool { return hasDevice(s, media) })
@@ -139,13 +113,12 @@ func TestBluetoothMediaBus(t *testing.T) {
 	// operator loses its connection and exits, and starts again.
 	must(t, sim.RestartBus(ctx))
 	select {
-	case <-done:
-		t.Logf("the operator exited on the bus restart: %v", stop())
+	case <-op.Exited():
+		t.Logf("the operator exited on the bus restart: %v", op.Err())
 	case <-time.After(30 * time.Second):
 		t.Fatal("the operator did not exit within 30 s of its bus going")
 	}
-	stop2, _ := start()
-	t.Cleanup(func() { stop2() })
+	start()
 	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
 		for _, d := range s.Spec.Devices {
 			if d.Name == media && len(d.Taints) == 0 {

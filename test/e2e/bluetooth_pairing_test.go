@@ -22,15 +22,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/klog/v2/ktesting"
 
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
 	"github.com/liken-sh/operators/internal/bluetooth"
 	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/bonds"
-	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/test/bluezsim"
-	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/fakesys"
 )
 
@@ -52,18 +49,10 @@ func (p plugin) command(ctx context.Context, args ...string) *exec.Cmd {
 // reach Secrets owned by their Peripherals; `list` shows them; `unpair`
 // removes the bond and garbage collection its Secret.
 func TestPairingThroughThePlugin(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
-	must(t, err)
-	t.Cleanup(cluster.Stop)
+	ctx, cluster := startBluetoothCluster(t)
 	client := cluster.Client()
-	must(t, cluster.AddLikenNode(ctx, node))
-	must(t, cluster.ApplyDeviceClassesFile(ctx, "deploy/bluetooth/deviceclasses.yaml"))
 	must(t, cluster.ApplyCRDs(ctx, "deploy/bluetooth/crds"))
-	for _, ns := range []string{"liken-system", "alice"} {
-		_, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
-		must(t, err)
-	}
+	must(t, ignore(client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "alice"}}, metav1.CreateOptions{})))
 	for _, args := range [][]string{
 		{"apply", "-f", "deploy/bluetooth/pairing-roles.yaml"},
 		{"create", "rolebinding", "alice-pairs", "-n", "alice", "--clusterrole=bluetooth-pairing", "--user=alice"},
@@ -89,22 +78,11 @@ func TestPairingThroughThePlugin(t *testing.T) {
 	const gamepad = "E4:17:D8:C5:67:6D"
 	must(t, ignore(fakesys.BluetoothHID(filepath.Join(dir, "sys"), "0005:2DC8:3820.0001", "8Bitdo NES30 Pro", gamepad, adapterAddr, 7)))
 
-	opCtx, stopOp := context.WithCancel(ctx)
-	opDone := make(chan error, 1)
-	go func() {
-		opDone <- bluetooth.Run(opCtx, bluetooth.Config{
-			NodeName: node, Namespace: "liken-system", KubeClient: client, Dynamic: dyn,
-			Adapter: mustAddr(t, adapterAddr),
-			Bus:     bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
-			SysRoot: filepath.Join(dir, "sys"), DevRoot: "/dev",
-			DRA: dra.Options{
-				RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", bluetooth.DriverName),
-				CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
-			},
-			BondSettle: 300 * time.Millisecond,
-		})
-	}()
-	t.Cleanup(func() { stopOp(); <-opDone })
+	runBluetoothOperator(t, ctx, cluster, bluetooth.Config{
+		Dynamic: dyn, Adapter: mustAddr(t, adapterAddr),
+		Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
+		SysRoot: filepath.Join(dir, "sys"), DRA: bluetoothDRA(dir), BondSettle: 300 * time.Millisecond,
+	})
 
 	alice := plugin{bin: child.BuildCommand(t, "github.com/liken-sh/operators/cmd/kubectl-liken-bluetooth"), kubeconfig: cluster.Kubeconfig(), as: []string{"--as=alice", "-n", "alice"}}
 	admin := plugin{bin: alice.bin, kubeconfig: cluster.Kubeconfig()}

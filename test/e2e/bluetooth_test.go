@@ -4,25 +4,20 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/klog/v2/ktesting"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/liken-sh/operators/internal/bluetooth"
 	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/bonds"
-	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/test/bluezsim"
-	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
 )
 
@@ -37,52 +32,16 @@ const (
 // TestBluetoothOperator runs the operator against the BlueZ simulator on a
 // real bus, a recorded-shape sysfs, and the real control plane.
 func TestBluetoothOperator(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
+	ctx, cluster := startBluetoothCluster(t)
 	client := cluster.Client()
-	if err := cluster.AddLikenNode(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.ApplyDeviceClassesFile(ctx, "deploy/bluetooth/deviceclasses.yaml"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cluster.WaitForServiceAccount(ctx, "default", "default"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "liken-system"}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
 
 	dir := t.TempDir()
 	sim, sysRoot := simulatedBluetoothNode(t, dir)
-
-	opCtx, stopOp := context.WithCancel(ctx)
-	opDone := make(chan error, 1)
-	draOpts := dra.Options{
-		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", bluetooth.DriverName),
-		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
-	}
-	go func() {
-		opDone <- bluetooth.Run(opCtx, bluetooth.Config{
-			NodeName: node, Namespace: "liken-system", KubeClient: client,
-			Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
-			SysRoot: sysRoot, DevRoot: "/dev", DRA: draOpts, BondSettle: 300 * time.Millisecond,
-		})
-	}()
-	var opErr error
-	stopped := false
-	stopOperator := func() error {
-		if !stopped {
-			stopOp()
-			opErr, stopped = <-opDone, true
-		}
-		return opErr
-	}
-	t.Cleanup(func() { stopOperator() })
+	draOpts := bluetoothDRA(dir)
+	op := runBluetoothOperator(t, ctx, cluster, bluetooth.Config{
+		Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
+		SysRoot: sysRoot, DRA: draOpts, BondSettle: 300 * time.Millisecond,
+	})
 
 	pad, speaker := bluetooth.ControllerName(mustAddr(t, padAddr)), bluetooth.ControllerName(mustAddr(t, speakerAddr))
 	media := bluetooth.MediaBusName(mustAddr(t, adapterAddr))
@@ -159,7 +118,7 @@ func TestBluetoothOperator(t *testing.T) {
 	// The pod restarts: bondfetch restores the Secrets into a fresh tree,
 	// byte for byte, and the bluetoothd that loads it still has the
 	// gamepad paired, so the new operator publishes it again.
-	if err := stopOperator(); err != nil {
+	if err := op.Stop(); err != nil {
 		t.Fatalf("operator on SIGTERM: %v", err)
 	}
 	fresh := filepath.Join(dir, "fresh-bonds")
@@ -184,16 +143,9 @@ func TestBluetoothOperator(t *testing.T) {
 	}
 	sim2 := bluezsim.New(t, bluezsim.Options{StorageDir: fresh})
 	must(t, ignore(sim2.AddAdapter("hci0", adapterAddr)))
-	opCtx2, stopOp2 := context.WithCancel(ctx)
-	defer stopOp2()
-	op2Done := make(chan error, 1)
-	go func() {
-		op2Done <- bluetooth.Run(opCtx2, bluetooth.Config{
-			NodeName: node, Namespace: "liken-system", KubeClient: client,
-			Bus: bluez.Options{Address: sim2.Address()}, BondsRoot: fresh,
-			SysRoot: sysRoot, DevRoot: "/dev", DRA: draOpts,
-		})
-	}()
+	op2 := runBluetoothOperator(t, ctx, cluster, bluetooth.Config{
+		Bus: bluez.Options{Address: sim2.Address()}, BondsRoot: fresh, SysRoot: sysRoot, DRA: draOpts,
+	})
 	pad2 := bluetooth.ControllerName(mustAddr(t, newPad))
 	must(t, sim2.Connect("hci0", padAddr))
 	untainted := func(d resourceapi.Device) bool { return len(d.Taints) == 0 }
@@ -211,7 +163,8 @@ func TestBluetoothOperator(t *testing.T) {
 	must(t, sim2.StopBlueZ())
 	var exitErr error
 	select {
-	case exitErr = <-op2Done:
+	case <-op2.Exited():
+		exitErr = op2.Err()
 		t.Logf("the operator exited %v after bluetoothd left: %v", time.Since(left).Round(time.Millisecond), exitErr)
 	case <-time.After(30 * time.Second):
 		t.Fatal("the operator did not exit within 30 s of bluetoothd leaving the bus")
@@ -239,16 +192,9 @@ func TestBluetoothOperator(t *testing.T) {
 	must(t, sim2.StartBlueZ(ctx))
 	must(t, sim2.Connect("hci0", padAddr))
 	back := time.Now()
-	opCtx3, stopOp3 := context.WithCancel(ctx)
-	op3Done := make(chan error, 1)
-	t.Cleanup(func() { stopOp3(); <-op3Done })
-	go func() {
-		op3Done <- bluetooth.Run(opCtx3, bluetooth.Config{
-			NodeName: node, Namespace: "liken-system", KubeClient: client,
-			Bus: bluez.Options{Address: sim2.Address()}, BondsRoot: fresh,
-			SysRoot: sysRoot, DevRoot: "/dev", DRA: draOpts,
-		})
-	}()
+	runBluetoothOperator(t, ctx, cluster, bluetooth.Config{
+		Bus: bluez.Options{Address: sim2.Address()}, BondsRoot: fresh, SysRoot: sysRoot, DRA: draOpts,
+	})
 	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
 		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == pad && untainted(d) }) &&
 			slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == media && untainted(d) })
