@@ -140,6 +140,18 @@ func writeObjects(b *bytes.Buffer, key string, outputs []Output) {
 	b.WriteString("]\n")
 }
 
+// Args returns o's adapter arguments, the properties its declaration
+// gives the node: what a client passes the "adapter" factory to make the
+// same node again.
+func (o Output) Args() map[string]string {
+	props := o.properties()
+	out := make(map[string]string, len(props))
+	for _, p := range props {
+		out[p[0]] = p[1]
+	}
+	return out
+}
+
 // properties lists o's adapter arguments in the order they are written.
 func (o Output) properties() [][2]string {
 	p := [][2]string{

@@ -377,15 +377,9 @@ func (d *Daemons) startGate() {
 		defer close(done)
 		gate.Run(ctx, gate.Config{
 			RuntimeDir: d.RuntimeDir,
-			Declared: func() []string {
+			Declared: func() []pipewire.Output {
 				outs, _ := pipewire.ReadDeclaration(d.DeclarationPath())
-				names := make([]string, 0, len(outs))
-				for _, o := range outs {
-					if o.Withheld == "" {
-						names = append(names, o.Name)
-					}
-				}
-				return names
+				return outs
 			},
 			Logf: func(format string, args ...any) {
 				if log == nil {

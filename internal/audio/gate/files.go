@@ -162,12 +162,17 @@ func Claims(runtimeDir string) (map[string]Claim, []error) {
 // the highest object.serial among the objects the gate had seen when it
 // wrote the record: a node with a serial up to it was judged, and one
 // above it may be too new to be in the record yet.
+//
+// Absent are the declared nodes PipeWire holds none of (its adapter
+// could not open the PCM when PipeWire started, or the node went away)
+// while the gate asks for them again, by node.name.
 type Trusted struct {
 	Cookie   uint32            `json:"cookie"`
 	Nodes    map[string]uint64 `json:"nodes"`
 	IDs      map[string]uint32 `json:"ids"`
 	Speakers map[string]uint32 `json:"speakers,omitempty"`
 	Serial   uint64            `json:"serial,omitempty"`
+	Absent   map[string]Absent `json:"absent,omitempty"`
 }
 
 // Trusts reports whether the node with name and global id is the

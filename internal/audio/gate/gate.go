@@ -15,6 +15,7 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 
+	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/internal/pipewire/native"
 )
 
@@ -46,9 +47,11 @@ type Config struct {
 	RuntimeDir string
 	// Socket is the daemon's own socket (RuntimeDir/pipewire-0 when empty).
 	Socket string
-	// Declared returns the node.names of the nodes PipeWire was started
-	// with (the declaration); it is read once per PipeWire start.
-	Declared func() []string
+	// Declared returns the outputs PipeWire was started with (the
+	// declaration, withheld ones included); it is read once per PipeWire
+	// start. A declared node PipeWire holds none of is made again from
+	// its arguments (recreate.go).
+	Declared func() []pipewire.Output
 	// Logf receives one line per notable step; nil discards.
 	Logf func(format string, args ...any)
 }
@@ -82,7 +85,8 @@ func Run(ctx context.Context, cfg Config) {
 		wait = 100 * time.Millisecond
 		s := &session{cfg: cfg, conn: conn, globals: map[uint32]native.Global{},
 			clients: map[uint32]string{}, served: map[string]*served{},
-			granted: map[uint32][]uint32{}, proxies: map[uint32]uint32{}, watched: map[uint32]uint32{}}
+			granted: map[uint32][]uint32{}, proxies: map[uint32]uint32{}, watched: map[uint32]uint32{},
+			absent: map[string]*Absent{}, creating: map[uint32]string{}, made: map[uint32]string{}}
 		if err := s.run(ctx); err != nil && ctx.Err() == nil {
 			cfg.Logf("claim gate: %v; connecting again", err)
 		}
@@ -103,6 +107,14 @@ type session struct {
 	globals  map[uint32]native.Global
 	trusted  Trusted
 	declared map[string]bool // the declared node.names of this PipeWire start
+	outputs  map[string]pipewire.Output
+	// absent are the declared nodes PipeWire holds none of, by
+	// node.name; creating the nodes asked of the adapter factory, by
+	// proxy; made the globals the daemon said they became (Bound) whose
+	// announcement has not arrived yet (recreate.go).
+	absent   map[string]*Absent
+	creating map[uint32]string
+	made     map[uint32]string
 	secCtx   uint32
 	factory  uint32              // the client-node factory's id
 	clients  map[uint32]string   // claim clients' ids: their claim UID
@@ -118,6 +130,7 @@ func (s *session) run(ctx context.Context) error {
 	}
 	s.trusted = s.recordTrusted()
 	s.trusted.Speakers, s.trusted.Serial = s.speakers(), s.newestSerial()
+	s.findAbsent(time.Now())
 	if err := writeTrusted(s.cfg.RuntimeDir, s.trusted); err != nil {
 		return fmt.Errorf("writing %s: %w", TrustedFile, err)
 	}
@@ -160,10 +173,15 @@ func (s *session) run(ctx context.Context) error {
 	}
 	backstop := time.NewTicker(Backstop)
 	defer backstop.Stop()
+	retry := time.NewTimer(0)
+	defer retry.Stop()
 	for {
+		s.armRetry(retry, time.Now())
 		select {
 		case <-ctx.Done():
 			return nil
+		case now := <-retry.C:
+			s.recreate(now)
 		case ev, ok := <-s.conn.Events():
 			if !ok {
 				return s.conn.Err()
@@ -223,14 +241,15 @@ func (s *session) record(ev native.Event) {
 		}
 		s.forget(*ev.Removed)
 	case ev.Error != nil:
-		s.cfg.Logf("claim gate: %v", ev.Error)
+		if _, asked := s.creating[ev.Error.ID]; !asked { // recreated logs those
+			s.cfg.Logf("claim gate: %v", ev.Error)
+		}
 	}
 }
 
 // forget drops a declared node that went away from the record, so the
 // global id, which the daemon hands to the next object it makes, is never
-// trusted for that object. Only a PipeWire start makes the node again,
-// and that writes a new record.
+// trusted for that object. The gate makes the node again (markAbsent).
 func (s *session) forget(id uint32) {
 	for name, tid := range s.trusted.IDs {
 		if tid != id {
@@ -238,10 +257,9 @@ func (s *session) forget(id uint32) {
 		}
 		delete(s.trusted.IDs, name)
 		delete(s.trusted.Nodes, name)
-		if err := writeTrusted(s.cfg.RuntimeDir, s.trusted); err != nil {
-			s.cfg.Logf("claim gate: writing %s: %v", TrustedFile, err)
-		}
-		s.cfg.Logf("claim gate: declared node %s (%d) is gone; it is no longer trusted", name, id)
+		s.cfg.Logf("claim gate: declared node %s (%d) is gone; it is no longer trusted, and is made again", name, id)
+		s.markAbsent(name, time.Now())
+		s.writeAbsent()
 	}
 }
 
@@ -256,9 +274,13 @@ func (s *session) forget(id uint32) {
 func (s *session) recordTrusted() Trusted {
 	t := Trusted{Cookie: s.conn.Cookie(), Nodes: map[string]uint64{}, IDs: map[string]uint32{}}
 	declared := map[string]bool{}
+	s.outputs = map[string]pipewire.Output{}
 	if s.cfg.Declared != nil {
-		for _, n := range s.cfg.Declared() {
-			declared[n] = true
+		for _, o := range s.cfg.Declared() {
+			if o.Withheld == "" { // PipeWire has no node of that name to trust
+				declared[o.Name] = true
+				s.outputs[o.Name] = o
+			}
 		}
 	}
 	s.declared = declared
@@ -309,6 +331,7 @@ func (s *session) event(ev native.Event) {
 		}
 	}
 	s.record(ev)
+	s.recreated(ev)
 	// A sink node (or a device) that comes or goes may be a speaker's:
 	// the record says so before the operator's next pass judges it.
 	if sink := func(g *native.Global) bool {

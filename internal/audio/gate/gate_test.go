@@ -27,24 +27,24 @@ const (
 )
 
 // fixture is a real PipeWire and WirePlumber with two declared sinks, A
-// and B, and the gate serving a claim on A.
+// and B (and the more outputs start is given), and the gate serving a
+// claim on A.
 type fixture struct {
 	d      *pwtest.Daemons
 	socket string
 	logs   chan string
 }
 
-func start(t *testing.T) *fixture {
+func start(t *testing.T, more ...pipewire.Output) *fixture {
 	t.Helper()
-	d := pwtest.New(t, pwtest.Options{NoGate: true, Outputs: []pipewire.Output{
-		pwtest.NullOutput(0, 3, nodeA), pwtest.NullOutput(0, 7, nodeB),
-	}})
+	outs := append([]pipewire.Output{pwtest.NullOutput(0, 3, nodeA), pwtest.NullOutput(0, 7, nodeB)}, more...)
+	d := pwtest.New(t, pwtest.Options{NoGate: true, Outputs: outs})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	f := &fixture{d: d, socket: gate.SocketPath(d.RuntimeDir, uidA), logs: make(chan string, 1000)}
 	go func() {
 		defer close(done)
-		gate.Run(ctx, gate.Config{RuntimeDir: d.RuntimeDir, Declared: func() []string { return []string{nodeA, nodeB} },
+		gate.Run(ctx, gate.Config{RuntimeDir: d.RuntimeDir, Declared: func() []pipewire.Output { return outs },
 			Logf: func(format string, args ...any) { t.Logf(format, args...) }})
 	}()
 	t.Cleanup(func() { cancel(); <-done })

@@ -47,23 +47,16 @@ import (
 	"github.com/liken-sh/operators/internal/supervise"
 )
 
-// declaredNames returns the node.names the declaration at path gives
-// PipeWire (withheld outputs have no node); an
-// unreadable declaration is logged and declares none, so no node is
-// trusted and no claim sees one.
-func declaredNames(path string, logf func(string, ...any)) []string {
+// declaredOutputs returns the outputs the declaration at path gives
+// PipeWire; an unreadable declaration is logged and declares none, so no
+// node is trusted and no claim sees one.
+func declaredOutputs(path string, logf func(string, ...any)) []pipewire.Output {
 	outs, err := pipewire.ReadDeclaration(path)
 	if err != nil {
 		logf("claim gate: %v", err)
 		return nil
 	}
-	names := make([]string, 0, len(outs))
-	for _, o := range outs {
-		if o.Withheld == "" { // PipeWire has no node of that name to trust
-			names = append(names, o.Name)
-		}
-	}
-	return names
+	return outs
 }
 
 // PipeWire is the mode `audio-operator pipewire`, the first process of the
@@ -117,7 +110,7 @@ func PipeWire(ctx context.Context, args []string, env Env) int {
 			defer close(gateDone)
 			gate.Run(gateCtx, gate.Config{
 				RuntimeDir: filepath.Dir(socket), Socket: socket,
-				Declared: func() []string { return declaredNames(e.Declaration, logf) },
+				Declared: func() []pipewire.Output { return declaredOutputs(e.Declaration, logf) },
 				Logf:     logf,
 			})
 		}()

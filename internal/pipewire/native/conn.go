@@ -33,6 +33,11 @@ const (
 	coreEventPing     = 2
 	coreEventError    = 3
 	coreEventRemoveID = 4
+	coreEventBoundID  = 5
+	// coreEventBoundProps replaces bound_id for a core of version 4
+	// (src/pipewire/resource.c, pw_resource_set_bound_id); its first two
+	// members are bound_id's.
+	coreEventBoundProps = 8
 
 	clientUpdateProperties  = 2
 	clientUpdatePermissions = 4
@@ -55,6 +60,7 @@ const (
 	spaNodeChangeProps   = 1 << 1
 
 	versionCore       = 4
+	versionNode       = 3
 	versionRegistry   = 3
 	versionClientNode = 6
 
@@ -114,6 +120,16 @@ type Event struct {
 	// NodeInfo is the info of a node bound with BindNode: sent once at
 	// bind and again whenever the node's properties change.
 	NodeInfo *NodeInfo
+	// Bound says which global an object this client made (CreateObject)
+	// became.
+	Bound *Bound
+}
+
+// Bound is the daemon's bound_id (or bound_props) event: the proxy a
+// CreateObject returned is the global with id Global. Only the daemon
+// sends it, to the client whose proxy it is.
+type Bound struct {
+	Proxy, Global uint32
 }
 
 // NodeInfo is what a Node's info event says that the caller acts on.
@@ -264,6 +280,24 @@ func (c *Conn) CreateClientNode(props map[string]string) (uint32, error) {
 		w.string("client-node")
 		w.string(TypeClientNode)
 		w.uint32(versionClientNode)
+		w.dict(sortedKeys(props), props)
+		w.uint32(id)
+	})
+	return id, err
+}
+
+// CreateNode asks factory (a factory's factory.name, such as "adapter")
+// to make a node with props, owned by this client, and returns its proxy
+// id: a Bound event with that proxy names the node's global once it is
+// registered, and an Error event whose ID is the proxy (Res a negative
+// errno) says the factory refused. The node is destroyed with this
+// connection unless props set object.linger.
+func (c *Conn) CreateNode(factory string, props map[string]string) (uint32, error) {
+	id := c.newID()
+	err := c.send(idCore, coreCreateObject, nil, func(w *builder) {
+		w.string(factory)
+		w.string(TypeNode)
+		w.uint32(versionNode)
 		w.dict(sortedKeys(props), props)
 		w.uint32(id)
 	})
@@ -539,6 +573,12 @@ func decode(id uint32, opcode uint8, body []byte) (message, error) {
 			return bad(err)
 		}
 		return message{event: &Event{Error: &Error{ID: v[0], Seq: v[1], Res: int32(v[2]), Message: msg}}}, nil
+	case id == idCore && (opcode == coreEventBoundID || opcode == coreEventBoundProps):
+		v, err := ints(2)
+		if err != nil {
+			return bad(err)
+		}
+		return message{event: &Event{Bound: &Bound{Proxy: v[0], Global: v[1]}}}, nil
 	case id == idCore && opcode == coreEventRemoveID:
 		v, err := ints(1)
 		if err != nil {
