@@ -290,12 +290,7 @@ func (s *session) show(r *btv1.PairingRequest) (done bool, err error) {
 		fmt.Fprintf(out, "Paired: peripheral %s\n", r.Status.Peripheral)
 		return true, nil
 	case btv1.PhaseFailed, btv1.PhaseExpired:
-		c := meta.FindStatusCondition(r.Status.Conditions, btv1.ConditionPaired)
-		msg := string(r.Status.Phase)
-		if c != nil {
-			msg += ": " + c.Message
-		}
-		return true, errors.New(msg)
+		return true, errors.New(finishedMessage(r))
 	}
 	if s.device == "" {
 		s.table(r)
@@ -329,6 +324,30 @@ func (s *session) show(r *btv1.PairingRequest) (done bool, err error) {
 		fmt.Fprintln(s.e.streams.ErrOut, paired.Message)
 	}
 	return false, nil
+}
+
+// finishedMessage is how a Failed or Expired request reads: its phase,
+// then the reason and message of its Paired condition, which the
+// operator sets to why it ended ("Failed: PairingFailed: pairing with
+// E4:17:D8:C5:67:6D failed: BlueZ answered
+// org.bluez.Error.AuthenticationFailed"). A request with no such
+// condition (an operator that wrote only the phase) falls back to the
+// Accepted condition, then to the phase alone.
+func finishedMessage(r *btv1.PairingRequest) string {
+	msg := string(r.Status.Phase)
+	c := meta.FindStatusCondition(r.Status.Conditions, btv1.ConditionPaired)
+	if c == nil || c.Reason == "" && c.Message == "" {
+		c = meta.FindStatusCondition(r.Status.Conditions, btv1.ConditionAccepted)
+	}
+	if c == nil {
+		return msg
+	}
+	for _, part := range []string{c.Reason, c.Message} {
+		if part != "" {
+			msg += ": " + part
+		}
+	}
+	return msg
 }
 
 // table prints the devices that answered: redrawn in place on a

@@ -141,3 +141,34 @@ func TestUnpairWithTheFinalizer(t *testing.T) {
 		t.Errorf("unpair: exit %d, %q", code, out)
 	}
 }
+
+// A request that ended Failed or Expired is reported with the reason and
+// the message of the condition that says why, not the message alone.
+func TestPairReportsWhyItFailed(t *testing.T) {
+	cond := func(typ, reason, msg string) metav1.Condition {
+		return metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: reason, Message: msg}
+	}
+	for _, c := range []struct {
+		phase btv1.Phase
+		conds []metav1.Condition
+		want  string
+	}{
+		{btv1.PhaseFailed, []metav1.Condition{cond(btv1.ConditionAccepted, btv1.ReasonAccepted, "held"),
+			cond(btv1.ConditionPaired, btv1.ReasonPairingFailed, "pairing with E4:17:D8:C5:67:6D failed: BlueZ answered org.bluez.Error.AuthenticationFailed")},
+			"Failed: PairingFailed: pairing with E4:17:D8:C5:67:6D failed: BlueZ answered org.bluez.Error.AuthenticationFailed"},
+		{btv1.PhaseExpired, []metav1.Condition{cond(btv1.ConditionPaired, btv1.ReasonExpired, "the window closed")},
+			"Expired: Expired: the window closed"},
+		{btv1.PhaseFailed, []metav1.Condition{cond(btv1.ConditionAccepted, btv1.ReasonInvalidSpec, "spec.device is wrong")},
+			"Failed: InvalidSpec: spec.device is wrong"},
+		{btv1.PhaseFailed, []metav1.Condition{cond(btv1.ConditionPaired, btv1.ReasonPairingFailed, "")}, "Failed: PairingFailed"},
+		{btv1.PhaseFailed, nil, "Failed"},
+	} {
+		var out bytes.Buffer
+		s := &session{e: &env{streams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}}
+		r := &btv1.PairingRequest{Status: btv1.PairingRequestStatus{Phase: c.phase, Conditions: c.conds}}
+		done, err := s.show(r)
+		if !done || err == nil || err.Error() != c.want {
+			t.Errorf("%s request: done %v, %v; want the error %q", c.phase, done, err, c.want)
+		}
+	}
+}
