@@ -82,9 +82,10 @@ func checkPairingSchema(t *testing.T, k *kube) {
 	}{
 		{"a window of a year", "spec.windowSeconds", map[string]any{"adapter": adapter, "windowSeconds": 365 * 24 * 3600}},
 		{"a window of 1 s", "spec.windowSeconds", map[string]any{"adapter": adapter, "windowSeconds": 1}},
-		{"an adapter spelt with colons", "spec.adapter", map[string]any{"adapter": "00:1A:7D:DA:71:13"}},
+		{"an adapter spelt with both separators", "spec.adapter is not an adapter's address", map[string]any{"adapter": "00:1A-7D:DA:71:13"}},
+		{"an adapter that is a name", "spec.adapter is not an adapter's address", map[string]any{"adapter": "kitchen"}},
 		{"no adapter", "spec.adapter", map[string]any{"windowSeconds": 60}},
-		{"a device that is no address", "spec.device", map[string]any{"adapter": adapter, "device": "gamepad"}},
+		{"a device that is no address", "spec.device is not a Bluetooth address", map[string]any{"adapter": adapter, "device": "gamepad"}},
 		{"a PIN of 17 characters", "spec.pin", map[string]any{"adapter": adapter, "pin": strings.Repeat("1", 17)}},
 		{"a PIN with a newline", "spec.pin", map[string]any{"adapter": adapter, "pin": "12\n34"}},
 		{"a negative TTL", "spec.ttlSecondsAfterFinished", map[string]any{"adapter": adapter, "ttlSecondsAfterFinished": -1}},
@@ -99,9 +100,18 @@ func checkPairingSchema(t *testing.T, k *kube) {
 			t.Errorf("%s: refused without naming %s: %v", c.name, c.field, err)
 		}
 	}
-	// At update: the adapter cannot change, the window stays bounded.
+	// Both spellings of both addresses are taken, as the kubectl plugin
+	// takes them: the adapter as BlueZ spells it, the device as its
+	// Peripheral is named.
+	spelt := map[string]any{"adapter": "00:1A:7D:DA:71:13", "device": "e4-17-d8-c5-67-6d"}
+	if _, err := k.run(ctx, strings.NewReader(requestJSON(t, "default", "spelt", spelt)), "create", "-f", "-"); err != nil {
+		t.Errorf("a request with the other spellings: %v", err)
+	}
+	// At update: the adapter cannot change (in any spelling), the window
+	// stays bounded.
 	for _, p := range []struct{ name, patch, field string }{
 		{"moving to another adapter", `{"spec":{"adapter":"00-1a-7d-da-71-14"}}`, "spec.adapter cannot change"},
+		{"moving to another adapter, spelt with colons", `{"spec":{"adapter":"00:1A:7D:DA:71:14"}}`, "spec.adapter cannot change"},
 		{"a window of a year", `{"spec":{"windowSeconds":31536000}}`, "spec.windowSeconds"},
 	} {
 		_, err := k.run(ctx, nil, "patch", "pairingrequest", "valid", "--type=merge", "-p", p.patch)
@@ -152,7 +162,11 @@ func checkPairingSchema(t *testing.T, k *kube) {
 	if _, err := k.run(ctx, strings.NewReader(per("e4-17-d8-c5-67-70", map[string]any{"alias": strings.Repeat("é", 124)})), "create", "-f", "-"); err != nil {
 		t.Errorf("a 248-byte alias of 124 characters: %v, want it accepted", err)
 	}
-	for _, obj := range [][]string{{"pairingrequest", "valid"}, {"peripheral", "e4-17-d8-c5-67-6d"}, {"peripheral", "e4-17-d8-c5-67-70"}} {
+	// Respelling the same adapter is no move.
+	if _, err := k.run(ctx, nil, "patch", "pairingrequest", "spelt", "--type=merge", "-p", `{"spec":{"adapter":"00-1a-7d-da-71-13"}}`); err != nil {
+		t.Errorf("respelling the adapter: %v", err)
+	}
+	for _, obj := range [][]string{{"pairingrequest", "valid"}, {"pairingrequest", "spelt"}, {"peripheral", "e4-17-d8-c5-67-6d"}, {"peripheral", "e4-17-d8-c5-67-70"}} {
 		_, _ = k.run(ctx, nil, "delete", obj[0], obj[1])
 	}
 }

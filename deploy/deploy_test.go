@@ -141,6 +141,8 @@ var bases = []base{
 			"ValidatingAdmissionPolicyBinding/audio-operator-own-node-slices",
 			"ValidatingAdmissionPolicy/audio-operator-own-node-endpoints",
 			"ValidatingAdmissionPolicyBinding/audio-operator-own-node-endpoints",
+			"ValidatingAdmissionPolicy/audio-endpoint-controls",
+			"ValidatingAdmissionPolicyBinding/audio-endpoint-controls",
 			"DeviceClass/sound-card",
 			"DeviceClass/audio-sink",
 			"DeviceClass/audio-source",

@@ -623,3 +623,23 @@ func TestStatusSpecMetricsAndEvents(t *testing.T) {
 		return c.Status == metav1.ConditionFalse && c.Reason == btv1.ReasonNewAdapter, c.Message
 	})
 }
+
+// TestEitherSpelling: a request that names its adapter as BlueZ spells
+// the address and its device as a Peripheral is named (the spellings the
+// kubectl plugin takes for both) is taken by the adapter's operator and
+// pairs that device.
+func TestEitherSpelling(t *testing.T) {
+	r := newRig(t, "00:1A:7D:DA:71:09")
+	r.start()
+	const pad = "E4:17:D8:C5:69:01"
+	_, err := r.sim.AddDevice("hci0", pad, bluezsim.Device{Name: "pad", Class: 0x002508, UUIDs: []string{hid}, RSSI: -40})
+	must(t, err)
+	r.create("spelt", btv1.PairingRequestSpec{Adapter: "00:1a:7D:DA:71:09", Device: "e4-17-d8-c5-69-01", WindowSeconds: 120})
+	req := r.waitRequest("spelt", "Paired", func(p *btv1.PairingRequest) bool { return p.Status.Phase.Finished() })
+	if req.Status.Phase != btv1.PhasePaired || req.Status.Peripheral != "e4-17-d8-c5-69-01" {
+		t.Errorf("request %s peripheral %q, conditions %+v; want Paired, e4-17-d8-c5-69-01", req.Status.Phase, req.Status.Peripheral, req.Status.Conditions)
+	}
+	if c := cond(req.Status.Conditions, btv1.ConditionAccepted); c.Status != metav1.ConditionTrue {
+		t.Errorf("Accepted %+v; want the adapter's operator to hold the request", c)
+	}
+}

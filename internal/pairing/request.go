@@ -33,7 +33,7 @@ func (p *pass) syncRequests() {
 	var open time.Time // the latest deadline of our open requests
 	for i := range reqs {
 		r := &reqs[i]
-		if r.Spec.Adapter != p.c.cfg.Adapter.Key() {
+		if adapterName(r.Spec.Adapter) != p.c.cfg.Adapter.Key() {
 			p.foreignRequest(r, adapters)
 			continue
 		}
@@ -92,7 +92,7 @@ func (p *pass) foreignRequest(r *btv1.PairingRequest, adapters []btv1.Adapter) {
 	}
 	var found *btv1.Adapter
 	for i := range adapters {
-		if adapters[i].Name == r.Spec.Adapter {
+		if adapters[i].Name == adapterName(r.Spec.Adapter) {
 			found = &adapters[i]
 		}
 	}

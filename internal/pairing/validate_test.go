@@ -15,12 +15,17 @@ func TestValidateSpec(t *testing.T) {
 	if err := ValidateSpec(ok); err != nil {
 		t.Fatal(err)
 	}
+	// Both spellings of both addresses, as the schema and the kubectl
+	// plugin take them.
+	if err := ValidateSpec(btv1.PairingRequestSpec{Adapter: "00:1A:7D:DA:71:13", Device: "e4-17-d8-c5-67-6d"}); err != nil {
+		t.Errorf("the other spellings: %v", err)
+	}
 	year, minus := int32(365*24*3600), int32(-1)
 	for _, c := range []struct {
 		field string
 		spec  btv1.PairingRequestSpec
 	}{
-		{"spec.adapter", btv1.PairingRequestSpec{Adapter: "00:1A:7D:DA:71:13"}},
+		{"spec.adapter", btv1.PairingRequestSpec{Adapter: "00:1A-7D:DA:71:13"}},
 		{"spec.windowSeconds", btv1.PairingRequestSpec{Adapter: ok.Adapter, WindowSeconds: year}},
 		{"spec.device", btv1.PairingRequestSpec{Adapter: ok.Adapter, Device: strings.Repeat("x", 10<<10)}},
 		{"spec.pin", btv1.PairingRequestSpec{Adapter: ok.Adapter, PIN: "00\n00"}},

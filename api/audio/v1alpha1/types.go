@@ -105,10 +105,19 @@ type EndpointSpec struct {
 	// Names are at most 64 characters (the kernel's are at most 44 bytes, plus an
 	// index) and text values at most 1024 (128 comma-joined channel
 	// values), so a spec cannot carry kilobytes into every Event that
-	// reports it.
+	// reports it. Neither may hold a control character (C0, DEL, C1) nor
+	// a bidirectional or zero-width formatting character, as an Adapter's
+	// alias may not: no kernel control or item name has one, and they
+	// would reach every terminal that shows the spec. The schema checks
+	// the names; the values are checked by the ValidatingAdmissionPolicy
+	// audio-endpoint-controls (deploy/audio/admissionpolicy.yaml), because
+	// a schema cannot bound the length of an integer-or-string map value,
+	// and without a bound the API server refuses a rule that reads its
+	// characters as too costly.
 	// +kubebuilder:validation:MaxProperties=128
 	// +kubebuilder:validation:XValidation:rule="self.all(k, size(k) <= 64)",message="a control name is longer than 64 characters"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, type(self[k]) != string || size(self[k]) <= 1024)",message="a control value is longer than 1024 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !k.matches('[\\x00-\\x1f\\x7f-\\u009f\\u200b-\\u200f\\u202a-\\u202e\\u2066-\\u2069\\ufeff]'))",message="a control name holds a control, bidirectional or zero-width character"
 	// +optional
 	Controls map[string]intstr.IntOrString `json:"controls,omitempty"`
 }

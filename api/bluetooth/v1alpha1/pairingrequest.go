@@ -44,13 +44,16 @@ type PairingRequestList struct {
 // PairingRequestSpec is the window a person asks for and, once a device
 // answered, the approval.
 //
-// +kubebuilder:validation:XValidation:rule="self.adapter == oldSelf.adapter",message="spec.adapter cannot change; create another request"
+// +kubebuilder:validation:XValidation:rule="self.adapter.lowerAscii().replace(':', '-') == oldSelf.adapter.lowerAscii().replace(':', '-')",message="spec.adapter cannot change; create another request"
 type PairingRequestSpec struct {
-	// Adapter is the name of the Adapter to pair with: its address in
-	// lowercase with dashes ("00-1a-7d-da-71-13"); `kubectl get adapters`
-	// lists them.
-	// +kubebuilder:validation:Pattern=`^([0-9a-f]{2}-){5}[0-9a-f]{2}$`
+	// Adapter is the Adapter to pair with: its name, the address in
+	// lowercase with dashes ("00-1a-7d-da-71-13", as `kubectl get
+	// adapters` lists them), or the address as BlueZ spells it
+	// ("00:1A:7D:DA:71:13"), in either case, as `kubectl liken bluetooth
+	// pair --adapter` takes it. The operator reads every spelling as the
+	// same adapter; the spec keeps the one written.
 	// +kubebuilder:validation:MaxLength=17
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9A-Fa-f]{2}(-[0-9A-Fa-f]{2}){5}$') || self.matches('^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$')",message="spec.adapter is not an adapter's address: give its name (00-1a-7d-da-71-13) or its address (00:1A:7D:DA:71:13)"
 	Adapter string `json:"adapter"`
 	// WindowSeconds is how long the radio stays discoverable and pairable,
 	// 15 to 900 seconds.
@@ -60,10 +63,11 @@ type PairingRequestSpec struct {
 	// +optional
 	WindowSeconds int32 `json:"windowSeconds,omitempty"`
 	// Device is the approval: the address of the device to pair
-	// ("E4:17:D8:C5:67:6D", either case), usually one of status.seen.
-	// Set at creation, it pairs that device as soon as it answers.
-	// +kubebuilder:validation:Pattern=`^([0-9A-Fa-f]{2}:){5}[0-9A-Fa-f]{2}$`
+	// ("E4:17:D8:C5:67:6D", or "e4-17-d8-c5-67-6d" as its Peripheral is
+	// named, in either case), usually one of status.seen. Set at
+	// creation, it pairs that device as soon as it answers.
 	// +kubebuilder:validation:MaxLength=17
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$') || self.matches('^[0-9A-Fa-f]{2}(-[0-9A-Fa-f]{2}){5}$')",message="spec.device is not a Bluetooth address: give it as E4:17:D8:C5:67:6D (or e4-17-d8-c5-67-6d)"
 	// +optional
 	Device string `json:"device,omitempty"`
 	// PIN answers a legacy device that asks for a PIN code (BlueZ's
