@@ -117,7 +117,9 @@ type BakedFile struct {
 //     enumerate cards through udev, and the pod has none; the declaration
 //     names the PCMs instead), without Bluetooth until BluetoothConf
 //     enables it, without cameras, and without the session-bus
-//     connection (there is no session bus).
+//     connection (there is no session bus); and the component that
+//     keeps stream links across a WirePlumber restart (KeepLinksScript).
+//   - wireplumber/scripts/liken/keep-links.lua: KeepLinksScript.
 //   - wireplumber/wireplumber.conf.d/51-access-rules.conf: a client that
 //     PipeWire's legacy access check classed as a Flatpak client gets
 //     every permission. A client in another PID namespace (every other
@@ -146,9 +148,21 @@ wireplumber.profiles = {
     hardware.bluetooth = disabled
     hardware.video-capture = disabled
     support.dbus = disabled
+    ` + KeepLinksComponent + ` = required
   }
 }
+
+# Stream links outlive this WirePlumber, and the next one adopts them, so
+# a restart of the wireplumber container does not silence a card sink.
+wireplumber.components = [
+  {
+    name = liken/keep-links.lua, type = script/lua
+    provides = ` + KeepLinksComponent + `
+    requires = [ hooks.linking.target.prepare-link, hooks.linking.target.link ]
+  }
+]
 `)},
+		{Path: "wireplumber/scripts/liken/keep-links.lua", Content: KeepLinksScript},
 		{Path: "wireplumber/wireplumber.conf.d/51-access-rules.conf", Content: []byte(`# Baked into the audio-operator image. Clients connect from other
 # containers, in other PID namespaces, where the peer's pid cannot be
 # read and the client looks sandboxed. Who may connect is decided by who

@@ -181,12 +181,16 @@ func Prepare(opts Options) (*Daemons, error) {
 	}
 	// The image's baked files live under /usr/share; here they go in the
 	// user configuration directory, which both daemons merge the same
-	// way, file names deciding the order.
+	// way, file names deciding the order. WirePlumber looks for scripts
+	// in the data directories alone (XDG_DATA_HOME here).
 	for _, f := range pipewire.BakedFiles() {
 		if slices.Contains(opts.LeaveOut, f.Path) {
 			continue
 		}
 		path := filepath.Join(d.ConfigHome, filepath.FromSlash(f.Path))
+		if strings.HasPrefix(f.Path, "wireplumber/scripts/") {
+			path = filepath.Join(root, "data", filepath.FromSlash(f.Path))
+		}
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fail(err)
 		}
