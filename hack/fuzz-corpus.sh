@@ -10,8 +10,10 @@
 # already committed and the ones picked before it do not. Inputs already
 # committed are kept: a failing input Go wrote there is a regression test.
 #
-# Prints one line per target: candidates, files added, and the statement
-# coverage of the target's package before and after.
+# Prints one line per target: candidates, files added, the statement
+# coverage of the target's package before and after, and after, the
+# coverage of the package's files the corpus reaches at all (the
+# parser's own files, in a package that holds more than the parser).
 #
 #   hack/fuzz-corpus.sh                         # every target
 #   hack/fuzz-corpus.sh ./internal/captureapi   # the targets under one package
@@ -41,8 +43,15 @@ percent() {
 		!seen[$1]++ { n += s[$1] }
 		END { if (total) printf "%.1f%%", 100 * n / total; else printf "-" }' "$work/all.out" "$1"
 }
+# infiles is percent over the profile's files that file $1 reaches.
+infiles() {
+	awk 'NR == FNR { s[$1] = $2; f = $1; sub(/:.*/, "", f); file[$1] = f; next }
+		!seen[$1]++ { n += s[$1]; reached[file[$1]] = 1 }
+		END { for (b in s) if (file[b] in reached) total += s[b]
+			if (total) printf "%.1f%%", 100 * n / total; else printf "-" }' "$work/all.out" "$1"
+}
 
-printf '%-28s %-26s %10s %6s %8s %8s\n' package target candidates added before after
+printf '%-28s %-26s %10s %6s %8s %8s %8s\n' package target candidates added before after in-files
 while read -r file; do
 	dir="$(dirname "$file")"
 	case "./$dir/" in "${filter%/}/"*) ;; *) continue ;; esac
@@ -89,7 +98,7 @@ while read -r file; do
 			if grep -qx "$name" "$work/keep"; then added=$((added + 1)); else rm -f "$dest/$name"; fi
 		done
 		rmdir "$dest" 2>/dev/null || true
-		after="$(covered "^$target\$" >"$work/base"; percent "$work/base")"
-		printf '%-28s %-26s %10s %6s %8s %8s\n' "$dir" "$target" "$candidates" "$added" "$before" "$after"
+		covered "^$target\$" >"$work/base"
+		printf '%-28s %-26s %10s %6s %8s %8s %8s\n' "$dir" "$target" "$candidates" "$added" "$before" "$(percent "$work/base")" "$(infiles "$work/base")"
 	done
 done < <(git grep -l '^func Fuzz' -- '*_test.go' | sort)
