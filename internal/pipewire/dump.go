@@ -35,16 +35,9 @@ var ErrBadDump = errors.New("bad pw-dump output")
 // JSON array: input that is empty, cut short or followed by more text, or
 // an array longer than MaxBatchBytes. No partial graph is returned then.
 func ParseDump(data []byte) (*Graph, error) {
-	sp := newSplitter(bytes.NewReader(data), MaxBatchBytes, MaxObjectBytes)
-	b, err := readBatch(sp)
-	if errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: empty", ErrBadDump)
-	}
+	b, err := readOneBatch(data)
 	if err != nil {
 		return nil, err
-	}
-	if c, err := sp.skipSpace(); err == nil {
-		return nil, fmt.Errorf("%w: invalid character %q after the array", ErrBadDump, c)
 	}
 	s := NewStream()
 	seen := make(map[uint32]bool, len(b.objs))
@@ -64,6 +57,25 @@ func ParseDump(data []byte) (*Graph, error) {
 	g := s.Graph()
 	g.Skipped = skipped
 	return g, nil
+}
+
+// readOneBatch reads data as exactly one pw-dump array, as ParseDump
+// and Stream.Apply take it: empty input, input cut short, text after the
+// array, or an array longer than MaxBatchBytes is an error wrapping
+// ErrBadDump.
+func readOneBatch(data []byte) (batch, error) {
+	sp := newSplitter(bytes.NewReader(data), MaxBatchBytes, MaxObjectBytes)
+	b, err := readBatch(sp)
+	if errors.Is(err, io.EOF) {
+		return batch{}, fmt.Errorf("%w: empty", ErrBadDump)
+	}
+	if err != nil {
+		return batch{}, err
+	}
+	if c, err := sp.skipSpace(); err == nil {
+		return batch{}, fmt.Errorf("%w: invalid character %q after the array", ErrBadDump, c)
+	}
+	return b, nil
 }
 
 // object is one entry of a pw-dump array.

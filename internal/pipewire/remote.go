@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/liken-sh/operators/internal/tailbuf"
 	"io"
 	"os"
 	"os/exec"
@@ -17,6 +16,8 @@ import (
 	"time"
 
 	"k8s.io/klog/v2"
+
+	"github.com/liken-sh/operators/internal/tailbuf"
 )
 
 // DefaultDumpTimeout bounds one pw-dump when the caller's context has no
@@ -272,7 +273,18 @@ func (m *Monitor) Pid() int { return m.cmd.Process.Pid }
 
 // Stop ends the child and its process group (SIGTERM; SIGKILL if it has
 // not exited within a second) and waits until Done. Stopping twice is harmless.
-func (m *Monitor) Stop() {
+func (m *Monitor) Stop() { m.end(syscall.SIGTERM) }
+
+// Kill ends the child and its process group at once (SIGKILL) and waits
+// until Done: for a child that is stuck (stopped, or blocked writing),
+// which SIGTERM would not end. Killing a monitor that has ended is
+// harmless.
+func (m *Monitor) Kill() { m.end(syscall.SIGKILL) }
+
+// end marks the monitor stopped, sends sig to the child's process group
+// unless it has already exited, and waits until Done, sending SIGKILL
+// after waitDelay.
+func (m *Monitor) end(sig syscall.Signal) {
 	m.mu.Lock()
 	m.stopped = true
 	m.mu.Unlock()
@@ -281,30 +293,13 @@ func (m *Monitor) Stop() {
 		return
 	default:
 	}
-	_ = signalGroup(m.cmd, syscall.SIGTERM)
+	_ = signalGroup(m.cmd, sig)
 	select {
 	case <-m.done:
 	case <-time.After(waitDelay):
 		_ = signalGroup(m.cmd, syscall.SIGKILL)
 		<-m.done
 	}
-}
-
-// Kill ends the child and its process group at once (SIGKILL) and waits
-// until Done: for a child that is stuck (stopped, or blocked writing),
-// which SIGTERM would not end. Killing a monitor that has ended is
-// harmless.
-func (m *Monitor) Kill() {
-	m.mu.Lock()
-	m.stopped = true
-	m.mu.Unlock()
-	select {
-	case <-m.done:
-		return
-	default:
-	}
-	_ = signalGroup(m.cmd, syscall.SIGKILL)
-	<-m.done
 }
 
 // boundedBuffer keeps the first max bytes written to it and notes that

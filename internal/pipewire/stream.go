@@ -3,7 +3,6 @@
 package pipewire
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -42,16 +41,9 @@ func NewStream() *Stream {
 // wrapping ErrBadDump, and the Stream is then unchanged. It returns the
 // graph after the batch.
 func (s *Stream) Apply(data []byte) (*Graph, error) {
-	sp := newSplitter(bytes.NewReader(data), MaxBatchBytes, MaxObjectBytes)
-	b, err := readBatch(sp)
-	if errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: empty", ErrBadDump)
-	}
+	b, err := readOneBatch(data)
 	if err != nil {
 		return nil, err
-	}
-	if c, err := sp.skipSpace(); err == nil {
-		return nil, fmt.Errorf("%w: invalid character %q after the array", ErrBadDump, c)
 	}
 	return s.applyBatch(b), nil
 }

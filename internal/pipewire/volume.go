@@ -7,11 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/liken-sh/operators/internal/tailbuf"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/liken-sh/operators/internal/tailbuf"
 )
 
 // A declared node's volume is the software gain of its converter, set
@@ -130,22 +131,26 @@ func (r Remote) SetVolume(ctx context.Context, node uint32, w VolumeWrite) error
 	return r.setParam(ctx, node, "Props", lit)
 }
 
-// setParam runs `pw-cli set-param <id> <param> <literal>`, bounded by
-// DefaultWriteTimeout when ctx has no deadline, and reads pw-cli's stderr
-// for the failure it prints with a zero exit.
+// setParam runs `pw-cli set-param <id> <param> <literal>` (runPwCli).
 func (r Remote) setParam(ctx context.Context, object uint32, param, lit string) error {
+	return r.runPwCli(ctx, "set-param", strconv.FormatUint(uint64(object), 10), param, lit)
+}
+
+// runPwCli runs pw-cli once with args, bounded by DefaultWriteTimeout
+// when ctx has no deadline. pw-cli exits 0 from most failures, printing
+// them on stderr (and on stdout only the param it sends), so its stderr
+// is read for an "Error:" line: one naming an unknown global wraps
+// ErrNoSuchObject. Every error starts with the command line run.
+func (r Remote) runPwCli(ctx context.Context, args ...string) error {
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, DefaultWriteTimeout)
 		defer cancel()
 	}
-	id := strconv.FormatUint(uint64(object), 10)
-	cmd := r.tool(ctx, r.pwCli(), "set-param", id, param, lit)
-	// pw-cli prints the param it sends on stdout; only stderr says
-	// whether it went anywhere.
+	cmd := r.tool(ctx, r.pwCli(), args...)
 	stderr := tailbuf.New(2048)
 	cmd.Stderr = stderr
-	what := "pw-cli set-param " + id + " " + param + " " + lit
+	what := "pw-cli " + strings.Join(args, " ")
 	if err := cmd.Run(); err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("%w (%v)", ctx.Err(), err)
