@@ -158,34 +158,14 @@ func wireplumberLosesBus(t *testing.T, ctx context.Context) {
 
 	audioBefore, btBefore := restarts(audioPod), restarts(btPod)
 	consumerBefore := restarts(getPod(t, ctx, "default", "speaker"))
-	var bus int
-	for _, hp := range containerProcs(t, btPod, "bluetoothd") {
-		if hp.comm == "dbus-daemon" {
-			bus = hp.pid
-		}
-	}
-	if bus == 0 {
-		t.Fatal("no dbus-daemon in the bluetoothd container")
-	}
+	bus := containerPid(t, btPod, "bluetoothd", "dbus-daemon")
 	watch := watchStream(ctx, speakerNode)
 	lost := time.Now()
 	must(t, syscall.Kill(bus, syscall.SIGKILL))
 
-	poll(t, "the bluetoothd container restarted with a new bus", 2*time.Minute, func() (bool, string) {
-		cur := getPod(t, ctx, ns, btPod.Name)
-		c := containerStatus(t, cur, "bluetoothd")
-		return c.RestartCount > btBefore["bluetoothd"] && c.Started != nil && *c.Started, describe(cur)
-	})
+	waitRestarted(t, ctx, btPod, "bluetoothd", btBefore["bluetoothd"], 2*time.Minute, containerStarted)
 	busBack := time.Since(lost)
-	var wpRestarted time.Duration
-	poll(t, "the wireplumber container restarted", 3*time.Minute, func() (bool, string) {
-		cur := getPod(t, ctx, ns, audioPod.Name)
-		c := containerStatus(t, cur, "wireplumber")
-		if c.RestartCount > audioBefore["wireplumber"] && wpRestarted == 0 {
-			wpRestarted = time.Since(lost)
-		}
-		return wpRestarted != 0 && c.Started != nil && *c.Started, describe(cur)
-	})
+	wpRestarted := waitRestarted(t, ctx, audioPod, "wireplumber", audioBefore["wireplumber"], 3*time.Minute, containerStarted).Sub(lost)
 	poll(t, "WirePlumber's endpoints registered on the new bus", time.Minute, endpointsHeld)
 	endpointsBack := time.Since(lost)
 	_, line = endpointsHeld()

@@ -123,6 +123,49 @@ func containerStatus(t testing.TB, p *corev1.Pod, name string) corev1.ContainerS
 	return corev1.ContainerStatus{}
 }
 
+// waitRestarted polls the pod p (by namespace and name) until its
+// container name has restarted more than before times and up holds of
+// its status (containerStarted, containerReady), failing the test after
+// within. It returns when the higher restart count was first seen.
+func waitRestarted(t testing.TB, ctx context.Context, p *corev1.Pod, name string, before int32, within time.Duration, up func(corev1.ContainerStatus) bool) time.Time {
+	t.Helper()
+	var restarted time.Time
+	poll(t, "the "+name+" container of "+p.Name+" restarted", within, func() (bool, string) {
+		cur := getPod(t, ctx, p.Namespace, p.Name)
+		c := containerStatus(t, cur, name)
+		if c.RestartCount > before && restarted.IsZero() {
+			restarted = time.Now()
+		}
+		return !restarted.IsZero() && up(c), describe(cur)
+	})
+	return restarted
+}
+
+// containerStarted reports whether the kubelet holds the container
+// started (its startup probe, if any, passed).
+func containerStarted(c corev1.ContainerStatus) bool { return c.Started != nil && *c.Started }
+
+// containerReady reports whether the container passes its readiness
+// probe.
+func containerReady(c corev1.ContainerStatus) bool { return c.Ready }
+
+// containerPid returns the pid of the process whose comm is comm in the
+// named running container of p (the last one in /proc order, should
+// there be several), failing the test when there is none.
+func containerPid(t testing.TB, p *corev1.Pod, name, comm string) int {
+	t.Helper()
+	pid := 0
+	for _, hp := range containerProcs(t, p, name) {
+		if hp.comm == comm {
+			pid = hp.pid
+		}
+	}
+	if pid == 0 {
+		t.Fatalf("no %s process in the %s container of %s", comm, name, p.Name)
+	}
+	return pid
+}
+
 // startedAt is when the container's current run started.
 func startedAt(t testing.TB, p *corev1.Pod, name string) time.Time {
 	t.Helper()

@@ -131,22 +131,13 @@ func pipewireKill(t *testing.T, ctx context.Context) {
 	p := waitDaemonPod(t, ctx, "audio-operator", time.Minute, "", podReady)
 	before := restarts(p)
 	consumerBefore := restarts(getPod(t, ctx, "default", "speaker"))
-	var daemon int
-	for _, hp := range containerProcs(t, p, "pipewire") {
-		if hp.comm == "pipewire" {
-			daemon = hp.pid
-		}
-	}
-	if daemon == 0 {
-		t.Fatal("no pipewire process in the pipewire container")
-	}
+	daemon := containerPid(t, p, "pipewire", "pipewire")
 	killed := time.Now()
 	must(t, syscall.Kill(daemon, syscall.SIGKILL))
-	poll(t, "the pipewire container restarted", 2*time.Minute, func() (bool, string) {
-		cur := getPod(t, ctx, ns, p.Name)
-		c := containerStatus(t, cur, "pipewire")
-		return c.RestartCount == before["pipewire"]+1 && c.Ready, describe(cur)
-	})
+	waitRestarted(t, ctx, p, "pipewire", before["pipewire"], 2*time.Minute, containerReady)
+	if n := restarts(getPod(t, ctx, ns, p.Name))["pipewire"]; n != before["pipewire"]+1 {
+		t.Fatalf("the pipewire container restarted %d times for one kill", n-before["pipewire"])
+	}
 	took := waitLinked(t, ctx, speakerNode, time.Minute)
 	t.Logf("FIGURE PipeWire killed → consumer's stream linked again in %s (of which waiting for the graph %s)", time.Since(killed).Round(time.Millisecond), took.Round(time.Millisecond))
 	after := restarts(getPod(t, ctx, ns, p.Name))
