@@ -80,6 +80,27 @@ func speaker(connected bool) bluez.Device {
 	}
 }
 
+// padAttrs are the attributes published for nesPad(connected).
+func padAttrs(connected bool) map[string]any {
+	return map[string]any{
+		"address": padAddress, "name": "8Bitdo NES30 Pro", "connected": connected,
+		"classOfDevice": int64(0x002508), "majorClass": "peripheral", "minorClass": "gamepad",
+		"modalias": "usb:v2DC8p3820d0100", "icon": "input-gaming", "addressType": "public",
+		"input": true,
+	}
+}
+
+// speakerAttrs are the attributes published for speaker(connected).
+func speakerAttrs(connected bool) map[string]any {
+	return map[string]any{
+		"address": "A0:AB:51:33:B7:12", "name": "Living room", "connected": connected,
+		"classOfDevice": int64(0x240414), "majorClass": "audio-video", "minorClass": "loudspeaker",
+		"serviceAudio": true, "serviceRendering": true,
+		"modalias": "bluetooth:v000Ap0001d0100", "icon": "audio-card", "addressType": "public",
+		"audioSink": true, "avrcpTarget": true, "avrcpController": true, "handsfree": true, "headset": true,
+	}
+}
+
 var (
 	disconnected = TaintDisconnected + ":NoExecute"
 	noInputNode  = TaintNoInputNode + ":NoSchedule"
@@ -96,44 +117,24 @@ func TestControllers(t *testing.T) {
 		name:   "8BitDo NES30 Pro, connected, with its event node",
 		device: nesPad(t, true),
 		nodes:  padNodes,
-		want: flat{Attrs: map[string]any{
-			"address": padAddress, "name": "8Bitdo NES30 Pro", "connected": true,
-			"classOfDevice": int64(0x002508), "majorClass": "peripheral", "minorClass": "gamepad",
-			"modalias": "usb:v2DC8p3820d0100", "icon": "input-gaming", "addressType": "public",
-			"input": true,
-		}},
+		want:   flat{Attrs: padAttrs(true)},
 	}, {
 		name:   "8BitDo NES30 Pro, connected, only a joystick node",
 		device: nesPad(t, true),
 		nodes:  NodeMap{padAddress: {"/dev/input/js0"}},
-		want: flat{Attrs: map[string]any{
-			"address": padAddress, "name": "8Bitdo NES30 Pro", "connected": true,
-			"classOfDevice": int64(0x002508), "majorClass": "peripheral", "minorClass": "gamepad",
-			"modalias": "usb:v2DC8p3820d0100", "icon": "input-gaming", "addressType": "public",
-			"input": true,
-		}, Taints: []string{noInputNode}},
+		want:   flat{Attrs: padAttrs(true), Taints: []string{noInputNode}},
 	}, {
 		name:   "8BitDo NES30 Pro, off the air",
 		device: nesPad(t, false),
 		nodes:  NodeMap{},
-		want: flat{Attrs: map[string]any{
-			"address": padAddress, "name": "8Bitdo NES30 Pro", "connected": false,
-			"classOfDevice": int64(0x002508), "majorClass": "peripheral", "minorClass": "gamepad",
-			"modalias": "usb:v2DC8p3820d0100", "icon": "input-gaming", "addressType": "public",
-			"input": true,
-		}, Taints: []string{disconnected, noInputNode}},
+		want:   flat{Attrs: padAttrs(false), Taints: []string{disconnected, noInputNode}},
 	}, {
 		// Asleep with bluetoothd's uhid device kept (UserspaceHID=persist):
 		// sysfs still lists its node, which reads nothing until it wakes.
 		name:   "8BitDo NES30 Pro, asleep, its uhid node kept",
 		device: nesPad(t, false),
 		nodes:  padNodes,
-		want: flat{Attrs: map[string]any{
-			"address": padAddress, "name": "8Bitdo NES30 Pro", "connected": false,
-			"classOfDevice": int64(0x002508), "majorClass": "peripheral", "minorClass": "gamepad",
-			"modalias": "usb:v2DC8p3820d0100", "icon": "input-gaming", "addressType": "public",
-			"input": true,
-		}, Taints: []string{disconnected, noInputNode}},
+		want:   flat{Attrs: padAttrs(false), Taints: []string{disconnected, noInputNode}},
 	}, {
 		// LE: no class, a HID appearance, and a services list that holds
 		// only a bare "00001800", which is no UUID; the appearance alone
@@ -162,23 +163,11 @@ func TestControllers(t *testing.T) {
 	}, {
 		name:   "speaker, connected: no input node expected",
 		device: speaker(true),
-		want: flat{Attrs: map[string]any{
-			"address": "A0:AB:51:33:B7:12", "name": "Living room", "connected": true,
-			"classOfDevice": int64(0x240414), "majorClass": "audio-video", "minorClass": "loudspeaker",
-			"serviceAudio": true, "serviceRendering": true,
-			"modalias": "bluetooth:v000Ap0001d0100", "icon": "audio-card", "addressType": "public",
-			"audioSink": true, "avrcpTarget": true, "avrcpController": true, "handsfree": true, "headset": true,
-		}},
+		want:   flat{Attrs: speakerAttrs(true)},
 	}, {
 		name:   "speaker, disconnected",
 		device: speaker(false),
-		want: flat{Attrs: map[string]any{
-			"address": "A0:AB:51:33:B7:12", "name": "Living room", "connected": false,
-			"classOfDevice": int64(0x240414), "majorClass": "audio-video", "minorClass": "loudspeaker",
-			"serviceAudio": true, "serviceRendering": true,
-			"modalias": "bluetooth:v000Ap0001d0100", "icon": "audio-card", "addressType": "public",
-			"audioSink": true, "avrcpTarget": true, "avrcpController": true, "handsfree": true, "headset": true,
-		}, Taints: []string{disconnected}},
+		want:   flat{Attrs: speakerAttrs(false), Taints: []string{disconnected}},
 	}, {
 		// A receiver of the kind the attribute rules were written for.
 		name: "B06+ receiver",
