@@ -234,6 +234,9 @@ func TestBases(t *testing.T) {
 			}
 		})
 	}
+	if !t.Failed() {
+		t.Run("uninstall", func(t *testing.T) { checkUninstall(t, k, root) })
+	}
 }
 
 // checkRendered proves the rendered base holds exactly the expected
