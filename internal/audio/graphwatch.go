@@ -5,6 +5,7 @@ package audio
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/internal/pipewire/native"
 )
 
 // Reasons of the GraphCurrent condition.
@@ -21,7 +23,8 @@ const (
 	// ReasonMonitorStale: PipeWire answered a probe and the monitor
 	// printed nothing of it; the monitor is killed and started again.
 	ReasonMonitorStale = "MonitorStale"
-	// ReasonPipeWireNotAnswering: the probe's own pw-dump got no answer.
+	// ReasonPipeWireNotAnswering: PipeWire did not answer the probe's own
+	// connection.
 	ReasonPipeWireNotAnswering = "PipeWireNotAnswering"
 	// ReasonNoGraph: there is no PipeWire to read (it went away, or
 	// never answered).
@@ -30,14 +33,17 @@ const (
 
 // Bounds of one probe of the graph monitor.
 const (
-	// probeDumpTimeout bounds the probe's pw-dump; it answers in about
-	// 0.1 s (pipewire.DefaultDumpTimeout).
-	probeDumpTimeout = 5 * time.Second
-	// probeGrace is how long the monitor gets, after the probe's
-	// pw-dump has answered, to print the batch that client's coming and
-	// going makes.
+	// probeTimeout bounds the probe's connection and round trip; PipeWire
+	// answers in well under a millisecond when it is not stuck.
+	probeTimeout = 5 * time.Second
+	// probeGrace is how long the monitor gets, after PipeWire has
+	// answered the probe, to print the batch the probe's client makes.
 	probeGrace = 2 * time.Second
 )
+
+// probeClientName is the application.name of the probe's client, as
+// pw-dump and pw-top show it.
+const probeClientName = "audio-operator graph probe"
 
 // graphStale is why the graph the passes work from may not be
 // PipeWire's: a GraphCurrent reason and message.
@@ -55,16 +61,28 @@ type probeResult struct {
 
 // probeMonitor tells an idle graph from a stuck monitor. `pw-dump -m`
 // prints only changes, so a graph nobody touches is silent; but every
-// client that connects is a change (its Client object comes and goes),
-// so the probe runs one pw-dump of its own and then waits probeGrace for
-// the monitor to print a batch past before. A pw-dump that gets no answer
+// client that connects is a change (the daemon registers a Client object
+// for it), so the probe connects to PipeWire's socket over the native
+// protocol (src/pipewire/core.h: hello, then a sync answered by done),
+// and holds the connection until the monitor has printed a batch past
+// before, or for probeGrace. A connection or sync that gets no answer
 // means PipeWire itself is not answering; an answer the monitor does not
 // follow means the monitor is stuck (stopped, or blocked on its output).
+// The probe's client is no node, link or device, so the batches it
+// makes do not change the graph's Revision and wake no pass (follow).
 func (o *operator) probeMonitor(ctx context.Context, mon *pipewire.Monitor, before int) probeResult {
-	dump, cancel := context.WithTimeout(ctx, probeDumpTimeout)
-	_, err := o.cfg.Remote.Dump(dump)
-	cancel()
+	dial, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	conn, err := native.DialCore(dial, filepath.Join(o.cfg.runtimeDir(), SocketName),
+		map[string]string{"application.name": probeClientName})
+	if err == nil {
+		defer conn.Close()
+		err = conn.Roundtrip(dial)
+	}
 	if err != nil {
+		if ctx.Err() != nil {
+			return probeResult{at: time.Now()}
+		}
 		return probeResult{stale: &graphStale{Reason: ReasonPipeWireNotAnswering, since: time.Now(),
 			Message: clipMessage("PipeWire did not answer the operator's probe, so its graph may have changed unseen: " + err.Error())}}
 	}
@@ -92,14 +110,17 @@ func (o *operator) probeMonitor(ctx context.Context, mon *pipewire.Monitor, befo
 }
 
 // current records that the graph is PipeWire's as of at, and logs the
-// end of a stale spell.
-func (o *operator) current(ctx context.Context, at time.Time) {
+// end of a stale spell; it reports whether one ended, which the Sinks
+// and Sources learn from the next pass.
+func (o *operator) current(ctx context.Context, at time.Time) (wasStale bool) {
 	if o.stale != nil {
 		klog.FromContext(ctx).Info("The PipeWire graph is current again", "wasStale", o.stale.Reason,
 			"staleFor", at.Sub(o.stale.since).Round(time.Millisecond))
 		o.stale = nil
+		wasStale = true
 	}
 	o.metrics.observed(sourcePipeWire, true, at)
+	return wasStale
 }
 
 // goneStale records a stale graph (last: when it was last known current).

@@ -288,6 +288,9 @@ type operator struct {
 	// PipeWire's (nil: it is current); set and read by the passes'
 	// goroutine only.
 	stale *graphStale
+	// graphRevision is the Revision of the monitor's graph the latest
+	// graph pass read: a batch that leaves it as it is wakes no pass.
+	graphRevision uint64
 
 	metrics  *metrics
 	store    *objects.Store       // nil without Config.Objects
@@ -325,6 +328,7 @@ func (o *operator) startMonitor(ctx context.Context) (*pipewire.Monitor, error) 
 		case g, ok := <-mon.Snapshots():
 			if ok {
 				o.current(ctx, time.Now())
+				o.graphRevision = g.Revision
 				o.pass(ctx, g, triggerGraph)
 				return mon, nil
 			}
@@ -373,7 +377,12 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 				return false, nil
 			}
 			last = time.Now()
-			o.current(ctx, last)
+			if !o.current(ctx, last) && g.Revision == o.graphRevision {
+				// Only objects a pass does not read changed (the
+				// probe's client, or any other, coming or going).
+				continue
+			}
+			o.graphRevision = g.Revision
 			o.pass(ctx, g, triggerGraph)
 		case <-o.wake:
 			o.pass(ctx, mon.Latest(), triggerEvent)
@@ -395,7 +404,11 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 			switch {
 			case r.stale == nil:
 				last = r.at
-				o.current(ctx, r.at)
+				if o.current(ctx, r.at) {
+					g := mon.Latest()
+					o.graphRevision = g.Revision
+					o.pass(ctx, g, triggerGraph)
+				}
 			case r.stale.Reason == ReasonMonitorStale:
 				o.goneStale(ctx, r.stale, last)
 				o.pass(ctx, mon.Latest(), triggerStale)

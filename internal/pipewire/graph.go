@@ -45,6 +45,13 @@ type Graph struct {
 	// readings with the same cookie are of one PipeWire instance; 0 when
 	// the reading had no Core object.
 	Cookie uint32
+	// Revision counts the changes to Nodes, Links, Devices and Cookie
+	// that made this reading, in the Stream (or Monitor) it came from:
+	// two readings of one Stream with the same Revision hold the same
+	// nodes, links, devices and cookie, whatever else the batches between
+	// them changed (a client connecting or leaving, ports, modules,
+	// metadata). Readings of different Streams are not comparable by it.
+	Revision uint64
 	// Skipped says, one error each, which elements of the batch this
 	// reading came from were left out and why (not pw-dump's shape, or
 	// past MaxObjectBytes); nil when none were.

@@ -24,6 +24,9 @@ type Stream struct {
 	cookie  uint32
 	batches int
 	skipped []error // of the latest batch
+	// revision counts the applied objects that changed a node, link,
+	// device or the cookie (Graph.Revision).
+	revision uint64
 }
 
 // NewStream returns an empty Stream.
@@ -59,6 +62,14 @@ func (s *Stream) applyBatch(b batch) *Graph {
 
 func (s *Stream) apply(o object) {
 	prev := s.nodes[o.id]
+	_, wasLink := s.links[o.id]
+	_, wasDevice := s.devices[o.id]
+	if prev != nil || wasLink || wasDevice || o.node != nil || o.link != nil || o.device != nil ||
+		o.cookie != nil && *o.cookie != s.cookie {
+		// What a Graph holds changes; a client, port, module or
+		// metadata object coming, going or changing does not.
+		s.revision++
+	}
 	delete(s.nodes, o.id)
 	delete(s.links, o.id)
 	delete(s.devices, o.id)
@@ -97,6 +108,7 @@ func (s *Stream) Batches() int { return s.batches }
 func (s *Stream) Graph() *Graph {
 	g := graphOf(s.nodes, s.links, s.devices, len(s.all), s.cookie)
 	g.Skipped = s.skipped
+	g.Revision = s.revision
 	return g
 }
 

@@ -184,3 +184,44 @@ func TestReadStreamBounded(t *testing.T) {
 		t.Errorf("snapshots before it: %+v", got)
 	}
 }
+
+// A batch that only brings or removes a client leaves the graph's
+// Revision as it was; one that changes a node, a link, a device or the
+// cookie moves it, and so does a removal of a node.
+func TestStreamRevisionCountsGraphChanges(t *testing.T) {
+	s := NewStream()
+	apply := func(batch string) *Graph {
+		t.Helper()
+		g, err := s.Apply([]byte(batch))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return g
+	}
+	node := `{"id": 40, "type": "PipeWire:Interface:Node", "info": {"state": "suspended", "props": {"node.name": "a"}}}`
+	first := apply(`[{"id": 0, "type": "PipeWire:Interface:Core", "info": {"cookie": 7}}, ` + node + `]`)
+	steps := []struct {
+		batch   string
+		changes bool
+	}{
+		{`[{"id": 90, "type": "PipeWire:Interface:Client", "info": {"props": {"application.name": "probe"}}}]`, false},
+		{`[{"id": 90, "type": "PipeWire:Interface:Client", "info": {"props": {"application.name": "probe", "x": 1}}}]`, false},
+		{`[{"id": 90, "info": null}]`, false},
+		{`[{"id": 91, "type": "PipeWire:Interface:Port", "info": {}}, {"id": 91, "info": null}]`, false},
+		{`[{"id": 0, "type": "PipeWire:Interface:Core", "info": {"cookie": 7}}]`, false},
+		{`[` + node + `]`, true}, // reprinted whole, as a state change reprints it
+		{`[{"id": 0, "type": "PipeWire:Interface:Core", "info": {"cookie": 8}}]`, true},
+		{`[{"id": 41, "type": "PipeWire:Interface:Link", "info": {"output-node-id": 40, "input-node-id": 42}}]`, true},
+		{`[{"id": 41, "info": null}]`, true},
+		{`[{"id": 40, "type": "PipeWire:Interface:Client", "info": {}}]`, true}, // the node's id reused by a client
+		{`[{"id": 40, "info": null}]`, false},
+	}
+	was := first.Revision
+	for i, st := range steps {
+		g := apply(st.batch)
+		if moved := g.Revision != was; moved != st.changes {
+			t.Errorf("batch %d %s: Revision %d after %d, want changed=%v", i+2, st.batch, g.Revision, was, st.changes)
+		}
+		was = g.Revision
+	}
+}

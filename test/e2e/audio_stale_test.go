@@ -97,13 +97,24 @@ func TestAudioStuckGraphMonitor(t *testing.T) {
 		return c != nil && c.Status == metav1.ConditionTrue, fmt.Sprintf("%+v", c)
 	})
 	// Idle for longer than the probe interval: a graph nobody changes is
-	// not stale.
+	// not stale, and the probes that find it current (the observation's
+	// timestamp moves) wake no pass, though each one's client comes and
+	// goes in the monitor's output.
+	time.Sleep(probe)
+	passes := counterValue(t, reg, "audio_passes_total", "trigger", "graph")
+	observed := gaugeValue(t, reg, "audio_observation_last_success_timestamp_seconds")
 	time.Sleep(3 * probe)
 	if got := staleRestarts(t, reg); got != 0 {
 		t.Fatalf("an idle graph restarted the monitor %v times", got)
 	}
 	if age := gaugeValue(t, reg, "audio_observation_age_seconds"); age < 0 || age > (probe+3*time.Second).Seconds() {
 		t.Fatalf("idle graph: audio_observation_age_seconds %v, want within a probe and its grace", age)
+	}
+	if now := gaugeValue(t, reg, "audio_observation_last_success_timestamp_seconds"); now <= observed {
+		t.Fatalf("idle graph: no probe found it current in %s (observed at %v, then %v)", 3*probe, observed, now)
+	}
+	if got := counterValue(t, reg, "audio_passes_total", "trigger", "graph") - passes; got != 0 {
+		t.Errorf("idle graph probed every %s: %v graph passes in %s, want 0", probe, got, 3*probe)
 	}
 
 	// Every GraphCurrent the DP Sink goes through, as the watch sees it.
@@ -239,15 +250,22 @@ func gaugeValue(t *testing.T, reg *prometheus.Registry, name string) float64 {
 // from reg (0 before the first).
 func staleRestarts(t *testing.T, reg *prometheus.Registry) float64 {
 	t.Helper()
+	return counterValue(t, reg, "audio_graph_monitor_restarts_total", "reason", "stale")
+}
+
+// counterValue reads the series of counter name whose label is value
+// from reg (0 before the series exists).
+func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
+	t.Helper()
 	fams, err := reg.Gather()
 	must(t, err)
 	for _, f := range fams {
-		if f.GetName() != "audio_graph_monitor_restarts_total" {
+		if f.GetName() != name {
 			continue
 		}
 		for _, m := range f.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "reason" && l.GetValue() == "stale" {
+				if l.GetName() == label && l.GetValue() == value {
 					return m.GetCounter().GetValue()
 				}
 			}

@@ -175,10 +175,24 @@ type Conn struct {
 	nodes  map[uint32]bool // proxies bound with BindNode
 }
 
-// Dial connects to the socket at path and introduces itself with props
-// (application.name and the like). It fails when the socket does not
-// accept the connection.
+// Dial connects to the socket at path, introduces itself with props
+// (application.name and the like) and asks for the registry, whose
+// Global events then arrive for every object the client may see. It
+// fails when the socket does not accept the connection.
 func Dial(ctx context.Context, path string, props map[string]string) (*Conn, error) {
+	return dial(ctx, path, props, true)
+}
+
+// DialCore connects as Dial does without asking for the registry: no
+// Global or Removed event arrives, so a client that only needs the core
+// (Roundtrip) costs the daemon no announcement of its objects. The
+// daemon still registers the client itself as a global, which every
+// other client with the registry sees come and go.
+func DialCore(ctx context.Context, path string, props map[string]string) (*Conn, error) {
+	return dial(ctx, path, props, false)
+}
+
+func dial(ctx context.Context, path string, props map[string]string, registry bool) (*Conn, error) {
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, "unix", path)
 	if err != nil {
@@ -196,9 +210,11 @@ func Dial(ctx context.Context, path string, props map[string]string) (*Conn, err
 		func() error {
 			return c.send(idClient, clientUpdateProperties, nil, func(w *builder) { w.dict(keys, props) })
 		},
-		func() error {
+	}
+	if registry {
+		steps = append(steps, func() error {
 			return c.send(idCore, coreGetRegistry, nil, func(w *builder) { w.int32(versionRegistry); w.int32(idRegistry) })
-		},
+		})
 	}
 	for _, s := range steps {
 		if err := s(); err != nil {
@@ -243,6 +259,36 @@ func (c *Conn) Sync() (uint32, error) {
 	c.mu.Unlock()
 	err := c.send(idCore, coreSync, nil, func(w *builder) { w.int32(idCore); w.uint32(seq) })
 	return seq, err
+}
+
+// Roundtrip calls Sync and waits for its Done: nil once the daemon has
+// handled every earlier message of this connection. It fails with the
+// daemon's error event, when the connection ends, or when ctx ends
+// first. It reads Events itself and drops every other event, so it is
+// for a caller that reads no event of its own.
+func (c *Conn) Roundtrip(ctx context.Context) error {
+	seq, err := c.Sync()
+	if err != nil {
+		return err
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("PipeWire did not answer a sync: %w", ctx.Err())
+		case ev, ok := <-c.events:
+			switch {
+			case !ok:
+				if err := c.Err(); err != nil {
+					return err
+				}
+				return errors.New("PipeWire closed the connection")
+			case ev.Error != nil:
+				return ev.Error
+			case ev.Done != nil && *ev.Done == seq:
+				return nil
+			}
+		}
+	}
 }
 
 // Bind binds global g and returns the new proxy's id.
