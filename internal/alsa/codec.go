@@ -92,14 +92,26 @@ func encodeElemInfo(info ElemInfo, item uint32) ctlElemInfo {
 	return c
 }
 
-// decodeValue reads count values of type t out of the value union.
+// decodeValue reads count values of type t out of the value union; a
+// boolean reads as 0 or 1.
 func decodeValue(t ElemType, count int, raw *[1024]byte) (Value, error) {
 	if count < 0 || count > t.MaxCount() {
 		return Value{}, fmt.Errorf("%s element with %d values (at most %d)", t, count, t.MaxCount())
 	}
 	v := Value{Type: t}
 	switch t {
-	case TypeBoolean, TypeInteger:
+	case TypeBoolean:
+		// The kernel does not check what a driver's get callback puts in
+		// a boolean's long (sound/core/control.c, snd_ctl_elem_read); any
+		// non-zero value is on, as amixer shows it. Reading it as 1 keeps
+		// a value read back writable (encodeValue takes 0 and 1 only).
+		v.Ints = make([]int64, count)
+		for i := range v.Ints {
+			if binary.NativeEndian.Uint64(raw[8*i:]) != 0 {
+				v.Ints[i] = 1
+			}
+		}
+	case TypeInteger:
 		v.Ints = make([]int64, count)
 		for i := range v.Ints {
 			v.Ints[i] = int64(binary.NativeEndian.Uint64(raw[8*i:]))
