@@ -150,6 +150,11 @@ func PipeWire(ctx context.Context, args []string, env Env) int {
 //   - SIGTERM and SIGINT are forwarded to WirePlumber, and the mode
 //     returns WirePlumber's status when it exits (or the status it exited
 //     with, when a signal arrives during the wait).
+//   - With DBUS_SYSTEM_BUS_ADDRESS set (the claim delivered a media
+//     bus), it follows that bus: when its connection ends and a bus with
+//     another ID answers there, WirePlumber gets SIGTERM and the mode
+//     returns its status, so the container ends and the kubelet starts
+//     WirePlumber on the new bus (mediabus.go).
 //   - A WirePlumber that cannot be started returns 1. With neither
 //     runtime variable set, there is no PipeWire to follow: the mode says
 //     so and returns WirePlumber's status on any exit.
@@ -163,6 +168,22 @@ func WirePlumber(ctx context.Context, args []string, env Env) int {
 		Command: supervise.Command{Path: e.WirePlumber, Args: args, Env: e.Environ, Stdout: e.Stdout, Stderr: e.Stderr},
 		Signals: sigs,
 		Logf:    logf,
+	}
+	if address := e.getenv(EnvSystemBus); address != "" {
+		// A replaced media bus ends the run as a SIGTERM would
+		// (mediabus.go says why).
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		replaced := make(chan struct{})
+		go watchMediaBus(ctx, address, mediaBusPoll, mediaBusReturn, replaced, logf)
+		go func() {
+			select {
+			case <-replaced:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
 	}
 	socket, err := e.socketPath()
 	if err != nil {

@@ -5,10 +5,13 @@ package modes
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/liken-sh/operators/internal/dbusd"
 )
 
 // startWirePlumberMode starts `audio-operator wireplumber
@@ -151,5 +154,54 @@ func TestWirePlumberModeForwardsSignals(t *testing.T) {
 				t.Fatal("WirePlumber is still PipeWire's client")
 			}
 		})
+	}
+}
+
+// A media bus that goes away leaves WirePlumber running (there is nothing
+// better to run it on); a new dbus-daemon at the same address ends the
+// mode at once, with WirePlumber stopped by SIGTERM and its clean status,
+// so that the kubelet starts a WirePlumber that registers on the new bus.
+func TestWirePlumberModeEndsWhenItsMediaBusIsReplaced(t *testing.T) {
+	s := newSandbox(t)
+	s.start(t, "pipewire", DefaultPipeWire, nil)
+	eventually(t, 30*time.Second, "PipeWire answers", func() bool { _, ok := s.dump(); return ok })
+	m := newMediaBus(t)
+	socket := m.bus.SocketPath()
+	wpMode, wp := startWirePlumberMode(t, s, returnLimitEnv+"=1m", EnvSystemBus+"="+m.bus.Address())
+	eventually(t, 10*time.Second, "the mode watches the media bus", func() bool {
+		return strings.Contains(logOf(t, s, "wireplumber"), "watching it")
+	})
+
+	if err := m.bus.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	if wpMode.exited() || !alive(wp) {
+		t.Fatalf("the mode or WirePlumber ended with no bus to move to:\n%s", logOf(t, s, "wireplumber"))
+	}
+
+	log, err := os.Create(filepath.Join(m.dir, "dbus-daemon.2.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer log.Close()
+	bus, err := dbusd.Start(t.Context(), dbusd.Options{
+		SocketPath: socket, Policy: dbusd.PolicyOpen, KeepUser: true, DieWithParent: true, Stdout: log, Stderr: log,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bus.Stop() })
+	back := time.Now()
+	if got := wpMode.wait(t, 10*time.Second); got != 0 {
+		t.Errorf("mode exited %d, want WirePlumber's clean 0 after SIGTERM", got)
+	}
+	t.Logf("FIGURE new media bus answers → wireplumber mode ended: %v (target: within a poll period, %v, plus WirePlumber's stop)",
+		time.Since(back).Round(time.Millisecond), mediaBusPoll)
+	if alive(wp) {
+		t.Errorf("WirePlumber %d outlived its first process", wp)
+	}
+	if l := logOf(t, s, "wireplumber"); !strings.Contains(l, "a new media bus answers at") {
+		t.Errorf("the mode did not say why it ended:\n%s", l)
 	}
 }
