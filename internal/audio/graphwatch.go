@@ -137,16 +137,17 @@ func (o *operator) goneStale(ctx context.Context, s *graphStale, last time.Time)
 }
 
 // graphCondition is the GraphCurrent condition of a pass against g (nil:
-// no PipeWire answers). Its message changes only with its reason, so a
+// no PipeWire answers, which PipeWireNotAnswering says more precisely
+// while the probe finds it so). Its message changes only with its reason, so a
 // healthy endpoint's status is not rewritten.
 func (o *operator) graphCondition(g *pipewire.Graph) metav1.Condition {
 	c := metav1.Condition{Type: audiov1.ConditionGraphCurrent, Status: metav1.ConditionTrue, Reason: ReasonFollowing,
 		Message: "the operator follows PipeWire's graph"}
 	switch {
+	case o.stale != nil && (g != nil || o.stale.Reason == ReasonPipeWireNotAnswering):
+		c.Status, c.Reason, c.Message = metav1.ConditionFalse, o.stale.Reason, o.stale.Message
 	case g == nil:
 		c.Status, c.Reason, c.Message = metav1.ConditionFalse, ReasonNoGraph, "no PipeWire answers; nothing of its graph is known"
-	case o.stale != nil:
-		c.Status, c.Reason, c.Message = metav1.ConditionFalse, o.stale.Reason, o.stale.Message
 	}
 	return c
 }

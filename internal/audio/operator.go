@@ -424,10 +424,17 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 
 // pass reads the cards and publishes their outputs against graph g (nil:
 // PipeWire is not answering, so no output has a sink); trigger is what
-// woke it, counted in audio_passes_total.
+// woke it, counted in audio_passes_total. While the last probe found
+// PipeWire not answering, g is taken as nil whatever it is: a daemon that
+// gives a client no answer within probeDumpTimeout cannot serve a new
+// consumer either, so nothing is scheduled onto its outputs (no-sink is
+// NoSchedule; nothing is evicted), until its next answer.
 func (o *operator) pass(ctx context.Context, g *pipewire.Graph, trigger string) {
 	logger := klog.FromContext(ctx)
 	o.metrics.passes.WithLabelValues(trigger).Inc()
+	if o.stale != nil && o.stale.Reason == ReasonPipeWireNotAnswering {
+		g = nil
+	}
 	if g == nil {
 		o.metrics.observed(sourcePipeWire, false, time.Now())
 	}
