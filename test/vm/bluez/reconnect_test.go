@@ -171,7 +171,10 @@ func TestVMReconnectAfterRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer bv.Stop()
+	// Everything the test starts is ended by t.Cleanup, the last started
+	// first, so a t.Fatal at any step leaves no operator, bluetoothd or
+	// virtual controller behind.
+	t.Cleanup(func() { _ = bv.Stop() })
 	addrs := controllerAddresses(t, bv)
 	host, pad, other := addrs[0], addrs[1], addrs[2]
 	t.Logf("adapter hci%d %s, gamepad hci%d %s, a device to refuse hci%d %s", bv.Controllers[0], host, bv.Controllers[1], pad, bv.Controllers[2], other)
@@ -180,15 +183,15 @@ func TestVMReconnectAfterRestart(t *testing.T) {
 
 	api := newFakeAPI(t)
 	d := startBluetoothdAs(t, bluetoothdCaps)
-	defer func() {
+	t.Cleanup(func() {
 		if d != nil {
 			d.stop()
 		}
-	}()
+	})
 	checkCapEff(t, d.cmd.Process.Pid, bluetoothdCapEff)
 	paths := waitAdapters(t, d, addrs)
 	padSide := newPadSide(t, paths[1])
-	defer padSide.close()
+	t.Cleanup(padSide.close)
 
 	op := api.startOperator(t, host)
 	api.waitAdapter(t, host, "created", func(a *btv1.Adapter) bool { return a.Status.Powered })
@@ -220,8 +223,7 @@ func TestVMReconnectAfterRestart(t *testing.T) {
 	}
 	d = startBluetoothdAs(t, bluetoothdCaps)
 	waitAdapters(t, d, addrs)
-	op = api.startOperator(t, host)
-	defer op.stop(t)
+	api.startOperator(t, host)
 
 	// Page scan: on, from the accept list, with Connectable off.
 	if !waitObjects(d, 10*time.Second, func(o bluez.Objects) bool {
@@ -414,10 +416,13 @@ func (a *fakeAPI) startOperator(t *testing.T, adapter bdaddr.Address) *operatorR
 		},
 	}
 	go func() { r.done <- bluetooth.Run(ctx, cfg) }()
+	t.Cleanup(func() { r.stop(t) })
 	return r
 }
 
-// stop ends the run as SIGTERM does and waits for it.
+// stop ends the run as SIGTERM does and waits for it; a run already
+// stopped is left alone. startOperator's t.Cleanup stops a run the test
+// did not.
 func (r *operatorRun) stop(t *testing.T) {
 	if r.cancel == nil {
 		return
