@@ -197,7 +197,11 @@ func TestTapEndsAndLeaves(t *testing.T) {
 // TestTapLimit: with CAPTURE_TAPS=4 the fifth concurrent tap is 503
 // capture-busy with Retry-After, and a slot freed serves again.
 func TestTapLimit(t *testing.T) {
-	w := newWorld(t, Config{Taps: 4})
+	// The four taps start their pw-records at once, and each must be
+	// linked within LinkDeadline to answer 200: the test sets its own
+	// bound, generous for a loaded machine, rather than lean on
+	// Config's default.
+	w := newWorld(t, Config{Taps: 4, LinkDeadline: 20 * time.Second})
 	var open []*http.Response
 	for i := range 4 {
 		resp := request(t, w.client, http.MethodGet, w.ts.url("/v1/audio/sinks/"+sinkName+"/audio.wav"), testToken)
