@@ -22,7 +22,6 @@ import (
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/audio"
 	"github.com/liken-sh/operators/internal/bluetooth"
-	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/bluezsim"
@@ -57,18 +56,10 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 	must(t, cluster.ApplyCRDs(ctx, "deploy/audio/crds"))
 
 	dir := t.TempDir()
-	sim := bluezsim.New(t, bluezsim.Options{StorageDir: filepath.Join(dir, "bluetooth")})
-	must(t, ignore(sim.AddAdapter("hci0", adapterAddr)))
+	sim, startBT := mediaBusNode(t, ctx, cluster, dir)
 	must(t, ignore(sim.AddSpeaker("hci0", speakerAddr, bluezsim.Speaker{Name: "Kitchen",
 		Codecs: []bluezsim.Codec{bluezsim.SBC, bluezsim.AptX}, AbsoluteVolume: true, Volume: 100})))
-	must(t, os.MkdirAll(filepath.Join(dir, "sys", "bus", "hid", "devices"), 0o755))
 	btOpts := bluetoothDRA(dir)
-	startBT := func() *bluetoothOperator {
-		return runBluetoothOperator(t, ctx, cluster, bluetooth.Config{
-			Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
-			SysRoot: filepath.Join(dir, "sys"), DRA: btOpts, BondSettle: 300 * time.Millisecond,
-		})
-	}
 	bt := startBT()
 	media := bluetooth.MediaBusName(mustAddr(t, adapterAddr))
 	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool { return hasDevice(s, media) })

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -13,7 +14,9 @@ import (
 	"k8s.io/klog/v2/ktesting"
 
 	"github.com/liken-sh/operators/internal/bluetooth"
+	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/test/bluezsim"
 	"github.com/liken-sh/operators/test/e2e/harness"
 )
 
@@ -48,6 +51,25 @@ func bluetoothDRA(dir string) dra.Options {
 		PluginDir:    filepath.Join(dir, "plugins", bluetooth.DriverName),
 		CDIDir:       filepath.Join(dir, "cdi"),
 		SettleQuiet:  300 * time.Millisecond,
+	}
+}
+
+// mediaBusNode is a node on which the media bus is all the operator
+// publishes until the test adds more: the BlueZ simulator with hci0 (its
+// storage under dir/bluetooth) and a sysfs under dir/sys with no HID
+// device. start runs the operator on it (runBluetoothOperator), each
+// call a new run, as the kubelet restarts its container.
+func mediaBusNode(t *testing.T, ctx context.Context, cluster *harness.Cluster, dir string) (sim *bluezsim.Sim, start func() *bluetoothOperator) {
+	t.Helper()
+	sim = bluezsim.New(t, bluezsim.Options{StorageDir: filepath.Join(dir, "bluetooth")})
+	must(t, ignore(sim.AddAdapter("hci0", adapterAddr)))
+	sysRoot := filepath.Join(dir, "sys")
+	must(t, os.MkdirAll(filepath.Join(sysRoot, "bus", "hid", "devices"), 0o755))
+	return sim, func() *bluetoothOperator {
+		return runBluetoothOperator(t, ctx, cluster, bluetooth.Config{
+			Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
+			SysRoot: sysRoot, DRA: bluetoothDRA(dir), BondSettle: 300 * time.Millisecond,
+		})
 	}
 }
 

@@ -20,8 +20,6 @@ import (
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/liken-sh/operators/internal/bluetooth"
-	"github.com/liken-sh/operators/internal/bluez"
-	"github.com/liken-sh/operators/test/bluezsim"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
 )
@@ -40,18 +38,9 @@ func TestBluetoothMediaBus(t *testing.T) {
 	client := cluster.Client()
 
 	dir := t.TempDir()
-	sim := bluezsim.New(t, bluezsim.Options{StorageDir: filepath.Join(dir, "bluetooth")})
-	must(t, ignore(sim.AddAdapter("hci0", adapterAddr)))
 	// A sysfs with no HID device: the bus is the only thing published.
-	must(t, os.MkdirAll(filepath.Join(dir, "sys", "bus", "hid", "devices"), 0o755))
+	sim, start := mediaBusNode(t, ctx, cluster, dir)
 	draOpts := bluetoothDRA(dir)
-	// start runs the operator as its container does.
-	start := func() *bluetoothOperator {
-		return runBluetoothOperator(t, ctx, cluster, bluetooth.Config{
-			Bus: bluez.Options{Address: sim.Address()}, BondsRoot: sim.StorageDir(),
-			SysRoot: filepath.Join(dir, "sys"), DRA: draOpts, BondSettle: 300 * time.Millisecond,
-		})
-	}
 	op := start()
 
 	media := bluetooth.MediaBusName(mustAddr(t, adapterAddr))

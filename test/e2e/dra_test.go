@@ -35,35 +35,45 @@ var pads = []testdriver.Pad{
 	{Name: "pad-red", Color: "red", Event: 9},
 }
 
-func TestDriverChain(t *testing.T) {
+// driverNode is the control plane with the test driver running on its
+// node.
+type driverNode struct {
+	ctx     context.Context
+	cluster *harness.Cluster
+	opts    dra.Options // the driver's, to start it again with
+	// driver is the running driver; the test's end stops the one this
+	// holds then.
+	driver *testdriver.Driver
+}
+
+// startDriverNode starts the control plane with a Node named node, the
+// test driver's DeviceClass and the default service account, and the
+// test driver on that node publishing pads (its kubelet and CDI
+// directories in a scratch directory, a 200 ms settle window).
+func startDriverNode(t *testing.T) *driverNode {
+	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
 	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
+	must(t, err)
 	t.Cleanup(cluster.Stop)
-	client := cluster.Client()
-	if _, err := cluster.AddNode(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	if err := cluster.ApplyDeviceClass(ctx, testdriver.DeviceClass()); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := cluster.WaitForServiceAccount(ctx, "default", "default"); err != nil {
-		t.Fatal(err)
-	}
-
+	must(t, ignore(cluster.AddNode(ctx, node)))
+	must(t, cluster.ApplyDeviceClass(ctx, testdriver.DeviceClass()))
+	must(t, ignore(cluster.WaitForServiceAccount(ctx, "default", "default")))
 	dir := t.TempDir()
-	opts := dra.Options{
-		NodeName: node, KubeClient: client,
+	n := &driverNode{ctx: ctx, cluster: cluster, opts: dra.Options{
+		NodeName: node, KubeClient: cluster.Client(),
 		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", testdriver.Name),
 		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 200 * time.Millisecond,
-	}
-	driver, err := testdriver.Start(ctx, opts, pads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { driver.Stop() })
+	}}
+	n.driver, err = testdriver.Start(ctx, n.opts, pads)
+	must(t, err)
+	t.Cleanup(func() { n.driver.Stop() })
+	return n
+}
+
+func TestDriverChain(t *testing.T) {
+	n := startDriverNode(t)
+	ctx, cluster, client, opts := n.ctx, n.cluster, n.cluster.Client(), n.opts
 
 	// 1. The driver publishes its pool, owned by the Node.
 	slice := waitForSlice(t, ctx, cluster, func(s *resourceapi.ResourceSlice) bool { return len(s.Spec.Devices) == 2 })
@@ -94,7 +104,7 @@ func TestDriverChain(t *testing.T) {
 	// 4. A NoSchedule taint keeps a second claim off the red pad.
 	gone := slices.Clone(pads)
 	gone[1].Gone = true
-	if err := driver.SetPads(gone); err != nil {
+	if err := n.driver.SetPads(gone); err != nil {
 		t.Fatal(err)
 	}
 	waitForSlice(t, ctx, cluster, func(s *resourceapi.ResourceSlice) bool {
@@ -126,11 +136,11 @@ func TestDriverChain(t *testing.T) {
 
 	// 6. Kill and restart the driver; the kubelet's repeated calls still
 	// answer correctly, and a wiped CDI directory is rebuilt.
-	driver.Stop()
+	n.driver.Stop()
 	if err := os.RemoveAll(opts.CDIDir); err != nil {
 		t.Fatal(err)
 	}
-	driver, err = testdriver.Start(ctx, opts, gone)
+	n.driver, err = testdriver.Start(ctx, opts, gone)
 	if err != nil {
 		t.Fatal(err)
 	}

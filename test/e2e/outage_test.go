@@ -10,10 +10,7 @@ import (
 	"time"
 
 	resourceapi "k8s.io/api/resource/v1"
-	"k8s.io/klog/v2/ktesting"
 
-	"github.com/liken-sh/operators/internal/dra"
-	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
 	"github.com/liken-sh/operators/test/e2e/testdriver"
 )
@@ -30,29 +27,8 @@ const apiOutage = 60 * time.Second
 // API server is back, the driver never stops, and a new claim allocates
 // unprepares afterwards.
 func TestAPIServerOutage(t *testing.T) {
-	_, ctx := ktesting.NewTestContext(t)
-	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(cluster.Stop)
-	client := cluster.Client()
-	if _, err := cluster.AddNode(ctx, node); err != nil {
-		t.Fatal(err)
-	}
-	must(t, cluster.ApplyDeviceClass(ctx, testdriver.DeviceClass()))
-	must(t, ignore(cluster.WaitForServiceAccount(ctx, "default", "default")))
-	dir := t.TempDir()
-	opts := dra.Options{
-		NodeName: node, KubeClient: client,
-		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", testdriver.Name),
-		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 200 * time.Millisecond,
-	}
-	driver, err := testdriver.Start(ctx, opts, pads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { driver.Stop() })
+	n := startDriverNode(t)
+	ctx, cluster, client, opts, driver := n.ctx, n.cluster, n.cluster.Client(), n.opts, n.driver
 	waitForSlice(t, ctx, cluster, func(s *resourceapi.ResourceSlice) bool { return len(s.Spec.Devices) == 2 })
 	blue := create(t, ctx, cluster, testdriver.ClaimForColor("default", "blue", "blue", ""), "player-blue")
 	kl := kubelet.New(client, opts.RegistrarDir)
