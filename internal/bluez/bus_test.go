@@ -11,12 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/liken-sh/operators/internal/tailbuf"
 )
 
 // testBus is a real dbus-daemon with a system-type configuration on a
@@ -28,26 +29,8 @@ type testBus struct {
 	socket  string
 	daemon  *exec.Cmd
 	mock    *exec.Cmd
-	ctl     *dbus.Conn // the test's own connection, to drive the mock
-	logs    *syncBuffer
-}
-
-// syncBuffer collects child output for failure messages.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	ctl     *dbus.Conn      // the test's own connection, to drive the mock
+	logs    *tailbuf.Buffer // the children's output, for failure messages
 }
 
 // busConfig is a system bus with a permissive policy: the tests are about
@@ -79,7 +62,7 @@ func newTestBus(t *testing.T) *testBus {
 	t.Helper()
 	dir := t.TempDir()
 	socket := filepath.Join(dir, "system_bus_socket")
-	b := &testBus{t: t, dir: dir, socket: socket, address: "unix:path=" + socket, logs: &syncBuffer{}}
+	b := &testBus{t: t, dir: dir, socket: socket, address: "unix:path=" + socket, logs: tailbuf.New(1 << 20)}
 	t.Cleanup(b.stopAll)
 	return b
 }

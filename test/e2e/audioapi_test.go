@@ -39,6 +39,7 @@ import (
 	"github.com/liken-sh/operators/internal/captureapi"
 	"github.com/liken-sh/operators/test/capturetest"
 	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/poll"
 )
 
 // standInCapture answers the capture container's routes over TLS with
@@ -329,7 +330,7 @@ func TestAudioAPI(t *testing.T) {
 	})
 
 	t.Run("events", func(t *testing.T) {
-		err := pollFor(ctx, 30*time.Second, func() (bool, string) {
+		poll.WaitFor(t, ctx, "a Normal Captured Event on the Sink naming the listener", 30*time.Second, func() (bool, string) {
 			evs, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=kitchen,reason=Captured"})
 			if err != nil {
 				return false, err.Error()
@@ -342,9 +343,6 @@ func TestAudioAPI(t *testing.T) {
 			}
 			return false, fmt.Sprintf("%d events", len(evs.Items))
 		})
-		if err != nil {
-			t.Error(err)
-		}
 	})
 
 	t.Run("metrics", func(t *testing.T) {
@@ -507,23 +505,6 @@ current-context: e2e
 	return path
 }
 
-// pollFor calls check every 200 ms until done or timeout.
-func pollFor(ctx context.Context, timeout time.Duration, check func() (bool, string)) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		done, state := check()
-		if done {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w; last: %s", ctx.Err(), state)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-}
-
 // checkCertificates: two replicas starting at once end on one CA; a
 // Secret cert-manager keeps (no ca.key) is served as it is and nothing is
 // signed; a leaf due for renewal is renewed while a tap streams through
@@ -637,10 +618,7 @@ func checkCertificates(t *testing.T, ctx context.Context, c *harness.Cluster, ca
 			n.Store(k)
 			done <- err
 		}()
-		err = pollFor(ctx, 20*time.Second, func() (bool, string) { return serving().Cmp(first) != 0, "same serial" })
-		if err != nil {
-			t.Fatalf("the serving leaf was never renewed: %v", err)
-		}
+		poll.WaitFor(t, ctx, "the serving leaf renewed", 20*time.Second, func() (bool, string) { return serving().Cmp(first) != 0, "same serial" })
 		t.Logf("serving leaf renewed while the tap streams")
 		// A new connection is served the new leaf and verifies.
 		probe := get(t, ctx, clientFor(t, ctx, c, ns, &cert), "https://"+addr+captureapi.Root, "")

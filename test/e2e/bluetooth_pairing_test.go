@@ -87,7 +87,7 @@ func TestPairingThroughThePlugin(t *testing.T) {
 	alice := plugin{bin: child.BuildCommand(t, "github.com/liken-sh/operators/cmd/kubectl-liken-bluetooth"), kubeconfig: cluster.Kubeconfig(), as: []string{"--as=alice", "-n", "alice"}}
 	admin := plugin{bin: alice.bin, kubeconfig: cluster.Kubeconfig()}
 	adapterKey := mustAddr(t, adapterAddr).Key()
-	waitUntil(t, "the Adapter", func() (bool, string) {
+	poll.WaitFor(t, ctx, "the Adapter", 30*time.Second, func() (bool, string) {
 		_, err := dyn.Resource(btv1.AdaptersResource).Get(ctx, adapterKey, metav1.GetOptions{})
 		return err == nil, errString(err)
 	})
@@ -147,7 +147,7 @@ func TestPairingThroughThePlugin(t *testing.T) {
 	// again, with its owner, without waiting for the bonds to change.
 	keyboardSecret := bonds.SecretName(mustAddr(t, adapterAddr), mustAddr(t, keyboard))
 	must(t, client.CoreV1().Secrets("liken-system").Delete(ctx, keyboardSecret, metav1.DeleteOptions{}))
-	waitUntilFor(t, 30*time.Second, "the deleted bond Secret written again", func() (bool, string) {
+	poll.WaitFor(t, ctx, "the deleted bond Secret written again", 30*time.Second, func() (bool, string) {
 		s, err := client.CoreV1().Secrets("liken-system").Get(ctx, keyboardSecret, metav1.GetOptions{})
 		if err != nil {
 			return false, errString(err)
@@ -192,7 +192,7 @@ func TestPairingThroughThePlugin(t *testing.T) {
 	// The garbage collector learns of a new CRD's resource at its next
 	// discovery resync (every 30 s in kube-controller-manager), so this
 	// may take a while on a fresh cluster.
-	waitUntilFor(t, 120*time.Second, "the gamepad's bond Secret collected", func() (bool, string) {
+	poll.WaitFor(t, ctx, "the gamepad's bond Secret collected", 120*time.Second, func() (bool, string) {
 		_, err := client.CoreV1().Secrets("liken-system").Get(ctx, bonds.SecretName(mustAddr(t, adapterAddr), mustAddr(t, gamepad)), metav1.GetOptions{})
 		return apierrors.IsNotFound(err), errString(err)
 	})
@@ -246,16 +246,4 @@ func converseErr(ctx context.Context, cmd *exec.Cmd, onLine func(line string, st
 	<-lines
 	stdin.Close()
 	return all.String(), err
-}
-
-// waitUntil polls check for up to 30 s.
-func waitUntil(t *testing.T, what string, check func() (bool, string)) {
-	t.Helper()
-	waitUntilFor(t, 30*time.Second, what, check)
-}
-
-// waitUntilFor polls check for up to timeout.
-func waitUntilFor(t *testing.T, timeout time.Duration, what string, check func() (bool, string)) {
-	t.Helper()
-	poll.WaitFor(t, context.Background(), what, timeout, check)
 }
