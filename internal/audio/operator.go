@@ -426,7 +426,7 @@ func (o *operator) follow(ctx context.Context, mon *pipewire.Monitor, backstop <
 // PipeWire is not answering, so no output has a sink); trigger is what
 // woke it, counted in audio_passes_total. While the last probe found
 // PipeWire not answering, g is taken as nil whatever it is: a daemon that
-// gives a client no answer within probeDumpTimeout cannot serve a new
+// gives a client no answer within probeTimeout cannot serve a new
 // consumer either, so nothing is scheduled onto its outputs (no-sink is
 // NoSchedule; nothing is evicted), until its next answer.
 func (o *operator) pass(ctx context.Context, g *pipewire.Graph, trigger string) {

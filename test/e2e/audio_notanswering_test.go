@@ -24,13 +24,13 @@ import (
 
 // A PipeWire that gives no answer, on real PipeWire and WirePlumber and
 // the real control plane: the daemon is stopped (SIGSTOP), so the
-// operator's probe gets no answer from its own pw-dump. Every Sink and
-// Source then says GraphCurrent False with reason PipeWireNotAnswering,
-// audio_observation_valid turns 0, and the outputs are published tainted
-// no-sink, NoSchedule only: a daemon that answers no client serves no new
-// consumer, and the ones playing keep their pods. On SIGCONT the
-// conditions say Following again, the taints come off, and the metric is
-// 1 again.
+// operator's probe (a hello and a sync on a connection of its own) gets
+// no answer. Every Sink and Source then says GraphCurrent False with
+// reason PipeWireNotAnswering, audio_observation_valid turns 0, and the
+// outputs are published tainted no-sink, NoSchedule only: a daemon that
+// answers no client serves no new consumer, and the ones playing keep
+// their pods. On SIGCONT the conditions say Following again, the taints
+// come off, and the metric is 1 again.
 func TestAudioPipeWireNotAnswering(t *testing.T) {
 	const probe = time.Second
 	reg := prometheus.NewRegistry()
@@ -166,7 +166,7 @@ func TestAudioPipeWireNotAnswering(t *testing.T) {
 	close(stopWatch)
 	<-watched
 
-	t.Logf("FIGURE SIGSTOP of PipeWire → every Sink and Source GraphCurrent=False (PipeWireNotAnswering): %s (target: probe %s + its pw-dump's 5 s timeout + a pass)", notAnswering.Round(time.Millisecond), probe)
+	t.Logf("FIGURE SIGSTOP of PipeWire → every Sink and Source GraphCurrent=False (PipeWireNotAnswering): %s (target: probe %s + its 5 s timeout + a pass)", notAnswering.Round(time.Millisecond), probe)
 	t.Logf("FIGURE SIGSTOP of PipeWire → the DP output tainted %s: %s", audio.TaintNoSink, tainted.Round(time.Millisecond))
 	t.Logf("FIGURE SIGCONT → Following again: %s, untainted: %s (target: the next probe, %s, and a pass)", following.Round(time.Millisecond), untainted.Round(time.Millisecond), probe)
 	mu.Lock()
