@@ -123,6 +123,17 @@ func checkPairingSchema(t *testing.T, k *kube) {
 		t.Errorf("stored spec after the refused updates: %q", got)
 	}
 
+	// An Adapter is named by an address: a name no radio can have (an
+	// interface name, an address cut short) is refused, not left to wait
+	// for an operator that will never come.
+	for _, name := range []string{"hci0", "00-1a-7d-da-71-1", "00-1a-7d-da-71-13.kitchen"} {
+		adapter := fmt.Sprintf(`{"apiVersion":%q,"kind":"Adapter","metadata":{"name":%q}}`, btv1.GroupVersion.String(), name)
+		if _, err := k.run(ctx, strings.NewReader(adapter), "create", "-f", "-"); err == nil ||
+			!strings.Contains(err.Error(), "an Adapter is named by its radio's address in lowercase with dashes") {
+			t.Errorf("an Adapter named %q: %v, want a refusal naming the address form", name, err)
+		}
+	}
+
 	// A Peripheral: trusted defaults to true, a 10 KB alias is refused.
 	per := func(name string, spec map[string]any) string {
 		data, _ := json.Marshal(map[string]any{"apiVersion": btv1.GroupVersion.String(), "kind": "Peripheral",

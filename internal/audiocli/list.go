@@ -5,6 +5,7 @@ package audiocli
 import (
 	"context"
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,14 +26,39 @@ func newListCommand(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			w := printers.GetNewTabWriter(o.Out)
-			fmt.Fprintln(w, "KIND\tNAME\tNODE\tMONITOR\tSTATE\tCLAIM")
-			for _, r := range rows {
-				fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.kind, r.name, dash(r.node), dash(r.monitor), r.state, dash(r.claim))
-			}
-			return w.Flush()
+			return printEndpoints(o.Out, o.ErrOut, rows)
 		},
 	}
+}
+
+// stateNotServed is the state of a Sink or Source no operator has
+// written a status for.
+const stateNotServed = "NotServed"
+
+// notServedNote explains stateNotServed, on stderr, below a list that
+// has such a row.
+const notServedNote = "NotServed: no audio operator has an output or input of that name. " +
+	"The operator of each node names what it finds (<node>-<card's bus place>-<PCM id>, or a Bluetooth speaker's address) " +
+	"and writes its status, so a Sink or Source created by hand under another name stays without one: " +
+	"check the name against the served ones above, or whether that node's audio-operator pod runs (kubectl -n liken-system get pods -o wide)."
+
+// printEndpoints writes list's table to out, and to errOut the note on
+// NotServed rows when there are any.
+func printEndpoints(out, errOut io.Writer, rows []endpoint) error {
+	w := printers.GetNewTabWriter(out)
+	fmt.Fprintln(w, "KIND\tNAME\tNODE\tMONITOR\tSTATE\tCLAIM")
+	unserved := false
+	for _, r := range rows {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.kind, r.name, dash(r.node), dash(r.monitor), r.state, dash(r.claim))
+		unserved = unserved || r.state == stateNotServed
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if unserved {
+		fmt.Fprintln(errOut, notServedNote)
+	}
+	return nil
 }
 
 // endpoint is one row of list.
@@ -99,6 +125,11 @@ func row(kind string, u *unstructured.Unstructured) endpoint {
 		e.claim = ns + "/" + n
 	}
 	e.state = state(u)
+	if e.node == "" {
+		// Every operator writes status.node first of all (the API
+		// server's admission policy lets it write no other status).
+		e.state = stateNotServed
+	}
 	return e
 }
 

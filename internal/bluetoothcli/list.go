@@ -84,9 +84,15 @@ func newList(e *env) *cobra.Command {
 	}
 }
 
+// condStatus is a condition's status, and its reason when it is not
+// True ("False (NotServed)"); Unknown when there is none.
 func condStatus(conds []metav1.Condition, typ string) string {
-	if c := meta.FindStatusCondition(conds, typ); c != nil {
-		return string(c.Status)
+	c := meta.FindStatusCondition(conds, typ)
+	switch {
+	case c == nil:
+		return "Unknown"
+	case c.Status != metav1.ConditionTrue && c.Reason != "":
+		return string(c.Status) + " (" + c.Reason + ")"
 	}
-	return "Unknown"
+	return string(c.Status)
 }

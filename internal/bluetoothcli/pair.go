@@ -186,7 +186,9 @@ func pickAdapter(ctx context.Context, d dynamic.Interface, node string) (string,
 	}
 	var fit, all, starting []string
 	for _, a := range list.Items {
-		if a.Status.Node == "" && len(a.Status.Conditions) == 0 {
+		if c := meta.FindStatusCondition(a.Status.Conditions, btv1.ConditionPresent); a.Status.Node == "" && c != nil && c.Reason == btv1.ReasonNotServed {
+			all = append(all, a.Name+" (no operator has its radio)")
+		} else if a.Status.Node == "" && len(a.Status.Conditions) == 0 {
 			all = append(all, a.Name+" (starting)")
 			starting = append(starting, a.Name)
 		} else {

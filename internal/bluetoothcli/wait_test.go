@@ -172,3 +172,20 @@ func TestPairReportsWhyItFailed(t *testing.T) {
 		}
 	}
 }
+
+// An Adapter the operators marked NotServed is not waited for as a
+// starting one: pair says no operator has its radio.
+func TestPairNamesAnUnservedAdapter(t *testing.T) {
+	d := fakeClient(object("Adapter", testAdapter, map[string]any{"status": map[string]any{
+		"conditions": []any{map[string]any{"type": btv1.ConditionPresent, "status": "False", "reason": btv1.ReasonNotServed, "message": "",
+			"lastTransitionTime": metav1.Now().UTC().Format(time.RFC3339)}},
+	}}))
+	var progress syncWriter
+	_, err := chooseAdapter(t.Context(), d, &progress, "", "", 10*time.Second)
+	if err == nil || !strings.Contains(err.Error(), testAdapter+" (no operator has its radio)") || progress.String() != "" {
+		t.Errorf("chooseAdapter with only a NotServed Adapter: %v, progress %q; want it named at once as served by no operator", err, progress.String())
+	}
+	if got := condStatus([]metav1.Condition{{Type: btv1.ConditionPresent, Status: metav1.ConditionFalse, Reason: btv1.ReasonNotServed}}, btv1.ConditionPresent); got != "False (NotServed)" {
+		t.Errorf("list's PRESENT column: %q, want False (NotServed)", got)
+	}
+}

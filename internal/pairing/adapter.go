@@ -35,6 +35,7 @@ func (p *pass) syncAdapter() {
 		}
 	}
 	p.releaseAbsentElsewhere(adapters, key)
+	p.markUnserved(adapters, key)
 	if p.radio == nil {
 		// The radio is not on the bus: nothing to create. An existing
 		// object says so, and its deletion goes ahead.
@@ -198,6 +199,56 @@ func (p *pass) releaseAbsentElsewhere(adapters []btv1.Adapter, key string) {
 		}
 	}
 }
+
+// markUnserved reports, on every Adapter other than ours that no
+// operator has ever written a status for, that no operator serves it:
+// condition Present False, reason NotServed, once notFoundGrace has
+// passed since its creation. Operators create the Adapter of each radio
+// they find and write its status in the same pass, so such an Adapter
+// was made by a person, under a name no radio answers to now: a misspelt
+// address, or a radio not plugged in yet, whose operator then takes the
+// object over and sets Present itself. Every operator writes the same
+// status from the same objects; the write carries the resourceVersion,
+// so one lands and the others see the condition and leave it.
+func (p *pass) markUnserved(adapters []btv1.Adapter, key string) {
+	var served []string
+	for _, a := range adapters {
+		if a.Status.Node != "" {
+			served = append(served, fmt.Sprintf("%s (node %s)", a.Name, a.Status.Node))
+		}
+	}
+	slices.Sort(served)
+	switch {
+	case len(served) == 0:
+		served = []string{"none"}
+	case len(served) > maxListed:
+		served = append(served[:maxListed], fmt.Sprintf("and %d more", len(served)-maxListed))
+	}
+	for i := range adapters {
+		a := &adapters[i]
+		if a.Name == key || a.DeletionTimestamp != nil || a.Status.Node != "" ||
+			meta.FindStatusCondition(a.Status.Conditions, btv1.ConditionPresent) != nil {
+			continue
+		}
+		if at := a.CreationTimestamp.Add(notFoundGrace); p.now.Before(at) {
+			p.after(at.Sub(p.now))
+			continue
+		}
+		next := a.DeepCopy()
+		setCondition(&next.Status.Conditions, btv1.ConditionPresent, false, btv1.ReasonNotServed,
+			fmt.Sprintf("no bluetooth operator has a radio with the address %s; the radios that operators report are: %s (kubectl get adapters). "+
+				"An operator creates the Adapter of each radio it finds, so this name is likely misspelt, or its radio is not plugged in yet",
+				a.Name, strings.Join(served, ", ")), a.Generation)
+		if err := p.c.store.writeStatus(p.ctx, btv1.AdaptersResource, "Adapter", next, a.Status, next.Status, ""); err != nil {
+			p.statusFailed("Adapter "+a.Name, err)
+			continue
+		}
+		p.log.Info("No operator serves this Adapter", "adapter", a.Name)
+	}
+}
+
+// maxListed bounds how many radios a NotServed message names.
+const maxListed = 8
 
 // releaseAbsent lets the deletion of an Adapter whose radio is not
 // present go ahead, and keeps its bonds: the bond Secrets lose their

@@ -643,3 +643,48 @@ func TestEitherSpelling(t *testing.T) {
 		t.Errorf("Accepted %+v; want the adapter's operator to hold the request", c)
 	}
 }
+
+// TestUnservedAdapter: an Adapter a person created under an address no
+// operator's radio has is marked NotServed once the grace has passed,
+// naming the radios there are; when a radio of that address comes, its
+// operator takes the object over and reports it Present.
+func TestUnservedAdapter(t *testing.T) {
+	r := newRig(t, "00:1A:7D:DA:71:0A")
+	r.start()
+	eventually(t, "the rig's own Adapter", func() (bool, string) {
+		a, err := getObj[btv1.Adapter](r, btv1.AdaptersResource, r.key)
+		return err == nil && isTrue(a.Status.Conditions, btv1.ConditionPresent), fmt.Sprint(err)
+	})
+	const typo = "00-1a-7d-da-71-0b"
+	obj := &btv1.Adapter{ObjectMeta: metav1.ObjectMeta{Name: typo}}
+	u, err := toUnstructured(obj, "Adapter")
+	must(t, err)
+	created, err := r.dyn.Resource(btv1.AdaptersResource).Create(t.Context(), u, metav1.CreateOptions{})
+	must(t, err)
+	r.clock.Advance(created.GetCreationTimestamp().Add(notFoundGrace + time.Second).Sub(r.clock.Now()))
+	var c metav1.Condition
+	eventually(t, "Present False NotServed on "+typo, func() (bool, string) {
+		a, err := getObj[btv1.Adapter](r, btv1.AdaptersResource, typo)
+		if err != nil {
+			return false, err.Error()
+		}
+		c = cond(a.Status.Conditions, btv1.ConditionPresent)
+		return c.Status == metav1.ConditionFalse && c.Reason == btv1.ReasonNotServed, fmt.Sprintf("%+v", a.Status)
+	})
+	// The shared control plane holds the Adapters of every test so far:
+	// the list is sorted and cut after a few.
+	if !strings.Contains(c.Message, "address "+typo+";") || !strings.Contains(c.Message, " (node node-t-7") || !strings.Contains(c.Message, "(kubectl get adapters)") {
+		t.Errorf("NotServed message %q: want it to name %s and the radios there are", c.Message, typo)
+	}
+
+	// The radio comes: its operator takes the Adapter over.
+	late := newRig(t, "00:1A:7D:DA:71:0B")
+	late.start()
+	eventually(t, "Present True on "+typo, func() (bool, string) {
+		a, err := getObj[btv1.Adapter](late, btv1.AdaptersResource, typo)
+		if err != nil {
+			return false, err.Error()
+		}
+		return isTrue(a.Status.Conditions, btv1.ConditionPresent) && a.Status.Node == "node-"+late.ns, fmt.Sprintf("%+v", a.Status)
+	})
+}

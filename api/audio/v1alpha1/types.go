@@ -10,7 +10,9 @@ import (
 // Sink is one playback endpoint of a node: an ALSA playback PCM (HDMI,
 // DisplayPort, analog, USB) or a paired Bluetooth speaker (an A2DP sink).
 // Its name is the DRA device name; a speaker's is its address in lower
-// case with dashes.
+// case with dashes. The operator of the node creates it; one a person
+// creates under a name no node's operator has keeps an empty status
+// (`kubectl liken audio list` shows it NotServed).
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
@@ -46,7 +48,10 @@ type SinkList struct {
 
 // Source is one capture endpoint of a node: an ALSA capture PCM (a
 // microphone or line input), declared to PipeWire as an
-// api.alsa.pcm.source node. Its name is the DRA device name.
+// api.alsa.pcm.source node. Its name is the DRA device name. The
+// operator of the node creates it; one a person creates under a name no
+// node's operator has keeps an empty status (`kubectl liken audio list`
+// shows it NotServed).
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster

@@ -14,6 +14,13 @@ import (
 // (condition Present, reason DeletionRefused), because deleting it would
 // unpair every Peripheral it owns.
 //
+// The schema refuses a name that is no address in that spelling. An
+// Adapter a person created whose address no operator's radio has (a
+// misspelt address, or a radio not plugged in yet) is marked by the
+// operators once it is 10 s old: condition Present False, reason
+// NotServed, until the operator of that radio takes it over.
+//
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^([0-9a-f]{2}-){5}[0-9a-f]{2}$')",message="an Adapter is named by its radio's address in lowercase with dashes (00-1a-7d-da-71-13)"
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
 // +kubebuilder:subresource:status
@@ -96,7 +103,9 @@ type AdapterStatus struct {
 	// Bonds is how many bonds BlueZ holds for the radio.
 	// +optional
 	Bonds int32 `json:"bonds,omitempty"`
-	// Conditions: Present (the radio is on status.node's bus),
+	// Conditions: Present (the radio is on status.node's bus; False
+	// with reason NotServed when no operator has a radio of this
+	// address),
 	// BondsRestored (its bonds came back from Secrets, or it is a new
 	// radio while bonds exist for another one) and PageScan (whether a
 	// bonded device that pages the host, as a gamepad's PS button does,
@@ -125,6 +134,10 @@ const (
 	ReasonPresent         = "Present"
 	ReasonAbsent          = "Absent"
 	ReasonDeletionRefused = "DeletionRefused"
+	// ReasonNotServed: no operator has ever reported this Adapter's
+	// radio; set by every operator alike on an Adapter with no
+	// status.node.
+	ReasonNotServed = "NotServed"
 	// ReasonRestored: BlueZ holds bonds for this radio.
 	ReasonRestored = "Restored"
 	// ReasonNoBonds: nothing was ever paired with this radio and nothing

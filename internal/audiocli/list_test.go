@@ -1,0 +1,41 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package audiocli
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// A Sink or Source no operator has written a status for (created by hand
+// under a name no node has) is listed NotServed, with a note on stderr
+// saying what that means; a served one keeps its state, and a list with
+// none has no note.
+func TestListMarksUnserved(t *testing.T) {
+	served := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"node": "kitchen",
+		"conditions": []any{map[string]any{"type": "Connected", "status": "True"}, map[string]any{"type": "Ready", "status": "True"}}}}}
+	served.SetName("kitchen-pci-0000-00-1f-3-hdmi-0")
+	typo := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"volume": int64(40)}}}
+	typo.SetName("kitchn-pci-0000-00-1f-3-hdmi-0")
+
+	rows := []endpoint{row("Sink", served), row("Sink", typo)}
+	if rows[0].state != "Ready" || rows[1].state != stateNotServed {
+		t.Fatalf("states %q, %q; want Ready, NotServed", rows[0].state, rows[1].state)
+	}
+	var out, errOut bytes.Buffer
+	if err := printEndpoints(&out, &errOut, rows); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.Join(strings.Fields(out.String()), " "), "Sink kitchn-pci-0000-00-1f-3-hdmi-0 <none> <none> NotServed <none>") ||
+		!strings.HasPrefix(errOut.String(), "NotServed: no audio operator has an output or input of that name.") {
+		t.Errorf("list with a NotServed Sink:\n%s\nstderr: %q", out.String(), errOut.String())
+	}
+	out.Reset()
+	errOut.Reset()
+	if err := printEndpoints(&out, &errOut, rows[:1]); err != nil || errOut.Len() != 0 {
+		t.Errorf("list of served Sinks only: %v, stderr %q; want no note", err, errOut.String())
+	}
+}
