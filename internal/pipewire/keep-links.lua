@@ -23,9 +23,10 @@ cutils = require ("common-utils")
 log = Log.open_topic ("s-linking")
 
 local KEPT = "liken.link.kept"
--- Links being made: a Lua proxy that is collected before it is bound
--- would take its link with it.
-local pending = {}
+-- The lingering links this WirePlumber made, by the stream node's id:
+-- { link = proxy, far = the other node's id }. A link just made may not
+-- be in the link object manager yet, so a move finds it here.
+local kept = {}
 
 -- The stream's node and the target's node ids, and which end of a link
 -- the stream is.
@@ -81,6 +82,14 @@ SimpleEventHook {
       return
     end
     local far_id = playback and in_id or out_id
+    local mine = kept [node_id] or {}
+    for i = #mine, 1, -1 do
+      if mine [i].far ~= far_id then
+        log:info (si, "... removing kept link to node " .. tostring (mine [i].far))
+        mine [i].link:request_destroy ()
+        table.remove (mine, i)
+      end
+    end
     local adopted = 0
     for _, l in ipairs (links_of (node_id, playback)) do
       if l.far == far_id then
@@ -135,23 +144,34 @@ SimpleEventHook {
           [KEPT] = true,
         }
         local key = p ["link.output.port"] .. ">" .. p ["link.input.port"]
+        log:info (si, "... keeping link " .. key .. " after WirePlumber")
         -- Destroy first: the factory refuses a second link between the
         -- same ports. Both messages leave on this connection in this
         -- order, and PipeWire handles them in one pass of its loop.
-        log:info (si, "... keeping link " .. key .. " after WirePlumber")
         l.link:request_destroy ()
-        local kept = Link ("link-factory", props)
-        pending [key] = kept
-        kept:activate (Feature.Proxy.BOUND, function (_, e)
-          pending [key] = nil
-          if not e then
-            log:info (si, "... kept link " .. key)
-          end
+        local k = Link ("link-factory", props)
+        kept [node_id] = kept [node_id] or {}
+        table.insert (kept [node_id], { link = k, far = far_id })
+        k:activate (Feature.Proxy.BOUND, function (_, e)
           if e then
             log:warning (si, "could not keep link " .. key .. ": " .. tostring (e))
+          else
+            log:info (si, "... kept link " .. key)
           end
         end)
       end
     end
+  end
+}:register ()
+
+SimpleEventHook {
+  name = "liken/forget-kept-links",
+  interests = {
+    EventInterest {
+      Constraint { "event.type", "=", "node-removed" },
+    },
+  },
+  execute = function (event)
+    kept [event:get_subject () ["bound-id"]] = nil
   end
 }:register ()

@@ -309,7 +309,7 @@ func TestLiveStreamLinksOutliveWirePlumber(t *testing.T) {
 	// too. What a lost link cost was the whole time WirePlumber was down
 	// (over a second each time here).
 	silence, heard := silentRun(x, amplitude, rate)
-	t.Logf("FIGURE sink monitor: tone heard for %s from the stream's first link to the end (%s), longest silence within it %s (target: under 500 ms; one quantum is %s; WirePlumber was down 2 × about 1.3 s)",
+	t.Logf("FIGURE sink monitor: tone heard for %s from the stream's first link to the end (%s), longest silence within it %s (target: under 500 ms; one quantum is %s; WirePlumber was down twice, over a second each)",
 		heard.Round(time.Millisecond), to.Sub(linked).Round(time.Millisecond), silence.Round(time.Millisecond), 1024*time.Second/rate)
 	if silence > 500*time.Millisecond {
 		t.Errorf("the sink's monitor was silent for %s while WirePlumber restarted", silence)
@@ -317,4 +317,63 @@ func TestLiveStreamLinksOutliveWirePlumber(t *testing.T) {
 	if p := pwtest.PeakFrequency(x[len(x)/2:], rate, 900, 1100); p != int(tone) {
 		t.Errorf("the monitor's peak is at %d Hz, want %v", p, tone)
 	}
+}
+
+// A stream WirePlumber moves to another sink (its target.object changed
+// in the "default" metadata, as pavucontrol or wpctl would) ends linked
+// to the new sink alone: the kept links to the old one go, as
+// WirePlumber's own would.
+func TestLiveKeptLinksFollowAMove(t *testing.T) {
+	a := pwtest.NullOutput(0, 0, "liken.audio.card0-pcm0")
+	b := pwtest.NullOutput(0, 1, "liken.audio.card0-pcm1")
+	d := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{a, b}})
+	ctx := ctxFor(t, time.Minute)
+	links := followLinks(t, ctx, d.SocketPath())
+	g, err := d.Remote().Dump(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	na, _ := g.NodeByName(a.Name)
+	nb, _ := g.NodeByName(b.Name)
+	player, err := d.StartPlaying(ctx, a.Name, nil, 48000, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer player.Stop()
+	stream := links.peer(t, ctx, na.ID, true)
+	count := func(in uint32) (all, lingering int) {
+		links.mu.Lock()
+		defer links.mu.Unlock()
+		for _, s := range links.links {
+			if s.out == stream && s.in == in && s.end.IsZero() {
+				all++
+				if s.lingering {
+					lingering++
+				}
+			}
+		}
+		return all, lingering
+	}
+	wait := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			if ctx.Err() != nil {
+				toA, _ := count(na.ID)
+				toB, _ := count(nb.ID)
+				t.Fatalf("%s: %d links to %s, %d to %s:\n%s", what, toA, a.Name, toB, b.Name, d.Logs())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	wait("kept links to the first sink", func() bool { n, l := count(na.ID); return n == 2 && l == 2 })
+
+	out, err := d.Command(ctx, "pw-metadata", strconv.Itoa(int(stream)), "target.object", b.Name).CombinedOutput()
+	if err != nil {
+		t.Fatalf("pw-metadata: %v: %s", err, out)
+	}
+	wait("the stream moved to the second sink alone", func() bool {
+		toA, _ := count(na.ID)
+		toB, kept := count(nb.ID)
+		return toA == 0 && toB == 2 && kept == 2
+	})
 }
