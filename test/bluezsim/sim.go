@@ -225,7 +225,24 @@ func (s *Sim) StartBlueZ(ctx context.Context) error {
 // waitOwner polls until org.bluez has an owner, p exits, or the bound
 // passes.
 func (s *Sim) waitOwner(ctx context.Context, p *child.Process) error {
-	ctx, cancel := context.WithTimeout(ctx, s.opts.StartTimeout)
+	switch err := s.waitOwned(ctx, s.opts.StartTimeout, p.Done()); {
+	case err == nil:
+		return nil
+	case errors.Is(err, errExited):
+		return fmt.Errorf("bluezsim: the simulated bluetoothd exited (%v) before owning %s:\n%s", p.Err(), Service, child.Tail(p.LogPath, 20))
+	default:
+		return fmt.Errorf("bluezsim: %s not owned after %v: %w\n%s", Service, s.opts.StartTimeout, err, child.Tail(p.LogPath, 20))
+	}
+}
+
+// errExited is waitOwned's answer when the process it watches exits.
+var errExited = errors.New("exited")
+
+// waitOwned polls every 20 ms until org.bluez has an owner on the Sim's
+// bus (nil), exited closes first (errExited; a nil channel never
+// does), or timeout passes or ctx ends (ctx's error).
+func (s *Sim) waitOwned(ctx context.Context, timeout time.Duration, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	for {
 		var owned bool
@@ -234,10 +251,10 @@ func (s *Sim) waitOwner(ctx context.Context, p *child.Process) error {
 			return nil
 		}
 		select {
-		case <-p.Done():
-			return fmt.Errorf("bluezsim: the simulated bluetoothd exited (%v) before owning %s:\n%s", p.Err(), Service, child.Tail(p.LogPath, 20))
+		case <-exited:
+			return errExited
 		case <-ctx.Done():
-			return fmt.Errorf("bluezsim: %s not owned after %v: %w\n%s", Service, s.opts.StartTimeout, ctx.Err(), child.Tail(p.LogPath, 20))
+			return ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
@@ -334,18 +351,8 @@ func Template() []byte { return template }
 // WaitBlueZ waits, up to timeout, until org.bluez has an owner on the
 // Sim's bus: for an attached Sim, whose simulator starts on its own.
 func (s *Sim) WaitBlueZ(ctx context.Context, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
-		var owned bool
-		err := s.conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, Service).Store(&owned)
-		if err == nil && owned {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("bluezsim: %s not owned after %s", Service, timeout)
-		case <-time.After(50 * time.Millisecond):
-		}
+	if err := s.waitOwned(ctx, timeout, nil); err != nil {
+		return fmt.Errorf("bluezsim: %s not owned after %s", Service, timeout)
 	}
+	return nil
 }
