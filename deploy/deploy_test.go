@@ -164,12 +164,12 @@ var bases = []base{
 	},
 }
 
-// TestBases renders each base with the kubectl of the control plane's own
-// version and applies it to one real cluster with two simulated nodes:
-// node-a carries liken.sh's Bluetooth adapter and sound controller, node-b
-// carries no hardware. Both bases go to the same cluster, as they would on
-// a real one, so the shared namespace is applied twice.
-func TestBases(t *testing.T) {
+// startBaseCluster starts the control plane with a Node for each of
+// nodes, stopped when the test ends, and returns it, kubectl of the
+// control plane's own version bound to it, and the repository root the
+// bases are rendered from.
+func startBaseCluster(t *testing.T, nodes ...string) (*harness.Cluster, *kube, string) {
+	t.Helper()
 	ctx := t.Context()
 	root, err := harness.ModuleRoot()
 	if err != nil {
@@ -184,13 +184,22 @@ func TestBases(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Stop)
-	k := &kube{bin: kubectl, kubeconfig: c.Kubeconfig()}
-
-	for _, node := range []string{"node-a", "node-b"} {
+	for _, node := range nodes {
 		if _, err := c.AddNode(ctx, node); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return c, &kube{bin: kubectl, kubeconfig: c.Kubeconfig()}, root
+}
+
+// TestBases renders each base with the kubectl of the control plane's own
+// version and applies it to one real cluster with two simulated nodes:
+// node-a carries liken.sh's Bluetooth adapter and sound controller, node-b
+// carries no hardware. Both bases go to the same cluster, as they would on
+// a real one, so the shared namespace is applied twice.
+func TestBases(t *testing.T) {
+	ctx := t.Context()
+	c, k, root := startBaseCluster(t, "node-a", "node-b")
 	if err := c.PublishLikenDevices(ctx, "node-a"); err != nil {
 		t.Fatal(err)
 	}

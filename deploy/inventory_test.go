@@ -42,25 +42,7 @@ var inventoryBase = base{
 // slice, and no Secret.
 func TestInventoryBase(t *testing.T) {
 	ctx := t.Context()
-	root, err := harness.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubectl, err := harness.Kubectl(ctx, t.Logf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	k := &kube{bin: kubectl, kubeconfig: c.Kubeconfig()}
-	for _, node := range []string{"node-a", "node-b", "node-liken"} {
-		if _, err := c.AddNode(ctx, node); err != nil {
-			t.Fatal(err)
-		}
-	}
+	c, k, root := startBaseCluster(t, "node-a", "node-b", "node-liken")
 	if _, err := k.run(ctx, nil, "label", "node", "node-liken", "liken.sh/inventory=none"); err != nil {
 		t.Fatal(err)
 	}
