@@ -78,3 +78,20 @@ func FuzzParseEvents(f *testing.F) {
 		}
 	})
 }
+
+// FuzzParseSubstreamStatus: a status that parses is closed, or open in
+// a state named in capitals with a pid that is not negative.
+func FuzzParseSubstreamStatus(f *testing.F) {
+	f.Add([]byte(heldStatus))
+	f.Add([]byte("closed\n"))
+	f.Add([]byte("state: PREPARED\nowner_pid   : 0\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ParseSubstreamStatus(data)
+		if err != nil {
+			return
+		}
+		if s.Open == (s.State == "") || s.OwnerPID < 0 || !s.Open && s.OwnerPID != 0 {
+			t.Fatalf("%q parsed as %+v", data, s)
+		}
+	})
+}

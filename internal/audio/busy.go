@@ -81,6 +81,9 @@ func (o *operator) retryBusy(ctx context.Context, name string, n *pipewire.Node,
 		}
 		st.attempts++
 		st.next = now.Add(busyBackoff(st.attempts))
+		if o.metrics != nil {
+			o.metrics.busyRetries.WithLabelValues(name, retrySuspend).Inc()
+		}
 	}
 	if o.wakeAfter != nil {
 		o.wakeAfter(st.next.Sub(now))

@@ -21,6 +21,9 @@ type Hardware struct {
 	// Opener opens control interfaces; nil means the kernel's nodes under
 	// DevSnd. The demo and tests serve recorded cards instead.
 	Opener alsa.Opener
+	// Proc is the proc root; "" means /proc. Its asound directory says
+	// who holds a PCM (alsa.ReadSubstreams), and <pid>/comm names them.
+	Proc string
 }
 
 func (h Hardware) opener() alsa.Opener {

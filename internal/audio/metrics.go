@@ -24,6 +24,7 @@ type metrics struct {
 	untrusted                 *prometheus.CounterVec   // by endpoint
 	monitorRestarts           *prometheus.CounterVec   // by reason
 	passes                    *prometheus.CounterVec   // by trigger
+	busyRetries               *prometheus.CounterVec   // by endpoint and how
 	// graphAt is when the graph was last known current (Unix
 	// nanoseconds; 0: never), which audio_observation_age_seconds reads
 	// at each scrape.
@@ -80,12 +81,14 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	m.passes = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_passes_total",
 		Help: "Reconcile passes by what woke them: graph (a pw-dump -m batch), no-graph, event (a control event, a claim prepared or unprepared, a speaker, the record of declared nodes), eld (an ELD changed with no control event), objects, backstop, stale."}, []string{"trigger"})
+	m.busyRetries = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "audio_device_busy_retries_total",
+		Help: "Retries of an output whose PCM PipeWire could not open: how=suspend (its node was in error, e.g. EBUSY, and was suspended so that its stream opens the device again), how=create (PipeWire held no node for it, and the claim gate asked the adapter factory for it again)."}, []string{"endpoint", "how"})
 	age := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "audio_observation_age_seconds",
 		Help:        "Seconds since the source was last known current (for pipewire: a batch of pw-dump -m, or a probe it answered); -1 before the first.",
 		ConstLabels: prometheus.Labels{"source": sourcePipeWire}}, m.graphAge)
 	if reg != nil {
 		reg.MustRegister(m.connected, m.ready, m.claimed, m.reconcile, m.reconcileErrors, m.watchRestarts,
-			m.observationValid, m.observationLast, m.controlFailures, m.untrusted, m.monitorRestarts, m.passes, age)
+			m.observationValid, m.observationLast, m.controlFailures, m.untrusted, m.monitorRestarts, m.passes, m.busyRetries, age)
 	}
 	return m
 }

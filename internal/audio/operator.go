@@ -18,6 +18,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/audio/objects"
 	"github.com/liken-sh/operators/internal/audio/speakers"
 	"github.com/liken-sh/operators/internal/dra"
@@ -146,7 +147,7 @@ func Run(ctx context.Context, cfg Config) error {
 		controlsWritten: map[string]string{}, mixDirty: map[int]bool{},
 		objProblems: map[string]string{}, untrusted: map[string]bool{}, trustWaitLogged: map[uint32]bool{},
 		speakerNodes: map[string]string{}, codecBusy: map[string]int{}, codecWrites: map[string]codecWrite{},
-		routeWrites: map[string]routeWrite{}, busy: map[string]*busyState{}}
+		routeWrites: map[string]routeWrite{}, busy: map[string]*busyState{}, absentSeen: map[string]absentSeen{}}
 	for _, o := range declared {
 		op.declared[o.Name] = true
 	}
@@ -255,10 +256,16 @@ type operator struct {
 	busy        map[string]*busyState
 	suspendNode func(context.Context, uint32) error
 	wakeAfter   func(time.Duration)
-	driver      *dra.Driver
-	declared    map[string]bool // node.names PipeWire was started with
-	wake        chan struct{}   // ALSA control events, claims, speakers, the record
-	eldWake     chan struct{}   // an ELD that changed with no control event
+	// absent are the declared nodes the claim gate records as absent in
+	// the PipeWire the latest pass read, by node.name; absentSeen what
+	// was reported of them, by device name (absentNode).
+	absent     map[string]gate.Absent
+	absentSeen map[string]absentSeen
+
+	driver   *dra.Driver
+	declared map[string]bool // node.names PipeWire was started with
+	wake     chan struct{}   // ALSA control events, claims, speakers, the record
+	eldWake  chan struct{}   // an ELD that changed with no control event
 
 	// Read and written by passes only, which run one at a time.
 	reported map[string]bool // problems logged and not yet gone

@@ -98,6 +98,12 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 				node = &n
 			}
 		}
+		var ref *corev1.ObjectReference
+		if obj := sinks[e.Name]; obj != nil && !e.Capture() {
+			ref = objects.Ref(kind, obj)
+		} else if obj := sources[e.Name]; obj != nil && e.Capture() {
+			ref = objects.Ref(kind, obj)
+		}
 		var controls []mixer.Control
 		if m := mixers[e.PCM.Card()]; m != nil {
 			if e.Capture() {
@@ -120,20 +126,23 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 				o.steer(ctx, kind, obj, e, obj.Spec, node, controls)
 			}
 		default:
-			var ref *corev1.ObjectReference
 			if obj := sinks[e.Name]; obj != nil {
 				o.steer(ctx, kind, obj, e, obj.Spec.EndpointSpec, node, controls)
-				ref = objects.Ref(kind, obj)
 			}
 			if i := slices.IndexFunc(declared, func(d pipewire.Output) bool { return d.Output == e.Name }); i >= 0 {
 				o.steerChannelMap(ctx, ref, e, declared[i].Positions, node)
 			}
 		}
 		common := EndpointStatus(o.cfg.Node, e, node, controls, hp)
+		ready := o.absentNode(ctx, e, node, ref, start)
 		if st := o.retryBusy(ctx, e.Name, node, start); st != nil {
+			c := busyReady(st)
+			ready = &c
+		}
+		if ready != nil {
 			for i, c := range common.Conditions {
 				if c.Type == audiov1.ConditionReady {
-					common.Conditions[i] = busyReady(st)
+					common.Conditions[i] = *ready
 				}
 			}
 		}

@@ -54,6 +54,10 @@ func (o *operator) trustedGraph(ctx context.Context, g *pipewire.Graph) *pipewir
 		o.trustErr = err.Error()
 		klog.FromContext(ctx).Error(err, "The record of declared nodes cannot be read; no node is taken as declared")
 	}
+	o.absent = nil
+	if trust.Cookie == g.Cookie {
+		o.absent = trust.Absent
+	}
 	if trust.Cookie != g.Cookie && !o.trustWaitLogged[g.Cookie] {
 		o.trustWaitLogged[g.Cookie] = true
 		klog.FromContext(ctx).Info("No record of this PipeWire's declared nodes yet; its outputs have no sink until the claim gate writes it",

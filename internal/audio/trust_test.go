@@ -42,6 +42,29 @@ func trustWorld(t *testing.T) (context.Context, *pwtest.Daemons, *operator, pipe
 	return ctx, d, o, realB
 }
 
+// waitRemade waits until the claim gate's record trusts a node named
+// name other than gone, the declared node it had made again after gone
+// was destroyed, and returns its id; that node is never forged.
+func waitRemade(t *testing.T, ctx context.Context, d *pwtest.Daemons, name string, gone, forged uint32) uint32 {
+	t.Helper()
+	for {
+		trust, err := gate.ReadTrusted(d.RuntimeDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id, ok := trust.IDs[name]; ok && id != gone {
+			if id == forged {
+				t.Fatalf("the record trusts the forged node %d: %+v", forged, trust)
+			}
+			return id
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("the record does not trust a new %s after node %d was destroyed: %+v", name, gone, trust)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 // waitGraph dumps d's graph until ok accepts it and returns that graph;
 // it fails t, naming what, when ctx ends first.
 func waitGraph(t *testing.T, ctx context.Context, d *pwtest.Daemons, what string, ok func(*pipewire.Graph) bool) *pipewire.Graph {
@@ -66,9 +89,10 @@ func waitGraph(t *testing.T, ctx context.Context, d *pwtest.Daemons, what string
 // declared sink's node.name, media.class and liken.audio.* properties
 // (and a forged client.id and factory.id), then the real sink destroyed.
 // The operator never takes the impostor for the sink: while the real one
-// is there only it is seen, once it is gone the output has no sink, so
-// no consumer's PIPEWIRE_NODE resolves to the impostor; and the impostor
-// is reported once.
+// is there only it is seen, and once it is gone the claim gate has the
+// declared node made again and that new node is the output's sink, so no
+// consumer's PIPEWIRE_NODE resolves to the impostor; and the impostor is
+// reported once.
 func TestImpostorIsIgnored(t *testing.T) {
 	const a, b = trustSinkA, trustSinkB
 	ctx, d, o, realB := trustWorld(t)
@@ -98,10 +122,11 @@ func TestImpostorIsIgnored(t *testing.T) {
 	if out, err := d.Command(ctx, "pw-cli", "destroy", fmt.Sprint(realB.ID)).CombinedOutput(); err != nil {
 		t.Fatalf("pw-cli destroy: %v: %s", err, out)
 	}
-	g = waitGraph(t, ctx, d, "the real sink's destruction", func(g *pipewire.Graph) bool { return len(g.NodesOfClass(pipewire.MediaClassSink)) == 2 })
+	remade := waitRemade(t, ctx, d, b, realB.ID, impostor.ID)
+	g = waitGraph(t, ctx, d, "the declared sink made again", func(g *pipewire.Graph) bool { _, ok := g.Node(remade); return ok })
 	seen = o.trustedGraph(ctx, g)
-	if n, ok := seen.NodeByName(b); ok {
-		t.Errorf("with the real sink gone, %s reads as the impostor %+v", b, n)
+	if n, ok := seen.NodeByName(b); !ok || n.ID != remade {
+		t.Errorf("with the real sink made again, %s reads as %+v, want node %d", b, n, remade)
 	}
 	if _, ok := seen.NodeByName(a); !ok {
 		t.Error("the other declared sink is gone from the operator's graph")
@@ -117,7 +142,8 @@ func TestImpostorIsIgnored(t *testing.T) {
 // object.serial, which PipeWire lets its owner replace). The operator
 // knows the declared node by its global id, so the forgery is ignored
 // beside the real sink and after the real sink is destroyed, when the
-// claim gate has dropped that id from its record.
+// claim gate has dropped that id from its record and had the declared
+// node made again under another.
 func TestRelabelledNodeIsIgnored(t *testing.T) {
 	const a, b = trustSinkA, trustSinkB
 	ctx, d, o, realB := trustWorld(t)
@@ -164,23 +190,12 @@ func TestRelabelledNodeIsIgnored(t *testing.T) {
 	if out, err := d.Command(ctx, "pw-cli", "destroy", fmt.Sprint(realB.ID)).CombinedOutput(); err != nil {
 		t.Fatalf("pw-cli destroy: %v: %s", err, out)
 	}
-	g = waitFor("the real sink going", func(g *pipewire.Graph) bool { _, ok := g.Node(realB.ID); return !ok })
-	for {
-		trust, err := gate.ReadTrusted(d.RuntimeDir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, ok := trust.IDs[b]; !ok {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatalf("the record still trusts %s after it was destroyed: %+v", b, trust)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitFor("the real sink going", func(g *pipewire.Graph) bool { _, ok := g.Node(realB.ID); return !ok })
+	remade := waitRemade(t, ctx, d, b, realB.ID, forged.ID)
+	g = waitFor("the declared sink made again", func(g *pipewire.Graph) bool { _, ok := g.Node(remade); return ok })
 	seen = o.trustedGraph(ctx, g)
-	if n, ok := seen.NodeByName(b); ok {
-		t.Errorf("with the real sink gone, %s reads as the forgery %+v", b, n)
+	if n, ok := seen.NodeByName(b); !ok || n.ID != remade {
+		t.Errorf("with the real sink made again, %s reads as %+v, want node %d", b, n, remade)
 	}
 	if _, ok := seen.NodeByName(a); !ok {
 		t.Error("the other declared sink is gone from the operator's graph")

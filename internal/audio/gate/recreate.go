@@ -3,8 +3,12 @@
 package gate
 
 import (
+	"fmt"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/internal/pipewire/native"
 )
 
@@ -35,17 +39,60 @@ const (
 )
 
 // Absent is a declared node PipeWire holds none of, as Trusted.Absent
-// records it while the gate tries to make it. Why the factory refused is
-// not in its answer (module-adapter answers every failure with EINVAL
-// and its usage line, measured with PipeWire 1.4.2); the PCM's state in
-// /proc/asound says who holds it.
+// records it while the gate tries to make it.
 type Absent struct {
 	// Since is when the gate found it absent.
 	Since time.Time `json:"since"`
 	// Attempts counts the factory's refusals so far.
 	Attempts int `json:"attempts"`
+	// Errno is what the gate's own open of the PCM got after the last
+	// refusal (probeOpen): 16 (EBUSY) while something holds it; 0 when
+	// that open succeeded, or for a PCM that is not a card's hw: device.
+	Errno int `json:"errno,omitempty"`
 	// Next is when the next attempt is due.
 	Next time.Time `json:"next"`
+}
+
+// Busy reports whether the PCM was found busy (EBUSY) after the last
+// refusal.
+func (a Absent) Busy() bool { return a.Errno == int(unix.EBUSY) }
+
+// Reason is that open's error in words ("device or resource busy"), ""
+// when it succeeded or was not tried.
+func (a Absent) Reason() string {
+	if a.Errno == 0 {
+		return ""
+	}
+	return unix.Errno(a.Errno).Error()
+}
+
+// probeOpen opens the PCM device of a hw: output the way alsa-lib's hw
+// plugin does (src/pcm/pcm_hw.c, snd_pcm_hw_open: O_RDWR, here with
+// O_NONBLOCK so a held device answers at once) and closes it again, and
+// returns the open's errno, 0 when it succeeded or o is not a card's hw:
+// PCM. Why the factory refused is not in its answer (module-adapter
+// answers every failure with EINVAL and its usage line, measured with
+// PipeWire 1.4.2), and the kernel refuses an open of a playback PCM that
+// is held (sound/core/pcm_native.c, snd_pcm_open_file) or, on HDA HDMI,
+// whose card has no converter left (sound/pci/hda/patch_hdmi.c,
+// hdmi_pcm_open) with EBUSY.
+func probeOpen(o pipewire.Output) int {
+	if o.Path != "" {
+		return 0
+	}
+	c := byte('p')
+	if o.Direction == pipewire.Capture {
+		c = 'c'
+	}
+	fd, err := unix.Open(fmt.Sprintf("/dev/snd/pcmC%dD%d%c", o.Card, o.Device, c), unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errno, ok := err.(unix.Errno); ok {
+			return int(errno)
+		}
+		return int(unix.EIO)
+	}
+	unix.Close(fd)
+	return 0
 }
 
 // recreateBackoff is the wait after the attempts-th refusal.
@@ -153,10 +200,15 @@ func (s *session) recreated(ev native.Event) {
 			return
 		}
 		a.Attempts++
+		a.Errno = probeOpen(s.outputs[name])
 		a.Next = time.Now().Add(recreateBackoff(a.Attempts))
 		if a.Attempts == 1 || a.Attempts%10 == 0 {
-			s.cfg.Logf("claim gate: declared node %s cannot be made (its PCM cannot be opened; PipeWire's log says why); attempt %d, next in %v",
-				name, a.Attempts, recreateBackoff(a.Attempts))
+			why := a.Reason()
+			if why == "" {
+				why = "see PipeWire's log"
+			}
+			s.cfg.Logf("claim gate: declared node %s cannot be made: its PCM cannot be opened (%s); attempt %d, next in %v",
+				name, why, a.Attempts, recreateBackoff(a.Attempts))
 		}
 		s.writeAbsent()
 	case ev.Bound != nil:
