@@ -204,7 +204,8 @@ func TestAudioStuckGraphMonitor(t *testing.T) {
 	}
 
 	// The new monitor follows the graph: the DP output's node destroyed
-	// turns its Sink not Ready.
+	// (and made again at once by the claim gate, under a new id) is a
+	// batch that wakes a pass, and the Sink is Ready with the new node.
 	var id uint32
 	g, err := pw.Remote().Dump(ctx)
 	must(t, err)
@@ -217,18 +218,22 @@ func TestAudioStuckGraphMonitor(t *testing.T) {
 			id = n.ID
 		}
 	}
+	graphPasses := counterValue(t, reg, "audio_passes_total", "trigger", "graph")
 	out, err := pw.Command(ctx, "pw-cli", "destroy", strconv.Itoa(int(id))).CombinedOutput()
 	if err != nil {
 		t.Fatalf("pw-cli destroy: %v: %s", err, out)
 	}
-	poll.WaitFor(t, ctx, "the DP Sink not Ready after its node went", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "a graph pass after the DP node went, and the DP Sink Ready again", 10*time.Second, func() (bool, string) {
+		if n := counterValue(t, reg, "audio_passes_total", "trigger", "graph"); n <= graphPasses {
+			return false, "no graph pass since the destroy"
+		}
 		u, err := sinks.Get(ctx, dp, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		var s audiov1.Sink
 		must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &s))
-		return meta.IsStatusConditionFalse(s.Status.Conditions, audiov1.ConditionReady), ""
+		return meta.IsStatusConditionTrue(s.Status.Conditions, audiov1.ConditionReady), fmt.Sprint(s.Status.Conditions)
 	})
 }
 
