@@ -3,6 +3,7 @@
 package alsa
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"regexp"
@@ -96,6 +97,27 @@ func ReadELD(c Control, device int) (state ELDState, ok bool) {
 		err = fmt.Errorf("ELD of PCM %d: %w", device, err)
 	}
 	return ELDState{Raw: v.Bytes, ELD: e, Err: err}, true
+}
+
+// ELDUnchanged reads the ELD element of PCM device again and reports
+// whether it holds what was, an earlier ReadELD of it, read: the same
+// bytes, or again no bytes for a read that failed. It parses nothing,
+// since equal bytes parse alike, which keeps a poll of an unchanged block
+// to the element's two ioctls. A card that no longer has the element has
+// changed.
+func ELDUnchanged(c Control, device int, was ELDState) bool {
+	v, err := c.Read(ELDElemID(device))
+	// A state with bytes read, parsed or not; otherwise its Err is the
+	// read's (or the element's type).
+	wasRead := was.Err == nil || errors.Is(was.Err, eld.ErrEmpty) || errors.Is(was.Err, eld.ErrInvalid)
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return false
+	case err != nil || v.Type != TypeBytes:
+		return !wasRead
+	default:
+		return wasRead && bytes.Equal(v.Bytes, was.Raw)
+	}
 }
 
 // ReadChannelMap reads the current channel map of a PCM substream: one

@@ -3,7 +3,6 @@
 package audio
 
 import (
-	"bytes"
 	"context"
 	"time"
 
@@ -22,9 +21,10 @@ import (
 // graphics driver hands over again after a runtime resume, can change the
 // element with no event reaching user space. Reading an ELD element copies
 // the driver's cached block (hdmi_eld_ctl_get) and touches no hardware,
-// so each output's block is read every ELDPoll and compared with what
-// the latest pass published; a difference wakes a pass, whose slice is
-// then written within the settle window.
+// so each output's block is read every ELDPoll and compared, byte for
+// byte and unparsed (alsa.ELDUnchanged), with what the latest pass
+// published; only a difference wakes a pass, whose slice is then written
+// within the settle window.
 const ELDPoll = 2 * time.Second
 
 // watchELDs wakes a pass (eldWake) whenever an output's ELD differs from
@@ -76,11 +76,9 @@ func (o *operator) eldsChanged(ctx context.Context, logged map[int]bool) bool {
 		}
 		delete(logged, card)
 		for _, e := range eps {
-			now, ok := alsa.ReadELD(ctl, e.PCM.Device())
-			was := e.PCM.ELD
-			if !ok || !bytes.Equal(now.Raw, was.Raw) || (now.Err == nil) != (was.Err == nil) {
+			if !alsa.ELDUnchanged(ctl, e.PCM.Device(), e.PCM.ELD) {
 				klog.FromContext(ctx).V(2).Info("ELD changed with no control event", "output", e.Name, "card", card, "pcm", e.PCM.Device(),
-					"bytes", len(now.Raw), "was", len(was.Raw))
+					"was", len(e.PCM.ELD.Raw))
 				changed = true
 			}
 		}
