@@ -17,13 +17,20 @@
 #   hack/fuzz-campaign.sh                 # every target, 10 minutes each
 #   FUZZTIME=30s hack/fuzz-campaign.sh    # a quick pass
 #   FUZZPARALLEL=1 hack/fuzz-campaign.sh  # one fuzzing worker (default: one per CPU)
+#   FUZZMINIMIZETIME=3s hack/fuzz-campaign.sh
 #   hack/fuzz-campaign.sh ./internal/captureapi   # the targets under one package
+#
+# FUZZMINIMIZETIME bounds how long Go minimizes each new interesting
+# input (go test -fuzzminimizetime, default 60s). A target seeded with a
+# large real capture (an alsa-info report, a pw-dump) otherwise spends
+# most of a short run minimizing, with its exec count standing still.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/env.sh
 time="${FUZZTIME:-10m}"
 parallel=()
 if [ -n "${FUZZPARALLEL:-}" ]; then parallel=(-parallel "$FUZZPARALLEL"); fi
+if [ -n "${FUZZMINIMIZETIME:-}" ]; then parallel+=(-fuzzminimizetime "$FUZZMINIMIZETIME"); fi
 filter="${1:-./}"
 log="$(mktemp)"
 trap 'rm -f "$log"' EXIT

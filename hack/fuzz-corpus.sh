@@ -7,8 +7,12 @@
 # over the statement blocks each one reaches picks at most FUZZMAXFILES
 # (default 24) of them into <package>/testdata/fuzz/<Target>/, each one
 # reaching a block that the target's own seeds (f.Add), the inputs
-# already committed and the ones picked before it do not. Inputs already
-# committed are kept: a failing input Go wrote there is a regression test.
+# already committed and the ones picked before it do not. A target with
+# nothing committed whose finds reach no new block gets the smallest
+# FUZZMINFILES (default 8) of them, so that every target's corpus holds
+# what its fuzzer found interesting (finer than blocks: edges, compared
+# values). Inputs already committed are kept: a failing input Go wrote
+# there is a regression test.
 #
 # Prints one line per target: candidates, files added, the statement
 # coverage of the target's package before and after, and after, the
@@ -22,6 +26,7 @@ cd "$(dirname "$0")/.."
 . hack/env.sh
 maxbytes="${FUZZMAXBYTES:-2048}"
 maxfiles="${FUZZMAXFILES:-24}"
+minfiles="${FUZZMINFILES:-8}"
 filter="${1:-./}"
 module="$(go list -m)"
 cache="$(go env GOCACHE)/fuzz"
@@ -59,6 +64,7 @@ while read -r file; do
 	for target in $(grep -oE '^func (Fuzz[A-Za-z0-9_]+)' "$file" | cut -d' ' -f2); do
 		dest="$dir/testdata/fuzz/$target"
 		mkdir -p "$dest"
+		committed="$(find "$dest" -type f | wc -l)"
 		# The base: seeds and what is committed.
 		covered "^$target\$" >"$work/base"
 		awk 'NR > 1 { print $1, $2 }' "$work/p.out" >"$work/all.out"
@@ -92,6 +98,9 @@ while read -r file; do
 					delete names[best]
 				}
 			}' "$work/base" "$work/cands" >"$work/keep"
+		if [ "$committed" = 0 ] && [ ! -s "$work/keep" ]; then
+			awk '!seen[$1]++ { print $2, $1 }' "$work/cands" | sort -n | head -n "$minfiles" | cut -d' ' -f2 >"$work/keep"
+		fi
 		candidates=0 added=0
 		for name in $(cat "$work/copied"); do
 			candidates=$((candidates + 1))
