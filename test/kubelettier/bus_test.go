@@ -18,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/liken-sh/operators/internal/audio/modes"
+	"github.com/liken-sh/operators/internal/pipewire/native"
 	"github.com/liken-sh/operators/test/bluezsim"
 )
 
@@ -173,7 +174,14 @@ func wireplumberLosesBus(t *testing.T, ctx context.Context) {
 	bus := containerPid(t, btPod, "bluetoothd", "dbus-daemon")
 	objs, err := dumpGraph(ctx)
 	must(t, err)
-	_, linksBefore := streamLinks(objs)
+	stream, linksBefore := streamLinks(objs)
+	sink := 0
+	for _, o := range objs {
+		if o.Type == "PipeWire:Interface:Node" && prop(o, "node.name") == speakerNode {
+			sink = o.ID
+		}
+	}
+	reg := followLinks(t, ctx, stream, sink)
 	watch := watchStream(ctx, speakerNode)
 	lost := time.Now()
 	must(t, syscall.Kill(bus, syscall.SIGKILL))
@@ -187,6 +195,7 @@ func wireplumberLosesBus(t *testing.T, ctx context.Context) {
 	t.Logf("after the fault: %s", line)
 	waitLinked(t, ctx, speakerNode, 30*time.Second)
 	watch.stop()
+	regGap, regFewest, regMost, regEvents := reg.stop()
 
 	t.Logf("FIGURE media bus lost → bluetoothd container back with a new bus in %s", busBack.Round(time.Millisecond))
 	t.Logf("FIGURE media bus lost → wireplumber container restarted in %s (target: seconds, not the liveness probe's 20 s × 3 failures, which took 38–62 s)", wpRestarted.Round(time.Millisecond))
@@ -195,6 +204,14 @@ func wireplumberLosesBus(t *testing.T, ctx context.Context) {
 		watch.samples, speakerNode, watch.unlinked.Round(time.Millisecond), watch.missing.Round(time.Millisecond),
 		watch.fewest, watch.most, len(linksBefore), watch.ids, watch.errors)
 
+	t.Logf("FIGURE card sink's stream in PipeWire's registry across the fault: %d link events, longest span with no link from the stream to %s: %s (target 0), %d–%d links at once (target %d)",
+		regEvents, speakerNode, regGap, regFewest, regMost, len(linksBefore))
+	if regGap > 0 || regFewest == 0 {
+		t.Errorf("PipeWire's registry shows the consumer's stream with no link to %s for %s", speakerNode, regGap)
+	}
+	if regMost > len(linksBefore) {
+		t.Errorf("PipeWire's registry shows %d links from the stream to %s at once, want %d: duplicates", regMost, speakerNode, len(linksBefore))
+	}
 	if watch.unlinked > 0 || watch.fewest == 0 {
 		t.Errorf("the consumer's stream was not linked to %s for %s: card sinks did not keep playing", speakerNode, watch.unlinked.Round(time.Millisecond))
 	}
@@ -235,4 +252,92 @@ func wireplumberLosesBus(t *testing.T, ctx context.Context) {
 func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], "\n")
+}
+
+// linkFollow follows PipeWire's registry over the native protocol and
+// counts the links from one node to another at every link event, which
+// the registry sends as they happen: unlike pw-dump samples, no span is
+// missed between two reads.
+type linkFollow struct {
+	mu             sync.Mutex
+	count          int
+	fewest, most   int
+	zeroSince      time.Time
+	gap            time.Duration
+	events         int
+	links          map[uint32]bool
+	stopCh, doneCh chan struct{}
+	conn           *native.Conn
+}
+
+func followLinks(t *testing.T, ctx context.Context, out, in int) *linkFollow {
+	t.Helper()
+	c, err := native.Dial(ctx, pipewireSocket, map[string]string{"application.name": "kubelet-tier link follower"})
+	must(t, err)
+	f := &linkFollow{fewest: -1, links: map[uint32]bool{}, stopCh: make(chan struct{}), doneCh: make(chan struct{}), conn: c}
+	// The registry first announces what is there; the count before the
+	// fault is taken at its Done.
+	seq, err := c.Sync()
+	must(t, err)
+	synced := false
+	go func() {
+		defer close(f.doneCh)
+		for {
+			select {
+			case <-f.stopCh:
+				return
+			case ev, ok := <-c.Events():
+				if !ok {
+					return
+				}
+				f.mu.Lock()
+				changed := false
+				switch {
+				case ev.Global != nil && ev.Global.Type == "PipeWire:Interface:Link":
+					if ev.Global.Props["link.output.node"] == fmt.Sprint(out) && ev.Global.Props["link.input.node"] == fmt.Sprint(in) {
+						f.links[ev.Global.ID] = true
+						f.count++
+						changed = true
+					}
+				case ev.Removed != nil && f.links[*ev.Removed]:
+					delete(f.links, *ev.Removed)
+					f.count--
+					changed = true
+				case ev.Done != nil && *ev.Done == seq:
+					synced = true
+					changed = true
+				}
+				if changed && synced {
+					f.events++
+					now := time.Now()
+					if f.fewest < 0 || f.count < f.fewest {
+						f.fewest = f.count
+					}
+					f.most = max(f.most, f.count)
+					if f.count == 0 && f.zeroSince.IsZero() {
+						f.zeroSince = now
+					} else if f.count > 0 && !f.zeroSince.IsZero() {
+						f.gap = max(f.gap, now.Sub(f.zeroSince))
+						f.zeroSince = time.Time{}
+					}
+				}
+				f.mu.Unlock()
+			}
+		}
+	}()
+	return f
+}
+
+// stop ends the follower and returns the longest span with no link, the
+// fewest and most links at once, and the number of events counted.
+func (f *linkFollow) stop() (time.Duration, int, int, int) {
+	close(f.stopCh)
+	f.conn.Close()
+	<-f.doneCh
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.zeroSince.IsZero() {
+		f.gap = max(f.gap, time.Since(f.zeroSince))
+	}
+	return f.gap, f.fewest, f.most, f.events
 }
