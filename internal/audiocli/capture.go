@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -139,6 +140,19 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 	if c.source {
 		res = captureapi.Sources
 	}
+	var file *os.File
+	if !toStdout {
+		// Written beside the target and renamed at the end, so a failed
+		// capture leaves an existing file as it was. It is made before
+		// anything is dialled, so an -o that cannot be written fails
+		// at once.
+		file, err = os.CreateTemp(filepath.Dir(c.output), "."+filepath.Base(c.output)+".*")
+		if err != nil {
+			return c.outputError(err)
+		}
+		defer os.Remove(file.Name())
+		defer file.Close()
+	}
 
 	cl, err := c.cluster()
 	if err != nil {
@@ -172,15 +186,7 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 	c.flushWarnings()
 
 	var out io.Writer = c.Out
-	var file *os.File
-	if !toStdout {
-		// Written beside the target and renamed at the end, so a failed
-		// capture leaves an existing file as it was.
-		file, err = os.CreateTemp(filepath.Dir(c.output), "."+filepath.Base(c.output)+".*")
-		if err != nil {
-			return err
-		}
-		defer os.Remove(file.Name())
+	if file != nil {
 		out = file
 	}
 	n, err := io.Copy(out, resp.Body)
@@ -199,14 +205,30 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 			}
 		}
 		if err := file.Close(); err != nil {
-			return err
+			return c.outputError(err)
 		}
 		if err := os.Rename(file.Name(), c.output); err != nil {
-			return err
+			return c.outputError(err)
 		}
 	}
 	fmt.Fprintf(c.ErrOut, "%s %s: %d bytes of %s\n", res.Kind, name, n, f.MediaType)
 	return nil
+}
+
+// outputError names the -o path the user gave in err, a file-system
+// error about the hidden temporary file written beside it
+// (*fs.PathError, *os.LinkError): the temporary name means nothing to
+// the user, the cause (ENOENT, EACCES, ENOSPC ...) does.
+func (c *captureOptions) outputError(err error) error {
+	var pe *fs.PathError
+	var le *os.LinkError
+	switch {
+	case errors.As(err, &pe):
+		err = pe.Err
+	case errors.As(err, &le):
+		err = le.Err
+	}
+	return fmt.Errorf("-o %s: %w", c.output, err)
 }
 
 // spanProblem rewords a captureapi.ParseTime error, which is written for

@@ -97,3 +97,13 @@ func TestVersionWarningAfterTheError(t *testing.T) {
 		t.Errorf("no API server: exit %d, %q; want the error alone", code, msg)
 	}
 }
+
+// An -o that cannot be written is refused before anything is dialled,
+// naming the path as given, never the hidden temporary file beside it.
+func TestCaptureOutputErrorNamesThePathGiven(t *testing.T) {
+	out := t.TempDir() + "/nonexistent-dir/x.wav"
+	code, msg := run(t, "--kubeconfig", "/nonexistent", "capture", "kitchen-hdmi-3", "-o", out)
+	if code != 1 || !strings.Contains(msg, "-o "+out+": no such file or directory") || strings.Contains(msg, ".x.wav.") || strings.Contains(msg, "KUBECONFIG") {
+		t.Errorf("capture -o %s: exit %d, %q; want 1 and the path given with the cause", out, code, msg)
+	}
+}

@@ -17,13 +17,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
+	"github.com/liken-sh/operators/internal/bdaddr"
 )
 
 func newUnpair(e *env) *cobra.Command {
 	var timeout time.Duration
 	var force bool
 	cmd := &cobra.Command{
-		Use:   "unpair PERIPHERAL",
+		Use:   "unpair PERIPHERAL|ADDRESS",
 		Short: "Unpair a device: delete its Peripheral and wait until the operator removed the bond",
 		Long: "Deletes the Peripheral. The operator disconnects the device, waits while a pod's claim holds it,\n" +
 			"takes it out of the ResourceSlice, removes the bond from BlueZ, and then the bond's Secret goes.",
@@ -45,9 +46,9 @@ func newUnpair(e *env) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			name := args[0]
-			if errs := validation.IsDNS1123Subdomain(name); len(errs) > 0 {
-				return fmt.Errorf("%s is not a Peripheral name: %s", quote(name), errs[0])
+			name, err := peripheralName(args[0])
+			if err != nil {
+				return err
 			}
 			d, _, err := e.client()
 			if err != nil {
@@ -107,6 +108,21 @@ func newUnpair(e *env) *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "delete a Peripheral the operator has not taken on (no finalizer), leaving its bond and bond Secret")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the unpair")
 	return cmd
+}
+
+// peripheralName turns the argument of unpair into a Peripheral name:
+// a Bluetooth address in either spelling (E4:17:D8:C5:67:00 or
+// e4-17-d8-c5-67-00, as pair --device takes it) becomes the lowercase
+// dashed name the operator gives the device's Peripheral; anything else
+// must be a valid object name (RFC 1123 subdomain).
+func peripheralName(arg string) (string, error) {
+	if a, err := bdaddr.Parse(arg); err == nil {
+		return a.Key(), nil
+	}
+	if errs := validation.IsDNS1123Subdomain(arg); len(errs) > 0 {
+		return "", fmt.Errorf("%s is neither a Bluetooth address (XX:XX:XX:XX:XX:XX or xx-xx-xx-xx-xx-xx) nor a Peripheral name: %s", quote(arg), errs[0])
+	}
+	return arg, nil
 }
 
 // bondSecret names the Secret that holds the Peripheral's bond

@@ -142,6 +142,25 @@ func TestUnpairWithTheFinalizer(t *testing.T) {
 	}
 }
 
+// unpair takes the device's address in either spelling, as pair --device
+// does, and unpairs the Peripheral of that name; other input that is no
+// object name is refused with both accepted forms named.
+func TestUnpairTakesAnAddress(t *testing.T) {
+	const name = "e4-17-d8-c5-67-00"
+	for _, arg := range []string{"E4:17:D8:C5:67:00", "e4:17:d8:c5:67:00", "E4-17-D8-C5-67-00"} {
+		p := object("Peripheral", name, map[string]any{})
+		p.SetFinalizers([]string{btv1.PeripheralFinalizer})
+		code, out := runUnpair(t, fakeClient(p), arg)
+		if code != 0 || !strings.Contains(out, "peripheral "+name+": unpaired") {
+			t.Errorf("unpair %s: exit %d, %q; want Peripheral %s unpaired", arg, code, out, name)
+		}
+	}
+	code, out := runUnpair(t, fakeClient(), "E4:17:D8:C5:67")
+	if code != 1 || !strings.Contains(out, "XX:XX:XX:XX:XX:XX") {
+		t.Errorf("unpair of a short address: exit %d, %q; want a refusal naming the address form", code, out)
+	}
+}
+
 // A request that ended Failed or Expired is reported with the reason and
 // the message of the condition that says why, not the message alone.
 func TestPairReportsWhyItFailed(t *testing.T) {
