@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/liken-sh/operators/internal/tailbuf"
 )
 
 // sandbox runs a program of an unpacked image under bubblewrap as a
@@ -139,7 +141,7 @@ func (s sandbox) run(t *testing.T, timeout time.Duration, argv ...string) result
 type daemon struct {
 	name string
 	cmd  *exec.Cmd
-	out  *lockedBuffer
+	out  *tailbuf.Buffer // its output, read while it runs
 	done chan struct{}
 	err  error
 }
@@ -150,7 +152,7 @@ type daemon struct {
 func (s sandbox) start(t *testing.T, name string, deadline time.Duration, argv ...string) *daemon {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), deadline)
-	d := &daemon{name: name, out: &lockedBuffer{}, done: make(chan struct{})}
+	d := &daemon{name: name, out: tailbuf.New(1 << 20), done: make(chan struct{})}
 	d.cmd = s.command(t, ctx, argv...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
 	if err := d.cmd.Start(); err != nil {
@@ -193,24 +195,6 @@ func (d *daemon) stop() {
 		_ = syscall.Kill(-d.cmd.Process.Pid, syscall.SIGKILL)
 		<-d.done
 	}
-}
-
-// lockedBuffer collects a daemon's output while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // waitFor polls cond every 100 ms until it returns nil, or fails the test
