@@ -68,6 +68,11 @@ func run(nodeName string, wait bool) error {
 	// The node's kubelet and CDI directories live in the cluster's work
 	// directory, as /var/lib/kubelet and /var/run/cdi would on a machine.
 	root := filepath.Join(c.Dir(), "node")
+	for _, f := range admissionPolicyFiles {
+		if err := c.ApplyAdmissionPoliciesFile(ctx, f); err != nil {
+			return err
+		}
+	}
 
 	fmt.Println("\n== liken.sh: the inventory driver (deploy/inventory) publishing a desktop's sound controller and Bluetooth adapter from sysfs")
 	stopInventory, err := inventoryDemo(ctx, c, nodeName, root)
@@ -140,6 +145,19 @@ func run(nodeName string, wait bool) error {
 		fmt.Println("\n(The work directory with these files is removed now; run with -wait to keep the cluster and look around.)")
 	}
 	return nil
+}
+
+// admissionPolicyFiles are the deploy files holding the
+// ValidatingAdmissionPolicies a deployed cluster enforces, applied before
+// any driver starts so that the demo refuses what a deployment refuses
+// (a Sink whose spec.controls carries a control character, for one). The
+// policies bound to an operator's ServiceAccount match nothing here, the
+// demo's drivers writing as the cluster's admin. TestAdmissionPolicyFiles
+// fails when deploy/ gains a policy file this list lacks.
+var admissionPolicyFiles = []string{
+	"deploy/audio/admissionpolicy.yaml",
+	"deploy/bluetooth/admissionpolicy.yaml",
+	"deploy/inventory/admissionpolicy.yaml",
 }
 
 func binDir(ctx context.Context) string {
