@@ -134,11 +134,26 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 		stop()
 		return nil, nil, err
 	}
+	// The list and the table below show the pad connected, so both wait
+	// for the operator to have seen the link come up: its Peripheral
+	// Connected and Ready, and its device published without the
+	// disconnected and no-input-node taints.
+	if err := waitForPeripheral(ctx, dyn, padAddr, btv1.ConditionConnected, btv1.ConditionReady); err != nil {
+		stop()
+		return nil, nil, err
+	}
 	fmt.Printf("\n$ kubectl liken bluetooth list\n")
 	_ = bluetoothcli.Execute(ctx, "demo", streams, []string{"--kubeconfig", c.Kubeconfig(), "list"})
 
 	pad := bluetooth.ControllerName(bdaddr.MustParse(padAddr))
-	if err := waitForSlice(ctx, c, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool { return hasDevice(s, pad) }); err != nil {
+	hasTaint := func(d resourceapi.Device, key string) bool {
+		return slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == key })
+	}
+	if err := waitForSlice(ctx, c, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
+			return d.Name == pad && !hasTaint(d, bluetooth.TaintDisconnected) && !hasTaint(d, bluetooth.TaintNoInputNode)
+		})
+	}); err != nil {
 		stop()
 		return nil, nil, err
 	}
@@ -168,9 +183,6 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 	// tolerates it) and has no input node (NoSchedule: no new claim gets
 	// a pad that is asleep now), although the demo's sysfs still lists
 	// its uhid device, as bluetoothd's UserspaceHID=persist leaves it.
-	hasTaint := func(d resourceapi.Device, key string) bool {
-		return slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == key })
-	}
 	if err := waitForSlice(ctx, c, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
 		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
 			return d.Name == pad && hasTaint(d, bluetooth.TaintDisconnected) && hasTaint(d, bluetooth.TaintNoInputNode)
@@ -256,6 +268,37 @@ func printSpec(path string) error {
 	return nil
 }
 
-func hasDevice(s *resourceapi.ResourceSlice, name string) bool {
-	return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == name })
+// waitForPeripheral waits up to 30s for the Peripheral of the device at
+// addr (status.address, in any namespace) to report every condition in
+// conds with status True, and errors naming the address and the
+// conditions otherwise.
+func waitForPeripheral(ctx context.Context, dyn dynamic.Interface, addr string, conds ...string) error {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		list, err := dyn.Resource(btv1.PeripheralsResource).List(ctx, metav1.ListOptions{})
+		if err == nil {
+			for _, p := range list.Items {
+				if a, _, _ := unstructured.NestedString(p.Object, "status", "address"); strings.EqualFold(a, addr) && conditionsTrue(p.Object, conds) {
+					return nil
+				}
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the Peripheral of %s did not report %s True within 30s", addr, strings.Join(conds, " and "))
+}
+
+// conditionsTrue reports whether every condition type in conds has status
+// True in obj's status.conditions.
+func conditionsTrue(obj map[string]any, conds []string) bool {
+	got, _, _ := unstructured.NestedSlice(obj, "status", "conditions")
+	for _, want := range conds {
+		if !slices.ContainsFunc(got, func(c any) bool {
+			m, ok := c.(map[string]any)
+			return ok && m["type"] == want && m["status"] == "True"
+		}) {
+			return false
+		}
+	}
+	return true
 }

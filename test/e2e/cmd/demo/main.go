@@ -136,10 +136,18 @@ func run(nodeName string, wait bool) error {
 	}
 	defer stopListen()
 	if wait {
-		fmt.Printf("\nThe cluster, audio-api and the tone keep running until Ctrl-C. With the matching kubectl:\n  export KUBECONFIG=%s\n  %s get resourceslices,resourceclaims,sinks,peripherals -A\n",
-			c.Kubeconfig(), filepath.Join(binDir(ctx), "kubectl"))
-		fmt.Printf("and the plugin (go build -o kubectl-liken-audio ./cmd/kubectl-liken-audio; it dials audio-api directly, there being no kubelet to port-forward through, and --force skips the version check against a DaemonSet the demo does not run):\n  ./kubectl-liken-audio --api-address %s --force capture %s -t 0,5 -o now.wav\n",
-			listenAddr, listenSink)
+		bin := binDir(ctx)
+		fmt.Printf("\nThe cluster, audio-api and the tone keep running until Ctrl-C. In another shell in this repository,"+
+			" put the matching kubectl and the two plugins (built once) on PATH:\n"+
+			"  export KUBECONFIG=%s\n"+
+			"  go build -trimpath -o %s/ ./cmd/kubectl-liken-audio ./cmd/kubectl-liken-bluetooth\n"+
+			"  export PATH=%s:$PATH\n"+
+			"  kubectl get resourceslices,resourceclaims,sinks,peripherals -A\n"+
+			"  kubectl liken bluetooth list\n"+
+			"  kubectl liken audio --api-address %s --force capture %s -t 0,5 -o now.wav\n"+
+			"(kubectl liken audio dials audio-api at --api-address, there being no kubelet to port-forward through;"+
+			" --force skips its version check against an operator DaemonSet the demo does not run.)\n",
+			c.Kubeconfig(), bin, bin, listenAddr, listenSink)
 		<-ctx.Done()
 	} else {
 		fmt.Println("\n(The work directory with these files is removed now; run with -wait to keep the cluster and look around.)")
