@@ -136,18 +136,20 @@ func run(nodeName string, wait bool) error {
 	}
 	defer stopListen()
 	if wait {
-		bin := binDir(ctx)
+		// The plugins go to the work directory, removed with the cluster;
+		// the build cache makes a second build take seconds.
+		plugins := filepath.Join(c.Dir(), "bin")
 		fmt.Printf("\nThe cluster, audio-api and the tone keep running until Ctrl-C. In another shell in this repository,"+
-			" put the matching kubectl and the two plugins (built once) on PATH:\n"+
+			" put the matching kubectl and the two plugins on PATH:\n"+
 			"  export KUBECONFIG=%s\n"+
 			"  go build -trimpath -o %s/ ./cmd/kubectl-liken-audio ./cmd/kubectl-liken-bluetooth\n"+
-			"  export PATH=%s:$PATH\n"+
+			"  export PATH=%s:%s:$PATH\n"+
 			"  kubectl get resourceslices,resourceclaims,sinks,peripherals -A\n"+
 			"  kubectl liken bluetooth list\n"+
 			"  kubectl liken audio --api-address %s --force capture %s -t 0,5 -o now.wav\n"+
 			"(kubectl liken audio dials audio-api at --api-address, there being no kubelet to port-forward through;"+
 			" --force skips its version check against an operator DaemonSet the demo does not run.)\n",
-			c.Kubeconfig(), bin, bin, listenAddr, listenSink)
+			c.Kubeconfig(), plugins, plugins, binDir(ctx), listenAddr, listenSink)
 		<-ctx.Done()
 	} else {
 		fmt.Println("\n(The work directory with these files is removed now; run with -wait to keep the cluster and look around.)")
