@@ -36,7 +36,7 @@ var AttributeReference = []dra.AttributeDoc{
 
 // TaintReference lists every taint Devices can set.
 var TaintReference = []dra.TaintDoc{
-	{Key: TaintDisconnected, Effect: dra.TaintNoExecute, Doc: "nothing can play there now: a running PipeWire holds no node for it, an HDMI/DP output has no monitor or a monitor that takes no PCM, or a Bluetooth speaker is not connected; running consumers are evicted after their toleration"},
+	{Key: TaintDisconnected, Effect: dra.TaintNoExecute, Doc: "nothing can play there now: a running PipeWire holds no node for a card's output, an HDMI/DP output has no monitor or a monitor that takes no PCM, or a Bluetooth speaker is not connected (a connected speaker whose node is being remade, for a codec switch or a WirePlumber restart, is only no-sink); running consumers are evicted after their toleration"},
 	{Key: TaintNoMonitor, Effect: dra.TaintNoSchedule, Doc: "an HDMI/DP output with no valid ELD (no monitor plugged in, or it is off)"},
 	{Key: TaintNoAudio, Effect: dra.TaintNoSchedule, Doc: "the monitor is present but lists no PCM format (speakers off in its menu, a bitstream-only receiver)"},
 	{Key: TaintNoSink, Effect: dra.TaintNoSchedule, Doc: "PipeWire holds no node for the output (PipeWire is down or has not made it yet); while PipeWire is down this taint alone is set, so its restart evicts no consumer"},

@@ -34,9 +34,6 @@ type SpeakerEndpoint struct {
 	Node *pipewire.Node
 	// Device is the speaker's bluez5 device; nil when the graph has none.
 	Device *pipewire.Device
-	// NoGraph is true when PipeWire was not answering, so that no node
-	// could be looked for: the speaker is not judged disconnected for it.
-	NoGraph bool
 }
 
 // NodeName is the node's node.name, or "" with no node.
@@ -70,7 +67,7 @@ func (s SpeakerEndpoint) Codecs() []string {
 func SpeakerEndpoints(list []speakers.Speaker, g *pipewire.Graph) []SpeakerEndpoint {
 	out := make([]SpeakerEndpoint, 0, len(list))
 	for _, s := range list {
-		e := SpeakerEndpoint{Speaker: s, NoGraph: g == nil}
+		e := SpeakerEndpoint{Speaker: s}
 		if g != nil {
 			addr := s.Address.String()
 			if n, d, ok := g.SpeakerNode(addr); ok {
@@ -87,12 +84,14 @@ func SpeakerEndpoints(list []speakers.Speaker, g *pipewire.Graph) []SpeakerEndpo
 // SpeakerDevices returns one DRA device per speaker: the same sink
 // attribute as a card's output, connectionType bluetooth, the address,
 // the name, whether it is connected, its codecs and the codec it runs,
-// and the same taints as any sink (not connected, or no node in a
-// PipeWire that answers: disconnected; no node: no-sink). A speaker
-// switched off keeps its device, tainted. While PipeWire does not answer
-// (killed, or restarted for a new layout) a connected speaker is only
-// no-sink: disconnected is NoExecute, and its eviction would end
-// consumers whose streams the next PipeWire takes back.
+// and taints: not connected (switched off, out of range) is disconnected,
+// no node is no-sink. A speaker switched off keeps its device, tainted.
+// A connected speaker without a node is only no-sink, whether PipeWire
+// answers or not: its node goes away and comes back while the link stays
+// up whenever the codec is switched (prepare does that for a claim's
+// codec parameter), the profile changes or WirePlumber, whose BlueZ
+// monitor makes the node, restarts; disconnected is NoExecute, and its
+// eviction would end the very consumer the switch was made for.
 func SpeakerDevices(eps []SpeakerEndpoint) []dra.Device {
 	out := make([]dra.Device, 0, len(eps))
 	for _, e := range eps {
@@ -110,7 +109,7 @@ func SpeakerDevices(eps []SpeakerEndpoint) []dra.Device {
 		}
 		setString(attrs, "codecs", codecList(e.Codecs()))
 		d := dra.Device{Name: name, Attributes: attrs}
-		if !e.Connected || (e.Node == nil && !e.NoGraph) {
+		if !e.Connected {
 			d.Taints = append(d.Taints, dra.Taint{Key: TaintDisconnected, Effect: dra.TaintNoExecute})
 		}
 		if e.Node == nil {

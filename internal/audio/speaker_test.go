@@ -233,7 +233,7 @@ func TestSpeakerPublishedTaintedAndRecovered(t *testing.T) {
 	if err := sim.Connect("hci0", speakerAddress); err != nil {
 		t.Fatal(err)
 	}
-	r.wait(t, "connected, no node yet", speakerIs(true, false, TaintDisconnected, TaintNoSink))
+	r.wait(t, "connected, no node yet", speakerIs(true, false, TaintNoSink))
 	lg.append(t, speakerDeviceObject(1), speakerNodeObject(91, "sbc"))
 	live := r.wait(t, "connected with its node", speakerIs(true, true))
 	if got := attr(live[speakerDevice], "codec"); got != "sbc" {
