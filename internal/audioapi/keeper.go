@@ -21,8 +21,10 @@ const DefaultCertCheck = time.Hour
 
 // Keeper keeps the TLS material current while audio-api runs: a
 // [CertConfig.Sync] at start, then again every Interval and whenever one
-// of its two Secrets changes (a watch on each by name, so that a person
-// deleting the capture Secret gets a new one at once). The serving
+// of its two Secrets or the CA ConfigMap changes (a watch on each by
+// name, so that a person deleting the capture Secret gets a new one, and
+// one deleting or editing CAConfigMap gets the CA published again, at
+// once). The serving
 // certificate is read per handshake, so a renewed leaf is served to new
 // connections without a restart and open ones keep theirs.
 type Keeper struct {
@@ -62,6 +64,16 @@ func (k *Keeper) Start(ctx context.Context) error {
 		})
 		f.Start(ctx.Done())
 	}
+	f := informers.NewSharedInformerFactoryWithOptions(k.Config.Client, 0,
+		informers.WithNamespace(k.Config.Namespace),
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("metadata.name", CAConfigMap).String()
+		}))
+	_, _ = f.Core().V1().ConfigMaps().Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		UpdateFunc: func(_, n any) { k.poke() },
+		DeleteFunc: func(any) { k.poke() },
+	})
+	f.Start(ctx.Done())
 	go k.loop(ctx)
 	return nil
 }

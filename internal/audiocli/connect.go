@@ -128,7 +128,7 @@ func (o *Options) apiClient(ctx context.Context, c *cluster) (client *http.Clien
 	cm, err := c.client.CoreV1().ConfigMaps(o.Namespace).Get(ctx, caConfigMap, metav1.GetOptions{})
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, "", nil, fmt.Errorf("ConfigMap %s/%s does not exist: audio-api has not started (kubectl -n %s get deploy %s)", o.Namespace, caConfigMap, o.Namespace, apiService)
+			return nil, "", nil, fmt.Errorf("ConfigMap %s/%s, the CA to trust, is missing: audio-api publishes it when it starts and again when it is deleted; check that audio-api runs (kubectl -n %s get deploy %s)", o.Namespace, caConfigMap, o.Namespace, apiService)
 		}
 		return nil, "", nil, fmt.Errorf("reading the CA to trust: %w", err)
 	}

@@ -87,8 +87,8 @@ func TestVersionWarningAfterTheError(t *testing.T) {
 	defer api.Close()
 	t.Setenv("KUBECONFIG", "")
 	code, msg := run(t, "--server", api.URL, "capture", "kitchen-hdmi-3")
-	errAt, warnAt := strings.Index(msg, "error: ConfigMap liken-system/audio-api-ca does not exist"), strings.Index(msg, `warning: the audio operator runs registry.local/audio-operator:v9.9.9`)
-	if code != 1 || errAt < 0 || warnAt < errAt {
+	errAt, warnAt := strings.Index(msg, "error: ConfigMap liken-system/audio-api-ca, the CA to trust, is missing"), strings.Index(msg, `warning: the audio operator runs registry.local/audio-operator:v9.9.9`)
+	if code != 1 || errAt < 0 || warnAt < errAt || strings.Contains(msg, "has not started") {
 		t.Errorf("exit %d, %q; want the error, then the version warning", code, msg)
 	}
 	api.Close()

@@ -416,6 +416,31 @@ func checkMinted(t *testing.T, ctx context.Context, c *harness.Cluster, ns strin
 	if string(m.CAPEM) != string(sec.Data["ca.crt"]) || !m.Managed {
 		t.Error("a second Sync minted a new CA")
 	}
+	// The running audio-api publishes the CA again when the ConfigMap is
+	// deleted or its ca.crt edited, without a new CA.
+	cms := c.Client().CoreV1().ConfigMaps(ns)
+	republished := func(what string) {
+		deadline := time.Now().Add(20 * time.Second)
+		for {
+			got, err := cms.Get(ctx, audioapi.CAConfigMap, metav1.GetOptions{})
+			if err == nil && got.Data["ca.crt"] == string(sec.Data["ca.crt"]) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Errorf("ConfigMap %s %s: not published again within 20s (last: %v)", audioapi.CAConfigMap, what, err)
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	must(t, cms.Delete(ctx, audioapi.CAConfigMap, metav1.DeleteOptions{}))
+	republished("deleted")
+	cm, err = cms.Get(ctx, audioapi.CAConfigMap, metav1.GetOptions{})
+	must(t, err)
+	cm.Data["ca.crt"] = "edited"
+	_, err = cms.Update(ctx, cm, metav1.UpdateOptions{})
+	must(t, err)
+	republished("edited")
 }
 
 // checkCLI runs the kubectl plugin's binary as a person would, dialling
