@@ -44,22 +44,24 @@ func trustWorld(t *testing.T) (context.Context, *pwtest.Daemons, *operator, pipe
 
 // waitRemade waits until the claim gate's record trusts a node named
 // name other than gone, the declared node it had made again after gone
-// was destroyed, and returns its id; that node is never forged.
-func waitRemade(t *testing.T, ctx context.Context, d *pwtest.Daemons, name string, gone, forged uint32) uint32 {
+// was destroyed, and returns its id; that node is never forged. Nodes
+// are told apart by object.serial as the record keeps it: the daemon may
+// hand the destroyed node's global id to the new one.
+func waitRemade(t *testing.T, ctx context.Context, d *pwtest.Daemons, name string, gone, forged pipewire.Node) uint32 {
 	t.Helper()
 	for {
 		trust, err := gate.ReadTrusted(d.RuntimeDir)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if id, ok := trust.IDs[name]; ok && id != gone {
-			if id == forged {
-				t.Fatalf("the record trusts the forged node %d: %+v", forged, trust)
+		if v, ok := trust.Nodes[name]; ok && v != gone.Serial {
+			if id := trust.IDs[name]; id == forged.ID {
+				t.Fatalf("the record trusts the forged node %d: %+v", forged.ID, trust)
 			}
-			return id
+			return trust.IDs[name]
 		}
 		if ctx.Err() != nil {
-			t.Fatalf("the record does not trust a new %s after node %d was destroyed: %+v", name, gone, trust)
+			t.Fatalf("the record does not trust a new %s after node %d was destroyed: %+v", name, gone.ID, trust)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -122,8 +124,11 @@ func TestImpostorIsIgnored(t *testing.T) {
 	if out, err := d.Command(ctx, "pw-cli", "destroy", fmt.Sprint(realB.ID)).CombinedOutput(); err != nil {
 		t.Fatalf("pw-cli destroy: %v: %s", err, out)
 	}
-	remade := waitRemade(t, ctx, d, b, realB.ID, impostor.ID)
-	g = waitGraph(t, ctx, d, "the declared sink made again", func(g *pipewire.Graph) bool { _, ok := g.Node(remade); return ok })
+	remade := waitRemade(t, ctx, d, b, realB, impostor)
+	g = waitGraph(t, ctx, d, "the declared sink made again", func(g *pipewire.Graph) bool {
+		n, ok := g.Node(remade)
+		return ok && n.Serial != realB.Serial
+	})
 	seen = o.trustedGraph(ctx, g)
 	if n, ok := seen.NodeByName(b); !ok || n.ID != remade {
 		t.Errorf("with the real sink made again, %s reads as %+v, want node %d", b, n, remade)
@@ -190,9 +195,8 @@ func TestRelabelledNodeIsIgnored(t *testing.T) {
 	if out, err := d.Command(ctx, "pw-cli", "destroy", fmt.Sprint(realB.ID)).CombinedOutput(); err != nil {
 		t.Fatalf("pw-cli destroy: %v: %s", err, out)
 	}
-	waitFor("the real sink going", func(g *pipewire.Graph) bool { _, ok := g.Node(realB.ID); return !ok })
-	remade := waitRemade(t, ctx, d, b, realB.ID, forged.ID)
-	g = waitFor("the declared sink made again", func(g *pipewire.Graph) bool { _, ok := g.Node(remade); return ok })
+	remade := waitRemade(t, ctx, d, b, realB, forged)
+	g = waitFor("the declared sink made again", func(g *pipewire.Graph) bool { n, ok := g.Node(remade); return ok && n.Serial != realB.Serial })
 	seen = o.trustedGraph(ctx, g)
 	if n, ok := seen.NodeByName(b); !ok || n.ID != remade {
 		t.Errorf("with the real sink made again, %s reads as %+v, want node %d", b, n, remade)
