@@ -83,7 +83,7 @@ func FuzzResolve(f *testing.F) {
 			}
 			return
 		}
-		if tg.rate <= 0 || tg.channels <= 0 || (tg.position != nil && len(tg.position) != tg.channels) {
+		if tg.rate <= 0 || tg.channels <= 0 || tg.channels > maxChannels || (tg.position != nil && len(tg.position) != tg.channels) {
 			t.Fatalf("resolved rate %d, %d channels, positions %q", tg.rate, tg.channels, tg.position)
 		}
 	})

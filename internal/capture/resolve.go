@@ -54,7 +54,7 @@ func resolve(g *pipewire.Graph, res captureapi.Resource, name string) (target, *
 	t := target{node: n, monitor: res == captureapi.Sinks}
 	if f := n.Format; f != nil && f.Rate > 0 && f.Channels > 0 {
 		t.rate, t.channels, t.position = f.Rate, f.Channels, f.Positions
-		return t, nil
+		return checkChannels(t, class)
 	}
 	if r, err := strconv.Atoi(n.Props["audio.rate"]); err == nil && r > 0 {
 		t.rate = r
@@ -83,6 +83,21 @@ func resolve(g *pipewire.Graph, res captureapi.Resource, name string) (target, *
 	}
 	if t.channels == 0 {
 		return target{}, captureapi.NewProblem(captureapi.ProblemUnavailable, "The %s node %s is %s and neither declares nor offers a channel count; play to it or set its layout.", class, n.Name, n.State)
+	}
+	return checkChannels(t, class)
+}
+
+// maxChannels is the most channels a PipeWire raw audio format carries
+// (SPA_AUDIO_MAX_CHANNELS, spa/param/audio/raw.h); a node that claims
+// more is not believed, and a WAV header's 16-bit channel field could
+// not hold every such claim either.
+const maxChannels = 64
+
+// checkChannels refuses a resolved target whose channel count is past
+// maxChannels, naming the node.
+func checkChannels(t target, class string) (target, *captureapi.Problem) {
+	if t.channels > maxChannels {
+		return target{}, captureapi.NewProblem(captureapi.ProblemUnavailable, "The %s node %s says it has %d channels; PipeWire carries at most %d.", class, t.node.Name, t.channels, maxChannels)
 	}
 	return t, nil
 }

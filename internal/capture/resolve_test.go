@@ -36,6 +36,14 @@ func TestResolveSuspendedNode(t *testing.T) {
 	if _, p := resolve(g, captureapi.Sinks, "desk-x"); p == nil || p.Status != 503 || !strings.Contains(p.Detail, "channel count") {
 		t.Errorf("no channel count: %v", p)
 	}
+	g, err = pipewire.ParseDump([]byte(node(`"EnumFormat": [{"mediaType": "audio", "mediaSubtype": "raw", "rate": 48000,
+		"channels": {"default": 65536, "min": 1, "max": 65536}}]`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, p := resolve(g, captureapi.Sinks, "desk-x"); p == nil || p.Status != 503 || !strings.Contains(p.Detail, "65536 channels") {
+		t.Errorf("past 64 channels (a WAV header's 16 bits overflow): %v", p)
+	}
 	if _, p := resolve(g, captureapi.Sources, "desk-x"); p == nil || p.Status != 404 {
 		t.Errorf("the sink as a source: %v", p)
 	}
