@@ -366,11 +366,24 @@ func (o *operator) pass(ctx context.Context) error {
 	var res pairing.Result
 	var pairErr error
 	if o.pairing != nil {
+		// A speaker is also held through the audio driver: a claim of
+		// its sink keeps the unpair waiting and is shown as the
+		// Peripheral's claim, as one of this driver's is.
+		holders := o.driver.Holders()
+		audio, err := pairing.ListAudioHolders(ctx, o.cfg.KubeClient)
+		if err != nil {
+			logger.Error(err, "Reading the audio claims that hold speakers")
+		}
+		for k, h := range audio {
+			if _, ok := holders[k]; !ok {
+				holders[k] = h
+			}
+		}
 		in := pairing.Input{
 			Objects:    objs,
 			InputNodes: func(addr string) []string { return scan.EventNodes(addr, "") },
 			HIDDevPath: func(addr string) string { return hidDevPath(scan, addr) },
-			Holders:    o.driver.Holders(),
+			Holders:    holders,
 
 			NodeAdapters: nodeAdapters,
 		}

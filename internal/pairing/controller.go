@@ -75,7 +75,8 @@ type Input struct {
 	// the peer's HID device, for its battery; "" when it has none.
 	HIDDevPath func(address string) string
 	// Holders maps the DRA device names a prepared claim holds to that
-	// claim (dra.Driver.Holders).
+	// claim (dra.Driver.Holders), and those of the speakers an audio
+	// claim holds (AudioHolders).
 	Holders map[string]dra.ClaimRef
 	// PageScan is the kernel's HCI_PSCAN flag of the adapter
 	// (hci.DevInfo.PageScan), nil when it could not be read; PageScanErr
