@@ -366,17 +366,21 @@ func (o *operator) pass(ctx context.Context) error {
 	var res pairing.Result
 	var pairErr error
 	if o.pairing != nil {
-		// A speaker is also held through the audio driver: a claim of
-		// its sink keeps the unpair waiting and is shown as the
-		// Peripheral's claim, as one of this driver's is.
+		// A speaker is also held through the audio driver: while an
+		// unpair waits, a claim of its sink keeps it waiting and is shown
+		// as the Peripheral's claim, as one of this driver's is. Read
+		// only then: listing every claim in the cluster at each pass
+		// (the backstop runs every minute) would be API traffic at rest.
 		holders := o.driver.Holders()
-		audio, err := pairing.ListAudioHolders(ctx, o.cfg.KubeClient)
-		if err != nil {
-			logger.Error(err, "Reading the audio claims that hold speakers")
-		}
-		for k, h := range audio {
-			if _, ok := holders[k]; !ok {
-				holders[k] = h
+		if o.pairing.Unpairing() {
+			audio, err := pairing.ListAudioHolders(ctx, o.cfg.KubeClient)
+			if err != nil {
+				logger.Error(err, "Reading the audio claims that hold speakers")
+			}
+			for k, h := range audio {
+				if _, ok := holders[k]; !ok {
+					holders[k] = h
+				}
 			}
 		}
 		in := pairing.Input{

@@ -164,6 +164,11 @@ func (c *Controller) Start(ctx context.Context) {
 	c.store.run(ctx)
 }
 
+// Unpairing reports whether one of the adapter's Peripherals is being
+// unpaired: marked for deletion, its finalizer waiting for the claims
+// that hold it. It reads the informer's cache, no API request.
+func (c *Controller) Unpairing() bool { return c.store.unpairing() }
+
 // Wake receives when a pass should run: an object changed, or the agent
 // has news for a request's status.
 func (c *Controller) Wake() <-chan struct{} { return c.wake }

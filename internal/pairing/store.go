@@ -82,6 +82,17 @@ func (s *store) synced() bool {
 	return s.adapters.HasSynced() && s.peripherals.HasSynced() && s.requests.HasSynced()
 }
 
+// unpairing reports whether a Peripheral of this adapter is marked for
+// deletion (an unpair waits on its finalizer).
+func (s *store) unpairing() bool {
+	for _, o := range s.peripherals.GetStore().List() {
+		if m, ok := o.(metav1.Object); ok && m.GetDeletionTimestamp() != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // list decodes every object of inf into T.
 func list[T any](inf cache.SharedIndexInformer) ([]T, error) {
 	var out []T
