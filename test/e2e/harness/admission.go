@@ -5,14 +5,10 @@ package harness
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
-	"regexp"
 
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/yaml"
 )
 
 // ApplyAdmissionPoliciesFile creates every ValidatingAdmissionPolicy and
@@ -25,29 +21,14 @@ import (
 // sign that the policy plugin has loaded it; an error names the file and
 // document that failed to parse or the object the server refused.
 func (c *Cluster) ApplyAdmissionPoliciesFile(ctx context.Context, path string) error {
-	if !filepath.IsAbs(path) {
-		root, err := ModuleRoot()
-		if err != nil {
-			return err
-		}
-		path = filepath.Join(root, path)
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return fmt.Errorf("harness: %w", err)
-	}
 	api := c.client.AdmissionregistrationV1()
 	var policies []string
-	for i, doc := range regexp.MustCompile(`(?m)^---\s*$`).Split(string(data), -1) {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
-			return fmt.Errorf("harness: %s document %d: %w", path, i, err)
-		}
-		switch meta.Kind {
+	err := eachDeployDocument(path, func(kind string, decode func(any) error) error {
+		switch kind {
 		case "ValidatingAdmissionPolicy":
 			var p admissionv1.ValidatingAdmissionPolicy
-			if err := yaml.UnmarshalStrict([]byte(doc), &p); err != nil {
-				return fmt.Errorf("harness: %s document %d: %w", path, i, err)
+			if err := decode(&p); err != nil {
+				return err
 			}
 			if _, err := api.ValidatingAdmissionPolicies().Create(ctx, &p, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("harness: ValidatingAdmissionPolicy %s: %w", p.Name, err)
@@ -55,13 +36,17 @@ func (c *Cluster) ApplyAdmissionPoliciesFile(ctx context.Context, path string) e
 			policies = append(policies, p.Name)
 		case "ValidatingAdmissionPolicyBinding":
 			var b admissionv1.ValidatingAdmissionPolicyBinding
-			if err := yaml.UnmarshalStrict([]byte(doc), &b); err != nil {
-				return fmt.Errorf("harness: %s document %d: %w", path, i, err)
+			if err := decode(&b); err != nil {
+				return err
 			}
 			if _, err := api.ValidatingAdmissionPolicyBindings().Create(ctx, &b, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 				return fmt.Errorf("harness: ValidatingAdmissionPolicyBinding %s: %w", b.Name, err)
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, name := range policies {
 		err := c.poll(ctx, "ValidatingAdmissionPolicy "+name+" type-checked", func(ctx context.Context) (bool, string, error) {

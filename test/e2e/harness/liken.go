@@ -168,6 +168,23 @@ func (c *Cluster) AddLikenNode(ctx context.Context, node string) error {
 // demo use the classes a person deploys. Other kinds in the file are
 // ignored. The path is relative to the module root unless absolute.
 func (c *Cluster) ApplyDeviceClassesFile(ctx context.Context, path string) error {
+	return eachDeployDocument(path, func(kind string, decode func(any) error) error {
+		if kind != "DeviceClass" {
+			return nil
+		}
+		var dc resourceapi.DeviceClass
+		if err := decode(&dc); err != nil {
+			return err
+		}
+		return c.ApplyDeviceClass(ctx, &dc)
+	})
+}
+
+// eachDeployDocument reads the multi-document YAML file at path (relative
+// to the module root unless absolute) and calls fn with each document's
+// kind and a strict decoder for it; an error names the file and the
+// document that did not parse, and fn's first error ends the walk.
+func eachDeployDocument(path string, fn func(kind string, decode func(any) error) error) error {
 	if !filepath.IsAbs(path) {
 		root, err := ModuleRoot()
 		if err != nil {
@@ -184,14 +201,13 @@ func (c *Cluster) ApplyDeviceClassesFile(ctx context.Context, path string) error
 		if err := yaml.Unmarshal([]byte(doc), &meta); err != nil {
 			return fmt.Errorf("harness: %s document %d: %w", path, i, err)
 		}
-		if meta.Kind != "DeviceClass" {
-			continue
+		decode := func(into any) error {
+			if err := yaml.UnmarshalStrict([]byte(doc), into); err != nil {
+				return fmt.Errorf("harness: %s document %d: %w", path, i, err)
+			}
+			return nil
 		}
-		var dc resourceapi.DeviceClass
-		if err := yaml.UnmarshalStrict([]byte(doc), &dc); err != nil {
-			return fmt.Errorf("harness: %s document %d: %w", path, i, err)
-		}
-		if err := c.ApplyDeviceClass(ctx, &dc); err != nil {
+		if err := fn(meta.Kind, decode); err != nil {
 			return err
 		}
 	}
