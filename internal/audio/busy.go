@@ -12,6 +12,7 @@ import (
 	"k8s.io/klog/v2"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
+	"github.com/liken-sh/operators/internal/backoff"
 	"github.com/liken-sh/operators/internal/pipewire"
 )
 
@@ -45,11 +46,7 @@ func deviceBusy(n *pipewire.Node) bool {
 
 // busyBackoff is the wait after the attempts-th retry.
 func busyBackoff(attempts int) time.Duration {
-	d := BusyRetryFirst
-	for i := 0; i < attempts && d < BusyRetryMax; i++ {
-		d *= 2
-	}
-	return min(d, BusyRetryMax)
+	return backoff.Doubling(BusyRetryFirst, BusyRetryMax, attempts)
 }
 
 // retryBusy retries the open of an endpoint's PCM that PipeWire left in

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/liken-sh/operators/internal/backoff"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/internal/pipewire/native"
 )
@@ -97,11 +98,7 @@ func probeOpen(o pipewire.Output) int {
 
 // recreateBackoff is the wait after the attempts-th refusal.
 func recreateBackoff(attempts int) time.Duration {
-	d := RecreateFirst
-	for i := 1; i < attempts && d < RecreateMax; i++ {
-		d *= 2
-	}
-	return min(d, RecreateMax)
+	return backoff.Doubling(RecreateFirst, RecreateMax, attempts-1)
 }
 
 // findAbsent marks every declared node the record has none of as absent,
