@@ -21,6 +21,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/liken-sh/operators/internal/dbusd"
+	"github.com/liken-sh/operators/internal/supervise"
 )
 
 // envStandIn makes the test binary act as a stand-in bluetoothd: the real
@@ -90,6 +91,7 @@ func requireRoot(t *testing.T) {
 type pod struct {
 	dir, configDir, socketPath, address string
 	cmd                                 *exec.Cmd
+	bound                               *supervise.Bound
 	stdout                              io.ReadCloser
 	stderr                              bytes.Buffer
 }
@@ -118,19 +120,24 @@ func (p *pod) start(t *testing.T, env []string, args ...string) {
 	p.cmd = exec.Command(entrypoint, append([]string{"-config-dir", p.configDir}, args...)...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stderr = &p.stderr
-	var err error
-	if p.stdout, err = p.cmd.StdoutPipe(); err != nil {
+	// A pipe of the test's own, not exec's StdoutPipe: the reap, which
+	// StartBound does as soon as the process exits, would close exec's
+	// before the test has read the last lines.
+	r, w, err := os.Pipe()
+	if err != nil {
 		t.Fatal(err)
 	}
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID, Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
+	p.stdout, p.cmd.Stdout = r, w
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWPID}
+	p.bound, err = supervise.StartBound(p.cmd)
+	w.Close()
+	if err != nil {
+		r.Close()
 		t.Fatalf("start the entrypoint: %v", err)
 	}
 	t.Cleanup(func() {
-		if p.cmd.ProcessState == nil {
-			p.cmd.Process.Kill()
-			p.cmd.Wait()
-		}
+		p.cmd.Process.Kill()
+		<-p.bound.Done()
 	})
 }
 
@@ -139,10 +146,9 @@ func (p *pod) start(t *testing.T, env []string, args ...string) {
 func (p *pod) wait(t *testing.T, bound time.Duration) int {
 	t.Helper()
 	go io.Copy(io.Discard, p.stdout)
-	done := make(chan error, 1)
-	go func() { done <- p.cmd.Wait() }()
 	select {
-	case err := <-done:
+	case <-p.bound.Done():
+		err := p.bound.Wait()
 		var exit *exec.ExitError
 		if err != nil && !errors.As(err, &exit) {
 			t.Fatalf("wait: %v", err)
@@ -150,7 +156,7 @@ func (p *pod) wait(t *testing.T, bound time.Duration) int {
 		return p.cmd.ProcessState.ExitCode()
 	case <-time.After(bound):
 		p.cmd.Process.Kill()
-		<-done
+		<-p.bound.Done()
 		t.Fatalf("still running after %v; stderr:\n%s", bound, p.stderr.String())
 		return -1
 	}
@@ -225,11 +231,11 @@ func TestBluetoothdWithoutBlueZPolicyControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	bus := exec.Command("dbus-daemon", "--nofork", "--nopidfile", "--config-file="+conf)
-	bus.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := bus.Start(); err != nil {
+	busRun, err := supervise.StartBound(bus)
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { bus.Process.Kill(); bus.Wait() }()
+	defer func() { bus.Process.Kill(); <-busRun.Done() }()
 	if err := dbusd.WaitReady(context.Background(), sock, 10*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}

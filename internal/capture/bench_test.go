@@ -9,7 +9,6 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
-	testchild "github.com/liken-sh/operators/test/child"
 	"io"
 	"net"
 	"net/http"
@@ -19,9 +18,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
+
+	testchild "github.com/liken-sh/operators/test/child"
 
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,6 +29,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/internal/procmem"
+	"github.com/liken-sh/operators/internal/supervise"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/pwtest"
 	"github.com/liken-sh/operators/test/secretvolume"
@@ -50,6 +51,7 @@ type benchWorld struct {
 	pw      *pwtest.Daemons
 	dir     string
 	cmd     *exec.Cmd
+	bound   *supervise.Bound
 	addr    string
 	client  *http.Client
 	token   string
@@ -120,9 +122,8 @@ func newBenchWorld(b *testing.B) (*benchWorld, error) {
 		"PIPEWIRE_RUNTIME_DIR=" + pw.RuntimeDir, "XDG_RUNTIME_DIR=" + pw.RuntimeDir,
 		"KUBECONFIG=" + cluster.Kubeconfig(), "POD_NAMESPACE=liken-system"}
 	w.cmd.Stderr = w.stderr
-	w.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	started := time.Now()
-	if err := w.cmd.Start(); err != nil {
+	if w.bound, err = supervise.StartBound(w.cmd); err != nil {
 		return nil, err
 	}
 	pool := x509.NewCertPool()
@@ -283,7 +284,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if w := benchW; w != nil {
 		_ = w.cmd.Process.Kill()
-		_ = w.cmd.Wait()
+		<-w.bound.Done()
 		_ = w.pw.Stop()
 		w.cluster.Stop()
 		_ = os.RemoveAll(w.dir)

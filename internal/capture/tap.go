@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/liken-sh/operators/internal/supervise"
 	"github.com/liken-sh/operators/internal/tailbuf"
 	"io"
 	"os"
@@ -48,13 +49,12 @@ type session struct {
 	pumpErr   error // why the pump ended early
 }
 
-// child returns a command for a tap's child process: killed with SIGKILL
-// if this process dies first (PR_SET_PDEATHSIG), so a crash leaves no
-// recorder holding a PipeWire stream.
+// child returns a command for a tap's child process, to be started with
+// supervise.StartBound: killed with SIGKILL if this process dies first,
+// so a crash leaves no recorder holding a PipeWire stream.
 func child(path string, args []string, env []string) *exec.Cmd {
 	cmd := exec.Command(path, args...)
 	cmd.Env = env
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
@@ -128,7 +128,7 @@ func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format
 			return nil, captureapi.NewProblem(captureapi.ProblemInternal, "the encoder's pipe: %v", err), "encoder"
 		}
 		s.enc.Stdin, s.enc.Stdout = inR, outW
-		err = s.enc.Start()
+		enc, err := supervise.StartBound(s.enc)
 		inR.Close()
 		outW.Close()
 		if err != nil {
@@ -137,7 +137,7 @@ func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format
 			return nil, captureapi.NewProblem(captureapi.ProblemEncoderFailed, "%s did not start: %v", prog, err), "encoder"
 		}
 		sink, s.body, s.bodyFile = inW, outR, outR
-		go func() { _ = s.enc.Wait(); close(s.encDone) }()
+		go func() { <-enc.Done(); close(s.encDone) }()
 	} else {
 		pr, pw := io.Pipe()
 		s.body, sink = pr, pw
@@ -159,13 +159,13 @@ func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format
 	// Linux's default /proc/sys/fs/pipe-max-size) lets the pump read in
 	// coalesced gulps without ever blocking the recorder's stream.
 	_, _ = unix.FcntlInt(recW.Fd(), unix.F_SETPIPE_SZ, recorderPipeSize)
-	err = s.rec.Start()
+	rec, err := supervise.StartBound(s.rec)
 	recW.Close()
 	s.recOut = recR
 	if err != nil {
 		return fail(captureapi.NewProblem(captureapi.ProblemRecorderFailed, "pw-record did not start: %v", err), "connect")
 	}
-	go func() { _ = s.rec.Wait(); close(s.recDone) }()
+	go func() { <-rec.Done(); close(s.recDone) }()
 	if p, reason := s.awaitLink(ctx); p != nil {
 		return fail(p, reason)
 	}

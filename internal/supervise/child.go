@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"syscall"
 	"time"
 )
@@ -69,36 +68,27 @@ func Start(c Command) (*Child, error) {
 			Setpgid: true,
 		},
 	}
-	if !c.OutliveParent {
-		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	}
 	ch := &Child{cmd: cmd, done: make(chan struct{})}
-	started := make(chan error, 1)
-	// The parent-death signal fires when the thread that forked exits,
-	// not the process, so the fork happens on a thread that stays locked
-	// (and alive) until the child is reaped; the goroutine then ends with
-	// its thread still locked, which retires the thread. A child that
-	// outlives its parent needs no such thread.
-	go func() {
-		if !c.OutliveParent {
-			runtime.LockOSThread()
-		}
-		ch.started = time.Now()
-		if err := cmd.Start(); err != nil {
-			started <- err
-			return
-		}
-		started <- nil
-		// Wait's error adds nothing to the process state: an exit status
-		// other than 0 (the state says which), or a failed copy of output
-		// into a writer that is not a file, after the child was reaped.
-		_ = cmd.Wait()
+	// Wait's error adds nothing to the process state: an exit status
+	// other than 0 (the state says which), or a failed copy of output
+	// into a writer that is not a file, after the child was reaped.
+	reaped := func() {
 		ch.status = StatusOf(cmd.ProcessState)
 		close(ch.done)
-	}()
-	if err := <-started; err != nil {
+	}
+	ch.started = time.Now()
+	if c.OutliveParent {
+		if err := cmd.Start(); err != nil {
+			return nil, fmt.Errorf("supervise: start %s: %w", c.Path, err)
+		}
+		go func() { _ = cmd.Wait(); reaped() }()
+		return ch, nil
+	}
+	b, err := StartBound(cmd)
+	if err != nil {
 		return nil, fmt.Errorf("supervise: start %s: %w", c.Path, err)
 	}
+	go func() { <-b.Done(); reaped() }()
 	return ch, nil
 }
 

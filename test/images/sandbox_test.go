@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/liken-sh/operators/internal/supervise"
 	"github.com/liken-sh/operators/internal/tailbuf"
 )
 
@@ -105,10 +106,20 @@ func (s sandbox) command(t *testing.T, ctx context.Context, argv ...string) *exe
 	}
 	args = append(append(args, "--"), argv...)
 	cmd := exec.CommandContext(ctx, "bwrap", args...)
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = 2 * time.Second
 	return cmd
+}
+
+// runBound is cmd.Run for a command bound to this test binary's life
+// (supervise.StartBound).
+func runBound(cmd *exec.Cmd) error {
+	b, err := supervise.StartBound(cmd)
+	if err != nil {
+		return err
+	}
+	return b.Wait()
 }
 
 // result is a finished run.
@@ -126,7 +137,7 @@ func (s sandbox) run(t *testing.T, timeout time.Duration, argv ...string) result
 	cmd := s.command(t, ctx, argv...)
 	var stdout, stderr strings.Builder
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
+	err := runBound(cmd)
 	r := result{stdout: stdout.String(), stderr: stderr.String(), err: err, exit: -1}
 	if cmd.ProcessState != nil {
 		r.exit = cmd.ProcessState.ExitCode()
@@ -155,12 +166,13 @@ func (s sandbox) start(t *testing.T, name string, deadline time.Duration, argv .
 	d := &daemon{name: name, out: tailbuf.New(1 << 20), done: make(chan struct{})}
 	d.cmd = s.command(t, ctx, argv...)
 	d.cmd.Stdout, d.cmd.Stderr = d.out, d.out
-	if err := d.cmd.Start(); err != nil {
+	b, err := supervise.StartBound(d.cmd)
+	if err != nil {
 		cancel()
 		t.Fatalf("start %s: %v", name, err)
 	}
 	go func() {
-		d.err = d.cmd.Wait()
+		d.err = b.Wait()
 		cancel()
 		close(d.done)
 	}()

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/liken-sh/operators/internal/supervise"
 )
 
 // EnvBinDir is the environment variable [Start] reads when Options.BinDir is
@@ -107,9 +109,13 @@ func buildBinaries(ctx context.Context, logf func(string, ...any)) (string, erro
 	// The script runs go build in children of its own. Killing only bash
 	// on cancellation would leave those compiling, so it gets its own
 	// process group and the whole group is killed.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	if err := cmd.Run(); err != nil {
+	b, err := supervise.StartBound(cmd)
+	if err == nil {
+		err = b.Wait()
+	}
+	if err != nil {
 		return "", fmt.Errorf("harness: %s: %w", script, err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")

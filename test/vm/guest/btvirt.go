@@ -14,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/liken-sh/operators/internal/supervise"
 )
 
 // BluetoothModules are what btvirt needs: hci_vhci for its controllers
@@ -27,8 +29,9 @@ var BluetoothModules = []string{"hci_vhci", "af_alg", "algif_hash", "algif_skcip
 // controllers, registered with the kernel through /dev/vhci, that can see
 // and connect to each other.
 type Btvirt struct {
-	cmd *exec.Cmd
-	out bytes.Buffer // read only once cmd has been waited for
+	cmd   *exec.Cmd
+	bound *supervise.Bound
+	out   bytes.Buffer // read only once bound is done
 	// Controllers are the new controllers' ids (the N of hciN), ascending.
 	Controllers []uint16
 }
@@ -65,8 +68,13 @@ func startBtvirt(n int) (*Btvirt, error) {
 	before := controllers()
 	b := &Btvirt{cmd: exec.Command("btvirt", "-l"+strconv.Itoa(n))}
 	b.cmd.Stdout, b.cmd.Stderr = &b.out, &b.out
-	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := b.cmd.Start(); err != nil {
+	// Bound to this test binary's life on a thread of its own: forked
+	// from this goroutine's thread, btvirt would be killed (and its
+	// controllers removed) whenever that thread was later retired, as
+	// every thread a daemon of the test was forked on is when the daemon
+	// is reaped.
+	var err error
+	if b.bound, err = supervise.StartBound(b.cmd); err != nil {
 		return nil, err
 	}
 	ok := WaitFor(10*time.Second, func() bool {
@@ -100,13 +108,11 @@ func startBtvirt(n int) (*Btvirt, error) {
 // until they are gone.
 func (b *Btvirt) Stop() error {
 	b.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan error, 1)
-	go func() { done <- b.cmd.Wait() }()
 	select {
-	case <-done: //nolint:errcheck // a btvirt stopped on purpose exits by the signal
+	case <-b.bound.Done(): // a btvirt stopped on purpose exits by the signal
 	case <-time.After(5 * time.Second):
 		b.cmd.Process.Kill()
-		<-done //nolint:errcheck // a killed btvirt exits by the signal
+		<-b.bound.Done()
 	}
 	if !WaitFor(5*time.Second, func() bool {
 		for _, id := range controllers() {
