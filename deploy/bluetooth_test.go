@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
 	"github.com/liken-sh/operators/test/e2e/harness"
@@ -122,6 +123,7 @@ func checkPairingSchema(t *testing.T, k *kube) {
 	if got, _ := k.run(ctx, nil, "get", "pairingrequest", "valid", "-o", "jsonpath={.spec.adapter} {.spec.windowSeconds}"); got != adapter+" 180" {
 		t.Errorf("stored spec after the refused updates: %q", got)
 	}
+	checkClosesColumn(t, k, "valid")
 
 	// An Adapter is named by an address: a name no radio can have (an
 	// interface name, an address cut short) is refused, not left to wait
@@ -354,5 +356,28 @@ func checkBluetoothPodMonitor(t *testing.T, k *kube, root string, _ []string) {
 	}
 	if !found {
 		t.Error("no operator container")
+	}
+}
+
+// checkClosesColumn: `kubectl get -o wide` shows when an open request's
+// window closes as the time itself. A date column would show it as an
+// age, which kubectl prints as <invalid> for a time still to come.
+func checkClosesColumn(t *testing.T, k *kube, name string) {
+	ctx := t.Context()
+	closes := time.Now().Add(time.Hour).UTC().Truncate(time.Second).Format(time.RFC3339)
+	if _, err := k.run(ctx, nil, "patch", "pairingrequest", name, "--subresource=status", "--type=merge",
+		"-p", fmt.Sprintf(`{"status":{"phase":"Open","windowClosesAt":%q}}`, closes)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := k.run(ctx, nil, "get", "pairingrequest", name, "-o", "wide")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "CLOSES") {
+		t.Fatalf("kubectl get -o wide printed %q, want a header with CLOSES and one row", out)
+	}
+	if !strings.Contains(lines[1], " "+closes+" ") || strings.Contains(lines[1], "<invalid>") {
+		t.Errorf("kubectl get -o wide printed %q, want the time the window closes, %s", lines[1], closes)
 	}
 }

@@ -22,7 +22,7 @@ import (
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Device",type=string,JSONPath=`.spec.device`
 // +kubebuilder:printcolumn:name="Peripheral",type=string,JSONPath=`.status.peripheral`
-// +kubebuilder:printcolumn:name="Closes",type=date,JSONPath=`.status.windowClosesAt`,priority=1
+// +kubebuilder:printcolumn:name="Closes",type=string,JSONPath=`.status.windowClosesAt`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type PairingRequest struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -103,7 +103,9 @@ type PairingRequestStatus struct {
 	// +kubebuilder:validation:Enum=Open;Paired;Failed;Expired
 	// +optional
 	Phase Phase `json:"phase,omitempty"`
-	// WindowClosesAt is when the window closes.
+	// WindowClosesAt is when the window closes. `kubectl get -o wide`
+	// prints it as the RFC 3339 time itself: a date column would print
+	// an age, which is <invalid> for a time still to come.
 	// +optional
 	WindowClosesAt *metav1.Time `json:"windowClosesAt,omitempty"`
 	// Seen are the unpaired devices that answered the scan, in the order
