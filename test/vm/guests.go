@@ -26,7 +26,7 @@ type Guest struct {
 // Programs or Files below.
 var Guests = []Guest{
 	{"alsa", "./internal/alsa"},     // the control interface's ioctls on three real cards
-	{"audio", "./internal/audio"},   // declare against those cards' /dev/snd
+	{"audio", "./internal/audio"},   // declare against those cards' /dev/snd; a held PCM's node made once it is free
 	{"mixer", "./internal/mixer"},   // mixer controls read, attached and written on those cards
 	{"uevent", "./internal/uevent"}, // the listener on a module load and on a uhid device
 	{"hid", "./internal/hid"},       // discovery of a uhid Bluetooth gamepad
@@ -64,23 +64,22 @@ var Programs = []string{
 // load at run time (dlopen, so ldd of the programs does not list them),
 // staged like Programs with what each links: the modules pipewire.conf
 // loads, the SPA plugins the pod's graph uses (support, audioconvert,
-// audiomixer, control, the bluez5 plugin and its codecs) and every
+// audiomixer, control, alsa for the cards' PCMs, the bluez5 plugin and
+// its codecs) and every
 // WirePlumber module. The rest of PipeWire's modules (JACK, RAOP, ROC,
 // X11 ...) would pull in tens of megabytes of libraries nothing here
 // uses.
 var Libraries = []string{
 	"/usr/lib/x86_64-linux-gnu/pipewire-0.3/libpipewire-module-{rt,protocol-native,profiler,metadata,spa-device-factory,spa-node-factory,client-node,client-device,portal,access,adapter,link-factory,session-manager,spa-device,spa-node}.so",
-	"/usr/lib/x86_64-linux-gnu/spa-0.2/{support,audioconvert,audiomixer,control,bluez5}/*.so",
+	"/usr/lib/x86_64-linux-gnu/spa-0.2/{support,audioconvert,audiomixer,control,alsa,bluez5}/*.so",
 	"/usr/lib/x86_64-linux-gnu/wireplumber-0.5/*.so",
 }
 
 // Trees are host directories copied whole to the same path: PipeWire's and
-// WirePlumber's configuration and WirePlumber's Lua scripts, and the
-// bluez5 plugin's hardware quirks. (With PipeWire's alsa plugin and
-// alsa-lib's configuration in the guest as well, a WirePlumber restarted
-// after a bus restart registered no A2DP endpoint with bluetoothd 5.66
-// in 3 of 4 runs of the bluez guest's speaker test; not understood yet.)
-var Trees = []string{"/usr/share/pipewire", "/usr/share/wireplumber", "/usr/share/spa-0.2"}
+// WirePlumber's configuration and WirePlumber's Lua scripts, the bluez5
+// plugin's hardware quirks, and alsa-lib's configuration (alsa.conf
+// defines the hw: PCMs PipeWire's alsa plugin opens).
+var Trees = []string{"/usr/share/pipewire", "/usr/share/wireplumber", "/usr/share/spa-0.2", "/usr/share/alsa"}
 
 // Files are host files copied to the same path: the system bus's
 // configuration and BlueZ's policy in it, which the entrypoint's
