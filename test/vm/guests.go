@@ -3,6 +3,7 @@
 package vm
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 )
@@ -104,6 +105,26 @@ var Written = map[string]string{
 // tests took 320 s under TCG on a loaded two-core host.
 const GuestTestTimeout = "480s"
 
+// GuestUpLine starts the first line the guest's /init prints on the
+// console, once the kernel has booted and the results share is mounted.
+const GuestUpLine = "vm-test: guest up at"
+
+// PanickedBeforeInit reports whether console (a boot's serial console)
+// shows a kernel panic before /init printed GuestUpLine: the emulated
+// boot itself failed and no guest test ran. Under TCG this happens now
+// and then at the same early point of an otherwise good boot (a double
+// fault in apparmor_init's allocations, once in some tens of boots on a
+// loaded host), so such a boot is worth repeating; a panic after /init
+// started is a finding of the tests and is not.
+func PanickedBeforeInit(console []byte) bool {
+	panicAt := bytes.Index(console, []byte("Kernel panic - not syncing"))
+	if panicAt < 0 {
+		return false
+	}
+	up := bytes.Index(console, []byte(GuestUpLine))
+	return up < 0 || up > panicAt
+}
+
 // InitScript is the guest's /init: mount the kernel's filesystems, name
 // busybox's modprobe as the kernel's module loader, mount the results
 // share, run each guest's test binary, and power off. Progress lines on
@@ -128,7 +149,7 @@ if ! { modprobe 9pnet_virtio && modprobe 9p && mount -t 9p -o trans=virtio,versi
 	echo "vm-test: cannot mount the results share"
 	poweroff -f
 fi
-echo "vm-test: guest up at $(up) s"
+echo "` + GuestUpLine + ` $(up) s"
 `)
 	fmt.Fprintf(&b, "for t in %s; do\n", strings.Join(names, " "))
 	fmt.Fprintf(&b, `	echo "vm-test: $t starts at $(up) s"

@@ -97,15 +97,20 @@ func run(cache, only string, timeout time.Duration, keep bool) int {
 	if err := os.Mkdir(share, 0o777); err != nil {
 		return fail(err)
 	}
-	console, err := os.Create(filepath.Join(work, "console.log"))
-	if err != nil {
-		return fail(err)
+	consolePath := filepath.Join(work, "console.log")
+	var bootErr error
+	for attempt := 1; ; attempt++ {
+		if bootErr, err = boot(ctx, consolePath, vm.BootSpec{Vmlinuz: k.Vmlinuz(), Initramfs: initrd, Share: share, Timeout: timeout}); err != nil {
+			return fail(err)
+		}
+		data, _ := os.ReadFile(consolePath)
+		if attempt == bootAttempts || !vm.PanickedBeforeInit(data) {
+			break
+		}
+		kept := fmt.Sprintf("%s.%d", consolePath, attempt)
+		_ = os.Rename(consolePath, kept)
+		fmt.Printf("vm-test: the guest kernel panicked before /init ran (boot %d of at most %d, console in %s): an emulation failure, no test ran; booting again\n", attempt, bootAttempts, kept)
 	}
-	defer console.Close()
-	bootErr := vm.Boot(ctx, vm.BootSpec{
-		Vmlinuz: k.Vmlinuz(), Initramfs: initrd, Share: share, Timeout: timeout,
-		Console: io.MultiWriter(console, &progress{}),
-	})
 	logf("guest ran")
 
 	var names []string
@@ -136,7 +141,7 @@ func run(cache, only string, timeout time.Duration, keep bool) int {
 		fmt.Printf("vm-test: %v\n", bootErr)
 	}
 	if bootErr != nil || broken > 0 {
-		data, _ := os.ReadFile(console.Name())
+		data, _ := os.ReadFile(consolePath)
 		fmt.Printf("--- guest console:\n%s--- end of guest console\n", data)
 		failed = max(failed, 1)
 	}
@@ -146,6 +151,23 @@ func run(cache, only string, timeout time.Duration, keep bool) int {
 		return 1
 	}
 	return 0
+}
+
+// bootAttempts bounds the boots of one run: a boot whose kernel panicked
+// before /init ran (vm.PanickedBeforeInit) is repeated, twice at most.
+const bootAttempts = 3
+
+// boot runs one boot of spec with its serial console written to path
+// (created or truncated) and shown as progress; bootErr is vm.Boot's, err
+// a failure to create the console file.
+func boot(ctx context.Context, path string, spec vm.BootSpec) (bootErr, err error) {
+	console, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	defer console.Close()
+	spec.Console = io.MultiWriter(console, &progress{})
+	return vm.Boot(ctx, spec), nil
 }
 
 // pick selects the guests named in only (comma-separated), all when empty.
