@@ -317,6 +317,12 @@ func (s *server) serve(w *recorder, r *http.Request, rq *request) {
 			"%s %q has no status.node: no audio operator has reported it on any node, so there is nothing to tap.", m.Route.Resource.Kind, m.Name))
 		return
 	}
+	if m.Route.Kind == captureapi.KindTap {
+		if p := disconnected(m, obj); p != nil {
+			s.problem(w, r, rq, p)
+			return
+		}
+	}
 	up, err := s.pods.On(node)
 	if err != nil {
 		s.problem(w, r, rq, captureapi.NewProblem(captureapi.ProblemUnavailable, "%s %q is on node %s, and %v.",

@@ -118,7 +118,7 @@ func statusDescription(code int) string {
 	case http.StatusNotModified:
 		return "The document has not changed (If-None-Match)."
 	case http.StatusConflict:
-		return "The object is on no node (" + ProblemAway.URI + ")."
+		return "The object is on no node (" + ProblemAway.URI + "), or a tapped Sink is disconnected (" + ProblemDisconnected.URI + ")."
 	}
 	return http.StatusText(code)
 }

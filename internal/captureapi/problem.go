@@ -48,6 +48,14 @@ var (
 	ProblemWrongTarget      = ProblemType{AudioProblemBase + "wrong-target", "The recording linked to another node", http.StatusInternalServerError}
 	ProblemRecorderFailed   = ProblemType{AudioProblemBase + "recorder-failed", "The recorder did not start", http.StatusServiceUnavailable}
 	ProblemEncoderFailed    = ProblemType{AudioProblemBase + "encoder-failed", "The encoder failed", http.StatusInternalServerError}
+	// ProblemDisconnected refuses a tap of a Sink the audio operator
+	// publishes as disconnected (its Connected condition False, its
+	// device tainted disconnected): recording a sink's monitor starts
+	// the sink, which opens its PCM, and an HDMI or DisplayPort PCM
+	// opened with nothing behind it can take the converter its card's
+	// connected output needs (sound/pci/hda/patch_hdmi.c,
+	// hdmi_pcm_open). It also ends a running tap whose Sink becomes so.
+	ProblemDisconnected = ProblemType{AudioProblemBase + "disconnected", "The output is disconnected", http.StatusConflict}
 )
 
 // ProblemTypes lists every problem type above, for documents that
@@ -56,7 +64,7 @@ var ProblemTypes = []ProblemType{
 	ProblemBadRequest, ProblemUnauthenticated, ProblemForbidden, ProblemNotFound, ProblemNoNode,
 	ProblemMethodNotAllowed, ProblemNotAcceptable, ProblemAway, ProblemUpstreamFailed, ProblemCaptureBusy,
 	ProblemUnavailable, ProblemUpstreamTimeout, ProblemInternal, ProblemWrongTarget, ProblemRecorderFailed,
-	ProblemEncoderFailed,
+	ProblemEncoderFailed, ProblemDisconnected,
 }
 
 // DefaultRetryAfter is the Retry-After, in seconds, of a 503 that sets

@@ -224,3 +224,16 @@ func wavHeader(rate, channels int) []byte {
 	copy(h[40:], []byte{0xff, 0xff, 0xff, 0xff})
 	return h
 }
+
+// setConnected sets the Connected condition of the Sink name to status
+// with reason and message, as the audio operator publishes it.
+func setConnected(t testing.TB, ctx context.Context, dyn dynamic.Interface, name string, status metav1.ConditionStatus, reason, message string) {
+	t.Helper()
+	obj, err := dyn.Resource(audiov1.SinksResource).Get(ctx, name, metav1.GetOptions{})
+	must(t, err)
+	conds := []any{map[string]any{"type": audiov1.ConditionConnected, "status": string(status), "reason": reason, "message": message,
+		"lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}
+	must(t, unstructured.SetNestedSlice(obj.Object, conds, "status", "conditions"))
+	_, err = dyn.Resource(audiov1.SinksResource).UpdateStatus(ctx, obj, metav1.UpdateOptions{})
+	must(t, err)
+}

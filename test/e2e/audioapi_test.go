@@ -51,11 +51,12 @@ import (
 // container where this test proves audio-api's own behaviour; the tests
 // with PipeWire run the real one.
 type standInCapture struct {
-	client  kubernetes.Interface
-	ns      string
-	token   string
-	foreign *tls.Certificate
-	taps    atomic.Int32
+	client   kubernetes.Interface
+	ns       string
+	token    string
+	foreign  *tls.Certificate
+	taps     atomic.Int32 // taps streaming now
+	requests atomic.Int32 // requests answered since start
 }
 
 func (s *standInCapture) start(t *testing.T) int {
@@ -79,6 +80,7 @@ func (s *standInCapture) start(t *testing.T) int {
 }
 
 func (s *standInCapture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.requests.Add(1)
 	if r.Header.Get("Authorization") != "Bearer "+s.token {
 		captureapi.NewProblem(captureapi.ProblemUnauthenticated, "not audio-api's token").Write(w)
 		return
@@ -185,6 +187,11 @@ func TestAudioAPI(t *testing.T) {
 	createEndpoint(t, ctx, dynAdmin, "Sink", "unplugged", "")
 	createEndpoint(t, ctx, dynAdmin, "Sink", "attic", "node-b")
 	createEndpoint(t, ctx, dynAdmin, "Sink", "porch", "node-c")
+	createEndpoint(t, ctx, dynAdmin, "Sink", "dark", "node-a")
+	setConnected(t, ctx, dynAdmin, "dark", metav1.ConditionFalse, "NoMonitor", "no monitor answers on this port")
+	createEndpoint(t, ctx, dynAdmin, "Sink", "headphones", "node-a")
+	setConnected(t, ctx, dynAdmin, "headphones", metav1.ConditionFalse, "JackUnplugged", "Headphone Jack is unplugged")
+	setConnected(t, ctx, dynAdmin, "kitchen", metav1.ConditionTrue, "MonitorPresent", "the monitor's ELD is valid")
 
 	listener := serviceAccountToken(t, ctx, c, "default", "listener", audioapi.Audience)
 	bindViewer(t, ctx, c, "default", "listener")
@@ -286,7 +293,40 @@ func TestAudioAPI(t *testing.T) {
 		if p["type"] != captureapi.ProblemAway.URI {
 			t.Errorf("no status.node: %v", p)
 		}
-		resp := get(t, ctx, https, base+"/v1/audio/sinks/attic/audio.wav", listener)
+		// A Sink published as disconnected is not tapped, nor is anything
+		// started on its node; its information still answers. An
+		// unplugged jack is no such Sink.
+		taps := standIn.requests.Load()
+		p = problemOf(t, get(t, ctx, https, base+"/v1/audio/sinks/dark/audio.wav", listener), http.StatusConflict)
+		if d, _ := p["detail"].(string); p["type"] != captureapi.ProblemDisconnected.URI || !strings.Contains(d, `Sink "dark" is disconnected`) ||
+			!strings.Contains(d, "no monitor answers on this port (NoMonitor)") {
+			t.Errorf("a tap of a disconnected Sink: %v", p)
+		}
+		head, err := http.NewRequestWithContext(ctx, http.MethodHead, base+"/v1/audio/sinks/dark/audio.wav", nil)
+		must(t, err)
+		head.Header.Set("Authorization", "Bearer "+listener)
+		resp, err := https.Do(head)
+		must(t, err)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusConflict {
+			t.Errorf("HEAD of a disconnected Sink's tap: %d", resp.StatusCode)
+		}
+		if n := standIn.requests.Load(); n != taps {
+			t.Errorf("a refused tap of a disconnected Sink reached the capture container (%d requests)", n-taps)
+		}
+		resp = get(t, ctx, https, base+"/v1/audio/sinks/dark", listener)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Errorf("information of a disconnected Sink: %d", resp.StatusCode)
+		}
+		resp = get(t, ctx, https, base+"/v1/audio/sinks/headphones/audio.wav?t=0,0.1", listener)
+		n, _ := io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || n < 1024 {
+			t.Errorf("a tap of an unplugged jack's Sink: %d, %d bytes", resp.StatusCode, n)
+		}
+
+		resp = get(t, ctx, https, base+"/v1/audio/sinks/attic/audio.wav", listener)
 		if resp.Header.Get("Retry-After") == "" {
 			t.Error("503 without Retry-After")
 		}
