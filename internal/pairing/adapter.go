@@ -211,19 +211,7 @@ func (p *pass) releaseAbsentElsewhere(adapters []btv1.Adapter, key string) {
 // status from the same objects; the write carries the resourceVersion,
 // so one lands and the others see the condition and leave it.
 func (p *pass) markUnserved(adapters []btv1.Adapter, key string) {
-	var served []string
-	for _, a := range adapters {
-		if a.Status.Node != "" {
-			served = append(served, fmt.Sprintf("%s (node %s)", a.Name, a.Status.Node))
-		}
-	}
-	slices.Sort(served)
-	switch {
-	case len(served) == 0:
-		served = []string{"none"}
-	case len(served) > maxListed:
-		served = append(served[:maxListed], fmt.Sprintf("and %d more", len(served)-maxListed))
-	}
+	served := reportedRadios(adapters)
 	for i := range adapters {
 		a := &adapters[i]
 		if a.Name == key || a.DeletionTimestamp != nil || a.Status.Node != "" ||
@@ -238,7 +226,7 @@ func (p *pass) markUnserved(adapters []btv1.Adapter, key string) {
 		setCondition(&next.Status.Conditions, btv1.ConditionPresent, false, btv1.ReasonNotServed,
 			fmt.Sprintf("no bluetooth operator has a radio with the address %s; the radios that operators report are: %s (kubectl get adapters). "+
 				"An operator creates the Adapter of each radio it finds, so this name is likely misspelt, or its radio is not plugged in yet",
-				a.Name, strings.Join(served, ", ")), a.Generation)
+				a.Name, served), a.Generation)
 		if err := p.c.store.writeStatus(p.ctx, btv1.AdaptersResource, "Adapter", next, a.Status, next.Status, ""); err != nil {
 			p.statusFailed("Adapter "+a.Name, err)
 			continue
@@ -247,7 +235,35 @@ func (p *pass) markUnserved(adapters []btv1.Adapter, key string) {
 	}
 }
 
-// maxListed bounds how many radios a NotServed message names.
+// reportedRadios lists, for a message, the Adapters whose radio an
+// operator has reported (status.node set), sorted by name, each as
+// "name (node N)", or "name (absent, last on node N)" when its radio is
+// on no node now; at most maxListed, then "and N more"; "none" when there
+// is none. An Adapter no operator has reported (made by hand, NotServed
+// or not yet written) is left out: naming it beside the real radios would
+// offer a name no radio answers to.
+func reportedRadios(adapters []btv1.Adapter) string {
+	var served []string
+	for _, a := range adapters {
+		switch {
+		case a.Status.Node == "":
+		case isTrue(a.Status.Conditions, btv1.ConditionPresent):
+			served = append(served, fmt.Sprintf("%s (node %s)", a.Name, a.Status.Node))
+		default:
+			served = append(served, fmt.Sprintf("%s (absent, last on node %s)", a.Name, a.Status.Node))
+		}
+	}
+	slices.Sort(served)
+	switch {
+	case len(served) == 0:
+		return "none"
+	case len(served) > maxListed:
+		served = append(served[:maxListed], fmt.Sprintf("and %d more", len(served)-maxListed))
+	}
+	return strings.Join(served, ", ")
+}
+
+// maxListed bounds how many radios a message names.
 const maxListed = 8
 
 // releaseAbsent lets the deletion of an Adapter whose radio is not

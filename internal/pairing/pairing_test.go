@@ -3,6 +3,7 @@
 package pairing
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -311,19 +312,42 @@ func TestExpiryAndRestart(t *testing.T) {
 }
 
 // TestUnknownAdapter: a request for an adapter that does not exist says
-// so and never opens this radio's window; once the grace for an Adapter
-// still on its way has passed it ends Failed with that reason and a
-// Warning Event, and its TTL then deletes it.
+// so, naming the radios operators report and not an Adapter no radio
+// serves, and never opens this radio's window; once the grace for an
+// Adapter still on its way has passed it ends Failed with that reason and
+// a Warning Event, and its TTL then deletes it.
 func TestUnknownAdapter(t *testing.T) {
 	r := newRig(t, "00:1A:7D:DA:71:05")
 	r.start()
+	eventually(t, "the rig's own Adapter", func() (bool, string) {
+		a, err := getObj[btv1.Adapter](r, btv1.AdaptersResource, r.key)
+		return err == nil && isTrue(a.Status.Conditions, btv1.ConditionPresent), fmt.Sprint(err)
+	})
+	// An Adapter made by hand for a radio no operator has.
+	const unserved = "00-1a-7d-da-71-f5"
+	u, err := toUnstructured(&btv1.Adapter{ObjectMeta: metav1.ObjectMeta{Name: unserved}}, "Adapter")
+	must(t, err)
+	created, err := r.dyn.Resource(btv1.AdaptersResource).Create(t.Context(), u, metav1.CreateOptions{})
+	must(t, err)
+	t.Cleanup(func() {
+		_ = r.dyn.Resource(btv1.AdaptersResource).Delete(context.Background(), unserved, metav1.DeleteOptions{})
+	})
+	r.clock.Advance(created.GetCreationTimestamp().Add(notFoundGrace + time.Second).Sub(r.clock.Now()))
+	eventually(t, "Present False NotServed on "+unserved, func() (bool, string) {
+		a, err := getObj[btv1.Adapter](r, btv1.AdaptersResource, unserved)
+		if err != nil {
+			return false, err.Error()
+		}
+		return cond(a.Status.Conditions, btv1.ConditionPresent).Reason == btv1.ReasonNotServed, fmt.Sprintf("%+v", a.Status)
+	})
 	ttl := int32(2)
 	r.create("nowhere", btv1.PairingRequestSpec{Adapter: "00-00-00-00-00-99", WindowSeconds: btv1.MinWindowSeconds, TTLSecondsAfterFinished: &ttl})
 	req := r.waitRequest("nowhere", "AdapterNotFound", func(p *btv1.PairingRequest) bool {
 		return cond(p.Status.Conditions, btv1.ConditionAccepted).Reason == btv1.ReasonAdapterNotFound
 	})
-	if c := cond(req.Status.Conditions, btv1.ConditionAccepted); !strings.Contains(c.Message, r.key) {
-		t.Errorf("status %+v", req.Status)
+	if c := cond(req.Status.Conditions, btv1.ConditionAccepted); !strings.Contains(c.Message, r.key+" (node node-"+r.ns+")") ||
+		strings.Contains(c.Message, unserved) {
+		t.Errorf("AdapterNotFound message %q: want it to name %s on its node and not %s, which no radio serves", c.Message, r.key, unserved)
 	}
 	if got := r.radio(); got["Discoverable"] != false {
 		t.Errorf("radio %v", got)

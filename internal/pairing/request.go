@@ -110,14 +110,7 @@ func (p *pass) foreignRequest(r *btv1.PairingRequest, adapters []btv1.Adapter) {
 	var reason, msg string
 	switch {
 	case found == nil:
-		var names []string
-		for _, a := range adapters {
-			names = append(names, a.Name)
-		}
-		if len(names) == 0 {
-			names = []string{"none"}
-		}
-		reason, msg = btv1.ReasonAdapterNotFound, fmt.Sprintf("no Adapter is named %s; the adapters are: %s (kubectl get adapters)", truncate(r.Spec.Adapter, 64), strings.Join(names, ", "))
+		reason, msg = btv1.ReasonAdapterNotFound, fmt.Sprintf("no Adapter is named %s; the radios that operators report are: %s (kubectl get adapters)", truncate(r.Spec.Adapter, 64), reportedRadios(adapters))
 	case unserved:
 		reason, msg = btv1.ReasonAdapterAbsent, fmt.Sprintf("the radio %s is on no node now (last seen on %s); the request waits for it", r.Spec.Adapter, found.Status.Node)
 	default:

@@ -225,7 +225,9 @@ const (
 
 	ReasonAccepted = "Accepted"
 	// ReasonAdapterNotFound: no Adapter has the name in spec.adapter; the
-	// request ends Failed, with a Warning Event.
+	// request ends Failed, with a Warning Event. The message names the
+	// Adapters whose radio an operator has reported, not those no radio
+	// serves (Present False, reason NotServed).
 	ReasonAdapterNotFound = "AdapterNotFound"
 	// ReasonAdapterAbsent: the Adapter exists but its radio is on no
 	// node now.
