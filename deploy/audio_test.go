@@ -73,6 +73,7 @@ func checkAPIAccess(t *testing.T, k *kube) {
 		{api, []string{"get", "sinks.audio.liken.sh/kitchen"}, true},
 		{api, []string{"get", "sources.audio.liken.sh/mic"}, true},
 		{api, []string{"list", "sinks.audio.liken.sh"}, false},
+		{api, []string{"watch", "sinks.audio.liken.sh"}, true},
 		{api, []string{"update", "sinks.audio.liken.sh/kitchen"}, false},
 		{api, []string{"create", "events", "-n", "default"}, true},
 		{api, []string{"get", "secrets/audio-api-tls", "-n", namespace}, true},

@@ -100,6 +100,7 @@ var rbacMatrix = map[string]map[string][]access{
 		"audio-api": {
 			may("get", "audio.liken.sh", "sinks", "", ""),
 			may("get", "audio.liken.sh", "sources", "", ""),
+			may("watch", "audio.liken.sh", "sinks", "", ""),
 			may("create", "", "events", namespace, ""),
 			may("create", "authentication.k8s.io", "tokenreviews", "", ""),
 			may("create", "authorization.k8s.io", "subjectaccessreviews", "", ""),
@@ -118,6 +119,7 @@ var rbacMatrix = map[string]map[string][]access{
 			mayNot("update", "audio.liken.sh", "sinks", "", ""),
 			mayNot("update", "audio.liken.sh", "sinks/status", "", ""),
 			mayNot("list", "audio.liken.sh", "sinks", "", ""),
+			mayNot("watch", "audio.liken.sh", "sources", "", ""),
 			mayNot("create", "", "pods/portforward", namespace, ""),
 			mayNot("create", "", "pods/exec", namespace, ""),
 			mayNot("list", "", "pods", "default", ""),

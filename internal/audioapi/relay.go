@@ -13,11 +13,13 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/klog/v2"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/captureapi"
@@ -107,11 +109,24 @@ func (s *server) relay(w *recorder, r *http.Request, rq *request, t relayTarget)
 		s.metrics.streams.WithLabelValues(captureapi.Aspect).Inc()
 		defer s.metrics.streams.WithLabelValues(captureapi.Aspect).Dec()
 	}
+	var ended <-chan *captureapi.Problem
+	if t.match.Route.Kind == captureapi.KindTap && t.match.Route.Resource == captureapi.Sinks {
+		ended = s.followConnected(ctx, t)
+	}
 	w.WriteHeader(resp.StatusCode)
 	streamStart := time.Now()
-	n, cut := s.stream(ctx, w, resp.Body)
+	n, cut, why := s.stream(ctx, w, resp.Body, ended)
 	if t.match.Route.Kind == captureapi.KindTap && n > 0 {
-		s.captured(t, n, time.Since(streamStart), cut)
+		s.captured(t, n, time.Since(streamStart), cut, why)
+	}
+	if why != nil {
+		klog.FromContext(r.Context()).Info("Tap stopped", "id", rq.id, "object", t.match.Name, "reason", why.Detail, "bounded", t.span.Bounded())
+		if !t.span.Bounded() {
+			// An open-ended tap ends cleanly, with what was recorded
+			// until now and why it ended.
+			w.Header().Set(http.TrailerPrefix+captureapi.TrailerEnded, captureapi.HeaderSafe(why.Detail))
+			return
+		}
 	}
 	if cut && r.Context().Err() == nil {
 		// Withhold the final chunk: the body ends in an error for the
@@ -122,47 +137,61 @@ func (s *server) relay(w *recorder, r *http.Request, rq *request, t relayTarget)
 
 // stream copies body to w, flushing every read, until the body ends or
 // idleTimeout passes with no byte. cut is true when the body did not end
-// cleanly.
-func (s *server) stream(ctx context.Context, w *recorder, body io.Reader) (n int64, cut bool) {
+// cleanly. A problem received on ended (nil: none is awaited) stops the
+// body there and is returned as why.
+func (s *server) stream(ctx context.Context, w *recorder, body io.ReadCloser, ended <-chan *captureapi.Problem) (n int64, cut bool, why *captureapi.Problem) {
 	rc := http.NewResponseController(w)
-	idle := time.AfterFunc(idleTimeout, func() {
-		if c, ok := body.(io.Closer); ok {
-			_ = c.Close()
-		}
-	})
+	idle := time.AfterFunc(idleTimeout, func() { _ = body.Close() })
 	defer idle.Stop()
+	var stopped atomic.Pointer[captureapi.Problem]
+	done := make(chan struct{})
+	defer close(done)
+	if ended != nil {
+		go func() {
+			select {
+			case p := <-ended:
+				stopped.Store(p)
+				_ = body.Close()
+			case <-done:
+			}
+		}()
+	}
 	buf := make([]byte, 32<<10)
 	for {
 		k, err := body.Read(buf)
-		if k > 0 {
+		if k > 0 && stopped.Load() == nil {
 			idle.Reset(idleTimeout)
 			m, werr := w.Write(buf[:k])
 			n += int64(m)
 			if werr != nil {
-				return n, true
+				return n, true, nil
 			}
 			_ = rc.Flush()
 		}
+		if p := stopped.Load(); p != nil {
+			return n, true, p
+		}
 		if errors.Is(err, io.EOF) {
-			return n, false
+			return n, false, nil
 		}
-		if err != nil {
-			return n, true
-		}
-		if ctx.Err() != nil {
-			return n, true
+		if err != nil || ctx.Err() != nil {
+			return n, true, nil
 		}
 	}
 }
 
-// captured records the Captured Event on the tapped object.
-func (s *server) captured(t relayTarget, n int64, d time.Duration, cut bool) {
+// captured records the Captured Event on the tapped object; why, if
+// set, is what stopped the tap.
+func (s *server) captured(t relayTarget, n int64, d time.Duration, cut bool, why *captureapi.Problem) {
 	ref := &corev1.ObjectReference{
 		APIVersion: audiov1.GroupVersion.String(), Kind: t.match.Route.Resource.Kind,
 		Name: t.obj.GetName(), UID: t.obj.GetUID(), ResourceVersion: t.obj.GetResourceVersion(),
 	}
 	ended := "ended"
-	if cut {
+	switch {
+	case why != nil:
+		ended = "stopped: " + why.Detail
+	case cut:
 		ended = "was cut short"
 	}
 	s.recorder.Eventf(ref, corev1.EventTypeNormal, "Captured", "%s tapped by %s as %s on node %s: %d bytes in %s, %s",

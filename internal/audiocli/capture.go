@@ -212,6 +212,11 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 		}
 	}
 	fmt.Fprintf(c.ErrOut, "%s %s: %d bytes of %s\n", res.Kind, name, n, f.MediaType)
+	if why := resp.Trailer.Get(captureapi.TrailerEnded); why != "" {
+		// audio-api ended the capture itself (the Sink became
+		// disconnected): what arrived is kept, and the reason is an error.
+		return fmt.Errorf("audio-api ended the capture: %s", shortText(why))
+	}
 	return nil
 }
 

@@ -53,3 +53,24 @@ func Filename(name string, f Format, start time.Time) string {
 func ContentDisposition(name string, f Format, start time.Time) string {
 	return mime.FormatMediaType("inline", map[string]string{"filename": Filename(name, f, start)})
 }
+
+// TrailerEnded is the HTTP trailer with which audio-api ends an open-ended
+// tap (no t= end) that it stopped itself, for the reason it holds: the
+// detail of the problem that would now refuse the tap (a Sink that became
+// disconnected, ProblemDisconnected), in printable ASCII. The body before
+// it ends cleanly and is what was recorded until then; a tap with an end
+// that is stopped so is cut instead, as every tap shorter than its span
+// is.
+const TrailerEnded = "X-Audio-Ended"
+
+// HeaderSafe returns s with every byte that is not printable ASCII
+// replaced by '?', so that it can be a header or trailer value.
+func HeaderSafe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if c < 0x20 || c > 0x7e {
+			b[i] = '?'
+		}
+	}
+	return string(b)
+}

@@ -189,6 +189,8 @@ func TestAudioAPI(t *testing.T) {
 	createEndpoint(t, ctx, dynAdmin, "Sink", "porch", "node-c")
 	createEndpoint(t, ctx, dynAdmin, "Sink", "dark", "node-a")
 	setConnected(t, ctx, dynAdmin, "dark", metav1.ConditionFalse, "NoMonitor", "no monitor answers on this port")
+	createEndpoint(t, ctx, dynAdmin, "Sink", "den", "node-a")
+	setConnected(t, ctx, dynAdmin, "den", metav1.ConditionTrue, "MonitorPresent", "the monitor's ELD is valid")
 	createEndpoint(t, ctx, dynAdmin, "Sink", "headphones", "node-a")
 	setConnected(t, ctx, dynAdmin, "headphones", metav1.ConditionFalse, "JackUnplugged", "Headphone Jack is unplugged")
 	setConnected(t, ctx, dynAdmin, "kitchen", metav1.ConditionTrue, "MonitorPresent", "the monitor's ELD is valid")
@@ -355,6 +357,55 @@ func TestAudioAPI(t *testing.T) {
 		}
 	})
 
+	t.Run("disconnected while tapped", func(t *testing.T) {
+		// An open-ended tap ends cleanly with the reason in its trailer,
+		// and the capture container's tap stops; one with an end is cut.
+		for _, span := range []string{"", "?t=0,60"} {
+			setConnected(t, ctx, dynAdmin, "den", metav1.ConditionTrue, "MonitorPresent", "the monitor's ELD is valid")
+			resp := get(t, ctx, https, base+"/v1/audio/sinks/den/audio.wav"+span, listener)
+			if resp.StatusCode != http.StatusOK {
+				t.Fatalf("tap of den%s: %d", span, resp.StatusCode)
+			}
+			head := make([]byte, 8<<10)
+			_, err := io.ReadFull(resp.Body, head)
+			must(t, err)
+			setConnected(t, ctx, dynAdmin, "den", metav1.ConditionFalse, "NoMonitor", "no monitor answers on this port")
+			done := make(chan error, 1)
+			go func() { _, err := io.Copy(io.Discard, resp.Body); done <- err }()
+			select {
+			case err = <-done:
+			case <-time.After(20 * time.Second):
+				resp.Body.Close()
+				t.Fatalf("tap of den%s: still streaming 20 s after the Sink became disconnected", span)
+			}
+			resp.Body.Close()
+			ended := resp.Trailer.Get(captureapi.TrailerEnded)
+			if span == "" && (err != nil || !strings.Contains(ended, `Sink "den" is disconnected: no monitor answers on this port (NoMonitor)`)) {
+				t.Errorf("open-ended tap: body %v, trailer %s %q", err, captureapi.TrailerEnded, ended)
+			}
+			if span != "" && err == nil {
+				t.Errorf("tap with an end: the body ended cleanly (trailer %q), want it cut", ended)
+			}
+			poll.WaitFor(t, ctx, "the capture container's tap stopped", 10*time.Second, func() (bool, string) {
+				n := standIn.taps.Load()
+				return n == 0, fmt.Sprintf("%d taps", n)
+			})
+		}
+		poll.WaitFor(t, ctx, "a Captured Event saying why the tap stopped", 30*time.Second, func() (bool, string) {
+			evs, err := admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=den,reason=Captured"})
+			if err != nil {
+				return false, err.Error()
+			}
+			for _, e := range evs.Items {
+				if strings.Contains(e.Message, `stopped: Sink "den" is disconnected`) {
+					return true, ""
+				}
+			}
+			return false, fmt.Sprintf("%d events", len(evs.Items))
+		})
+		setConnected(t, ctx, dynAdmin, "den", metav1.ConditionTrue, "MonitorPresent", "the monitor's ELD is valid")
+	})
+
 	t.Run("documents", func(t *testing.T) {
 		resp := get(t, ctx, https, base+captureapi.OpenAPIPath, listener)
 		body, _ := io.ReadAll(resp.Body)
@@ -408,7 +459,7 @@ func TestAudioAPI(t *testing.T) {
 		}
 	})
 
-	t.Run("cli", func(t *testing.T) { checkCLI(t, ctx, c, addr, listenerKube, nobodyKube(t, ctx, c)) })
+	t.Run("cli", func(t *testing.T) { checkCLI(t, ctx, c, dynAdmin, addr, listenerKube, nobodyKube(t, ctx, c)) })
 	t.Run("certificates", func(t *testing.T) { checkCertificates(t, ctx, c, captureToken) })
 }
 
@@ -486,7 +537,7 @@ func checkMinted(t *testing.T, ctx context.Context, c *harness.Cluster, ns strin
 // checkCLI runs the kubectl plugin's binary as a person would, dialling
 // audio-api directly: this control plane has no kubelet to port-forward
 // through, and the kubelet tier proves the port-forward.
-func checkCLI(t *testing.T, ctx context.Context, c *harness.Cluster, addr, listener, nobody string) {
+func checkCLI(t *testing.T, ctx context.Context, c *harness.Cluster, dyn dynamic.Interface, addr, listener, nobody string) {
 	bin := child.BuildCommand(t, "github.com/liken-sh/operators/cmd/kubectl-liken-audio")
 	run := func(token string, args ...string) (string, string, error) {
 		kc := c.Kubeconfig()
@@ -517,6 +568,31 @@ func checkCLI(t *testing.T, ctx context.Context, c *harness.Cluster, addr, liste
 	if kept, _ := os.ReadFile(out); string(kept) != "kept" {
 		t.Errorf("a refused capture changed the output file to %q", kept)
 	}
+	if _, stderr, err := run(listener, "capture", "dark", "-o", out); err == nil || !strings.Contains(stderr, `Sink "dark" is disconnected: no monitor answers on this port`) {
+		t.Errorf("capture of a disconnected Sink: %v\n%s", err, stderr)
+	}
+	// A capture that audio-api ends, since its Sink became disconnected:
+	// what arrived is kept, the reason is said, and the exit is non-zero.
+	setConnected(t, ctx, dyn, "den", metav1.ConditionTrue, "MonitorPresent", "the monitor's ELD is valid")
+	cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+tokenKubeconfig(t, c, listener), "--api-address="+addr, "--force", "capture", "den")
+	var errOut bytes.Buffer
+	cmd.Stderr = &errOut
+	pipe, err := cmd.StdoutPipe()
+	must(t, err)
+	must(t, cmd.Start())
+	head := make([]byte, 8<<10)
+	if _, err := io.ReadFull(pipe, head); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		t.Fatalf("capture den: %v\n%s", err, errOut.String())
+	}
+	setConnected(t, ctx, dyn, "den", metav1.ConditionFalse, "NoMonitor", "no monitor answers on this port")
+	rest, _ := io.ReadAll(pipe)
+	err = cmd.Wait()
+	if err == nil || !strings.Contains(errOut.String(), `audio-api ended the capture: Sink "den" is disconnected`) || !bytes.HasPrefix(head, []byte("RIFF")) {
+		t.Errorf("capture of a Sink that became disconnected: %v after %d bytes\n%s", err, len(head)+len(rest), errOut.String())
+	}
+	setConnected(t, ctx, dyn, "den", metav1.ConditionTrue, "MonitorPresent", "the monitor's ELD is valid")
 	if _, stderr, err := run(listener, "capture", "kitchen", "--format", "mp3"); err == nil || !strings.Contains(stderr, "--format") {
 		t.Errorf("--format mp3: %v %s", err, stderr)
 	}
