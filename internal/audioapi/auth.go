@@ -16,8 +16,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/x509"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -35,6 +33,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/liken-sh/operators/internal/jwtexp"
 )
 
 // The ConfigMap in which the API server publishes the CA that signs the
@@ -196,7 +196,7 @@ func (a *Authenticator) token(ctx context.Context, token string) (*User, error) 
 		}
 	}
 	expires := now.Add(tokenCacheMax)
-	if exp, ok := jwtExpiry(token); ok && exp.Before(expires) {
+	if exp, ok := jwtexp.Expiry(token); ok && exp.Before(expires) {
 		expires = exp
 	}
 	a.mu.Lock()
@@ -215,26 +215,6 @@ func (a *Authenticator) review(ctx context.Context, token string, audiences []st
 	return a.Client.AuthenticationV1().TokenReviews().Create(ctx, &authnv1.TokenReview{
 		Spec: authnv1.TokenReviewSpec{Token: token, Audiences: audiences},
 	}, metav1.CreateOptions{})
-}
-
-// jwtExpiry reads the exp claim of a JWT without checking anything: it
-// only shortens how long an accepted token is kept, never lengthens it.
-func jwtExpiry(token string) (time.Time, bool) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return time.Time{}, false
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return time.Time{}, false
-	}
-	var claims struct {
-		Exp int64 `json:"exp"`
-	}
-	if json.Unmarshal(payload, &claims) != nil || claims.Exp == 0 {
-		return time.Time{}, false
-	}
-	return time.Unix(claims.Exp, 0), true
 }
 
 // Access is one question to the authorizer: may the user get

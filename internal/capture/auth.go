@@ -5,11 +5,8 @@ package capture
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -19,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/liken-sh/operators/internal/captureapi"
+	"github.com/liken-sh/operators/internal/jwtexp"
 )
 
 // Reviewer answers whether a bearer token is the caller's: ok, or a
@@ -102,7 +100,7 @@ func (r *TokenReviewer) Review(ctx context.Context, token string) *captureapi.Pr
 		return captureapi.NewProblem(captureapi.ProblemForbidden, "%s may not call the capture container; only %s may.", st.User.Username, r.user)
 	}
 	until = now.Add(maxCacheAge)
-	if exp, ok := tokenExpiry(token); ok && exp.Before(until) {
+	if exp, ok := jwtexp.Expiry(token); ok && exp.Before(until) {
 		until = exp
 	}
 	r.mu.Lock()
@@ -116,25 +114,4 @@ func (r *TokenReviewer) Review(ctx context.Context, token string) *captureapi.Pr
 	}
 	r.cache[key] = until
 	return nil
-}
-
-// tokenExpiry reads the "exp" claim (RFC 7519 section 4.1.4) of a JWT without
-// verifying it: it only shortens how long an accepted token is cached,
-// and the API server has verified the token already.
-func tokenExpiry(token string) (time.Time, bool) {
-	parts := strings.Split(token, ".")
-	if len(parts) != 3 {
-		return time.Time{}, false
-	}
-	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
-	if err != nil {
-		return time.Time{}, false
-	}
-	var claims struct {
-		Exp *float64 `json:"exp"`
-	}
-	if json.Unmarshal(payload, &claims) != nil || claims.Exp == nil {
-		return time.Time{}, false
-	}
-	return time.Unix(int64(*claims.Exp), 0), true
 }

@@ -11,21 +11,6 @@ import (
 	"github.com/liken-sh/operators/test/fixtures"
 )
 
-// FuzzTokenExpiry: the bearer token is the caller's, read before the API
-// server has judged it. Whatever it holds, an expiry is read only from a
-// token of three dot-separated parts.
-func FuzzTokenExpiry(f *testing.F) {
-	f.Add("eyJhbGciOiJSUzI1NiJ9.eyJleHAiOjE3MDAwMDAwMDB9.c2ln")
-	f.Add("eyJhbGciOiJSUzI1NiJ9.eyJleHAiOjFlMzAwfQ.c2ln") // exp 1e300
-	f.Add("a.b.c")
-	f.Add("")
-	f.Fuzz(func(t *testing.T, token string) {
-		if _, ok := tokenExpiry(token); ok && strings.Count(token, ".") != 2 {
-			t.Fatalf("tokenExpiry(%q) read an expiry", token)
-		}
-	})
-}
-
 // FuzzConfigFromEnv: the container's environment is the manifest's
 // (deploy/audio/operator.yaml) and whoever edits it. Whatever it holds,
 // an accepted Config has a tap count from 1 to MaxTaps and absolute
