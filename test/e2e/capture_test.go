@@ -17,12 +17,15 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/klog/v2/ktesting"
 
+	"github.com/liken-sh/operators/internal/captureapi"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/capturetest"
 	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/poll"
 	"github.com/liken-sh/operators/test/pwtest"
 )
 
@@ -190,4 +193,78 @@ func checkOpus(t *testing.T, ctx context.Context, dir string, body []byte) {
 	wav, err := os.ReadFile(out)
 	must(t, err)
 	checkTone(t, "Opus", wavPCM(t, "Opus", wav, 48000, 2), 48000, 2)
+}
+
+// TestCaptureOfDisconnectedSink proves on real PipeWire that a tap of a
+// Sink the operator publishes as disconnected starts nothing: recording a
+// sink's monitor starts the sink, and PipeWire opens its PCM while the
+// node runs (and closes it once WirePlumber suspends the idle node). A
+// refused tap leaves the node suspended; a running open-ended tap whose
+// Sink becomes disconnected ends cleanly with the reason, and the node
+// is suspended again.
+func TestCaptureOfDisconnectedSink(t *testing.T) {
+	ctx, c, pw, st := startCaptureWorld(t)
+	listener := serviceAccountToken(t, ctx, c, "default", "listener", "audio-api")
+	bindViewer(t, ctx, c, "default", "listener")
+	dyn, err := dynamic.NewForConfig(c.RESTConfig())
+	must(t, err)
+	client := st.Client(nil)
+	tap := "https://" + st.APIAddress + "/v1/audio/sinks/" + tapSink + "/audio.wav"
+	state := func() string {
+		g, err := pw.Remote().Dump(ctx)
+		if err != nil {
+			return err.Error()
+		}
+		n, ok := g.NodeByName(tapSinkNode)
+		if !ok {
+			return "absent"
+		}
+		return n.State
+	}
+	waitState := func(what, want string, within time.Duration) {
+		t.Helper()
+		poll.WaitFor(t, ctx, what, within, func() (bool, string) {
+			s := state()
+			return s == want, "node " + s
+		})
+	}
+	waitState("the idle sink suspended", pipewire.NodeStateSuspended, 30*time.Second)
+
+	setConnected(t, ctx, dyn, tapSink, metav1.ConditionFalse, "NoMonitor", "no monitor answers on this port")
+	p := problemOf(t, get(t, ctx, client, tap, listener), http.StatusConflict)
+	if p["type"] != captureapi.ProblemDisconnected.URI {
+		t.Errorf("tap of a disconnected Sink: %v", p)
+	}
+	for range 10 {
+		if s := state(); s != pipewire.NodeStateSuspended {
+			t.Fatalf("after a refused tap the sink's node is %s, want it left suspended", s)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+
+	setConnected(t, ctx, dyn, tapSink, metav1.ConditionTrue, "MonitorPresent", "the monitor's ELD is valid")
+	resp := get(t, ctx, client, tap, listener)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("tap of the connected Sink: %d", resp.StatusCode)
+	}
+	head := make([]byte, 16<<10)
+	_, err = io.ReadFull(resp.Body, head)
+	must(t, err)
+	if s := state(); s != pipewire.NodeStateRunning {
+		t.Errorf("while tapped the sink's node is %s, want running", s)
+	}
+	setConnected(t, ctx, dyn, tapSink, metav1.ConditionFalse, "NoMonitor", "no monitor answers on this port")
+	done := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, resp.Body); done <- err }()
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		resp.Body.Close()
+		t.Fatal("the tap still streams 20 s after its Sink became disconnected")
+	}
+	resp.Body.Close()
+	if ended := resp.Trailer.Get(captureapi.TrailerEnded); err != nil || !strings.Contains(ended, "is disconnected") {
+		t.Errorf("a tap whose Sink became disconnected: body %v, trailer %q", err, ended)
+	}
+	waitState("the sink suspended after its tap was stopped", pipewire.NodeStateSuspended, 30*time.Second)
 }
