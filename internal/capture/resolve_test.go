@@ -48,28 +48,3 @@ func TestResolveSuspendedNode(t *testing.T) {
 		t.Errorf("the sink as a source: %v", p)
 	}
 }
-
-// TestCheckLinks: the recorder's stream linked from the target is done
-// and fine; linked from another node (WirePlumber's fallback when the
-// target is not there) is a 500 wrong-target naming both; not linked yet
-// is not done.
-func TestCheckLinks(t *testing.T) {
-	s := &session{stream: "audio-capture.1", t: target{node: pipewire.Node{ID: 30, Name: "liken.audio.x"}}}
-	graph := func(from uint32) *pipewire.Graph {
-		g := &pipewire.Graph{Nodes: []pipewire.Node{{ID: 30, Name: "liken.audio.x"}, {ID: 31, Name: "liken.audio.other"}, {ID: 48, Name: "audio-capture.1"}}}
-		if from != 0 {
-			g.Links = []pipewire.Link{{ID: 57, OutputNode: from, InputNode: 48}}
-		}
-		return g
-	}
-	if p, done := s.checkLinks(graph(30)); !done || p != nil {
-		t.Errorf("linked from the target: %v, %v", done, p)
-	}
-	if p, done := s.checkLinks(graph(31)); !done || p == nil || p.Status != 500 || !p.OfType(captureapi.ProblemWrongTarget) ||
-		!strings.Contains(p.Detail, "liken.audio.other") || !strings.Contains(p.Detail, "liken.audio.x") {
-		t.Errorf("linked from another node: %v, %+v", done, p)
-	}
-	if _, done := s.checkLinks(graph(0)); done {
-		t.Error("not linked yet, but done")
-	}
-}

@@ -22,7 +22,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/liken-sh/operators/internal/captureapi"
-	"github.com/liken-sh/operators/internal/pipewire"
 )
 
 // session is one running tap: pw-record, the encoder (none for WAV) and
@@ -103,10 +102,12 @@ func (c Config) encoderEnv(base []string) []string {
 }
 
 // startSession starts the encoder and pw-record and waits until the
-// recorder's stream is linked. It fails with 503 recorder-failed when
-// pw-record exits first, 500 wrong-target when the link lands on another
-// node or none comes within the link deadline, and 500 encoder-failed
-// when the encoder does not start; nothing is left running then. The
+// recorder's stream is linked, reading PipeWire's registry. It fails
+// with 503 recorder-failed when pw-record exits first, 500 wrong-target
+// when the link lands on another node or none comes within the link
+// deadline, 500 encoder-failed when the encoder does not start, and 503
+// unavailable when PipeWire's socket does not answer; nothing is left
+// running then. The
 // pipes are this process's own (os.Pipe, recorderPipe), not exec's, so that reaping a
 // child never closes a pipe that still holds its last bytes.
 func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format, q captureapi.TapQuery, accepted time.Time) (*session, *captureapi.Problem, string) {
@@ -152,6 +153,11 @@ func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format
 	if err != nil {
 		return fail(captureapi.NewProblem(captureapi.ProblemInternal, "pw-record's pipe: %v", err), "connect")
 	}
+	reg, err := dialRegistry(ctx, cfg.Remote.RuntimeDir)
+	if err != nil {
+		return fail(captureapi.NewProblem(captureapi.ProblemUnavailable, "PipeWire's graph could not be read: %v", err), "connect")
+	}
+	defer closeRegistry(reg)
 	s.stream = streamName()
 	s.rec = child(cfg.PwRecord, recorderArgs(t, s.stream), env)
 	s.rec.Stdout, s.rec.Stderr = recW, s.recErr
@@ -166,7 +172,7 @@ func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format
 		return fail(captureapi.NewProblem(captureapi.ProblemRecorderFailed, "pw-record did not start: %v", err), "connect")
 	}
 	go func() { <-rec.Done(); close(s.recDone) }()
-	if p, reason := s.awaitLink(ctx); p != nil {
+	if p, reason := s.awaitLink(ctx, reg); p != nil {
 		return fail(p, reason)
 	}
 	go s.pump(recR, sink)
@@ -194,61 +200,6 @@ func streamName() string {
 	var b [6]byte
 	_, _ = rand.Read(b[:])
 	return "audio-capture." + hex.EncodeToString(b[:])
-}
-
-// awaitLink reads the graph until the recorder's stream node (named
-// s.stream) has a link, and checks that every link into it comes from the
-// target node.
-func (s *session) awaitLink(ctx context.Context) (*captureapi.Problem, string) {
-	deadline := time.Now().Add(s.cfg.LinkDeadline)
-	for {
-		select {
-		case <-s.recDone:
-			return captureapi.NewProblem(captureapi.ProblemRecorderFailed, "pw-record exited before recording %s: %s", s.t.node.Name, orNothing(s.recErr.Trimmed())), "connect"
-		case <-ctx.Done():
-			return captureapi.NewProblem(captureapi.ProblemUnavailable, "The request ended before the recording started."), "connect"
-		default:
-		}
-		dctx, cancel := context.WithTimeout(ctx, s.cfg.LinkDeadline)
-		g, err := s.cfg.Remote.Dump(dctx)
-		cancel()
-		if err == nil {
-			if p, done := s.checkLinks(g); done {
-				return p, "wrong-target"
-			}
-		}
-		if time.Now().After(deadline) {
-			return captureapi.NewProblem(captureapi.ProblemWrongTarget, "pw-record's stream was not linked to %s within %s.", s.t.node.Name, s.cfg.LinkDeadline), "wrong-target"
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// checkLinks looks for the recorder's links in g: done with no problem
-// when they all come from the target, done with a problem when one comes
-// from another node, not done while there is none.
-func (s *session) checkLinks(g *pipewire.Graph) (*captureapi.Problem, bool) {
-	for _, n := range g.Nodes {
-		if n.Name != s.stream {
-			continue
-		}
-		var linked bool
-		for _, l := range g.LinksOf(n.ID) {
-			if l.InputNode != n.ID {
-				continue
-			}
-			linked = true
-			if l.OutputNode != s.t.node.ID {
-				from, _ := g.Node(l.OutputNode)
-				return captureapi.NewProblem(captureapi.ProblemWrongTarget, "pw-record's stream was linked to %q (node %d), not to %s (node %d).",
-					from.Name, l.OutputNode, s.t.node.Name, s.t.node.ID), true
-			}
-		}
-		if linked {
-			return nil, true
-		}
-	}
-	return nil, false
 }
 
 func orNothing(s string) string {
