@@ -37,6 +37,8 @@ const (
 	tapSinkNode = "liken.audio.node-cap-hdmi-3"
 	tapRate     = 44100
 	toneHz      = 997
+	// toneToleranceHz is how far from toneHz a tap's spectral peak may be.
+	toneToleranceHz = 5
 )
 
 // playTone plays the tone into the sink until the test ends and waits
@@ -74,7 +76,11 @@ func checkTone(t *testing.T, what string, pcm []byte, rate, channels int) {
 		t.Fatalf("%s: %d samples, want at least half a second", what, len(x))
 	}
 	x = x[len(x)/4:] // past the stream's start
-	if f := pwtest.PeakFrequency(x, float64(rate), 100, 4000); math.Abs(float64(f-toneHz)) > 2 {
+	// ±5 Hz: the bins are about 1 Hz apart here, but an xrun of the
+	// player or the recorder on a loaded host breaks the tone's phase and
+	// moves the peak a few hertz (994 Hz once, at load 14). Anything but
+	// the tone (silence, another stream) peaks far from it.
+	if f := pwtest.PeakFrequency(x, float64(rate), 100, 4000); math.Abs(float64(f-toneHz)) > toneToleranceHz {
 		t.Errorf("%s: spectrum peaks at %d Hz, want %d", what, f, toneHz)
 	} else {
 		t.Logf("%s: %d samples, spectrum peak at %d Hz", what, len(x), f)
