@@ -166,6 +166,12 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 			_, err = o.store.ApplySource(ctx, e.Name, common)
 		default:
 			st := SinkStatus(common, e, plan.Wanted[e.Name], LayoutApplied(e.Name, plan, restarting))
+			if obj := sinks[e.Name]; obj != nil {
+				if c, ok := WiredSpecApplied(obj.Spec, st.ConnectionType); ok {
+					st.Conditions = append(st.Conditions, c)
+					o.warn(ctx, ref, c.Reason, c.Message)
+				}
+			}
 			_, err = o.store.ApplySink(ctx, e.Name, st)
 		}
 		o.metrics.reconcile.WithLabelValues(kind.Name).Observe(time.Since(start).Seconds())

@@ -3,8 +3,11 @@
 package audio
 
 import (
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"cmp"
+	"fmt"
 	"unicode/utf8"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/alsa"
@@ -174,4 +177,20 @@ func SinkStatus(common audiov1.EndpointStatus, e Endpoint, layout alsa.Layout, a
 	}
 	st.Conditions = append(st.Conditions, applied)
 	return st
+}
+
+// WiredSpecApplied is the SpecApplied condition of a wired (ALSA) Sink
+// whose spec.codec is set, and ok; ok is false when spec.codec is empty,
+// and the Sink then has no such condition. A codec means something only
+// to a Bluetooth speaker, which PipeWire's bluez5 plugin switches between
+// A2DP codecs; an ALSA PCM takes the samples as they are. The schema
+// keeps spec.codec to 32 lower-case letters, digits and '_', so the
+// message quotes it whole.
+func WiredSpecApplied(spec audiov1.SinkSpec, connectionType string) (c metav1.Condition, ok bool) {
+	if spec.Codec == "" {
+		return metav1.Condition{}, false
+	}
+	return metav1.Condition{Type: audiov1.ConditionSpecApplied, Status: metav1.ConditionFalse, Reason: audiov1.ReasonCodecNotSupported,
+		Message: fmt.Sprintf("spec.codec %q is ignored: a codec applies only to a Bluetooth speaker, and this Sink is a wired %s output; the rest of the spec applies",
+			spec.Codec, cmp.Or(connectionType, "ALSA"))}, true
 }

@@ -303,6 +303,37 @@ func TestAudioSinksAndSources(t *testing.T) {
 		return false, ""
 	})
 
+	// spec.codec means nothing to a wired output: it is ignored, and
+	// said so, until it is removed.
+	patchSpec(jack, `{"codec":"aac"}`)
+	c := waitSink("SpecApplied CodecNotSupported on the analog Sink", jack, func(s *audiov1.Sink) bool {
+		c := meta.FindStatusCondition(s.Status.Conditions, audiov1.ConditionSpecApplied)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == audiov1.ReasonCodecNotSupported
+	})
+	if m := meta.FindStatusCondition(c.Status.Conditions, audiov1.ConditionSpecApplied).Message; !strings.Contains(m, `spec.codec "aac" is ignored`) ||
+		!strings.Contains(m, "only to a Bluetooth speaker") || !strings.Contains(m, "wired analog output") {
+		t.Errorf("SpecApplied message %q: want it to name spec.codec, why it is ignored and what the Sink is", m)
+	}
+	poll.WaitFor(t, ctx, "a CodecNotSupported Event in default", 10*time.Second, func() (bool, string) {
+		evs, err := cluster.Client().CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
+			return e.InvolvedObject.Name == jack && e.Reason == audiov1.ReasonCodecNotSupported && e.Type == corev1.EventTypeWarning
+		}), ""
+	})
+	// Written once: passes at rest do not write the status again.
+	rv := c.ResourceVersion
+	time.Sleep(3 * time.Second) // past the operator's 2 s backstop pass
+	if now := getSink(jack); now.ResourceVersion != rv {
+		t.Errorf("the analog Sink was written again at rest: resourceVersion %s, then %s", rv, now.ResourceVersion)
+	}
+	patchSpec(jack, `{"codec":null}`)
+	waitSink("SpecApplied gone once spec.codec is removed", jack, func(s *audiov1.Sink) bool {
+		return meta.FindStatusCondition(s.Status.Conditions, audiov1.ConditionSpecApplied) == nil
+	})
+
 	// A layout change while a stream plays waits; when it stops, the
 	// declaration is rewritten and PipeWire restarts with it.
 	playCtx, stopPlay := context.WithCancel(ctx)

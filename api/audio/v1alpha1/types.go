@@ -148,10 +148,12 @@ type SinkSpec struct {
 	// Codec is a Bluetooth speaker's resting codec, one of
 	// status.bluetooth.codecs ("sbc", "aac", "aptx", "ldac" ...): the
 	// operator switches the speaker to it whenever no claim holds it. A
-	// claim's codec parameter wins while the claim is prepared. Ignored
-	// on a wired output; a codec the speaker does not offer sets the
-	// SpecApplied condition False with reason UnsupportedCodec (and a
-	// Warning Event), and the speaker keeps its codec.
+	// claim's codec parameter wins while the claim is prepared. A codec
+	// the speaker does not offer sets the SpecApplied condition False
+	// with reason UnsupportedCodec (and a Warning Event), and the speaker
+	// keeps its codec. On a wired output it is ignored, and said so: the
+	// SpecApplied condition False with reason CodecNotSupported (and a
+	// Warning Event).
 	// +kubebuilder:validation:Pattern=`^[a-z0-9_]{1,32}$`
 	// +optional
 	Codec string `json:"codec,omitempty"`
@@ -200,7 +202,8 @@ type EndpointStatus struct {
 	// +optional
 	Claim *ClaimReference `json:"claim,omitempty"`
 	// Conditions: Connected, Ready, GraphCurrent, on a card's Sink
-	// LayoutApplied, and on a Bluetooth speaker's Sink SpecApplied.
+	// LayoutApplied (and SpecApplied while spec.codec is set), and on a
+	// Bluetooth speaker's Sink SpecApplied.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -383,7 +386,9 @@ const (
 	// does not, in the reason (UnsupportedCodec, LayoutNotSupported,
 	// ControlsNotSupported), and each one with its value in the message;
 	// the fields that do apply (spec.volume, spec.mute) are applied all
-	// the same.
+	// the same. On a wired Sink it is there only while spec.codec is set:
+	// False with reason CodecNotSupported, since a codec is a Bluetooth
+	// speaker's alone.
 	ConditionSpecApplied = "SpecApplied"
 )
 
@@ -398,6 +403,9 @@ const (
 	// ReasonControlsNotSupported: spec.controls is set, and a speaker has
 	// no ALSA mixer controls (status.capabilities is empty).
 	ReasonControlsNotSupported = "ControlsNotSupported"
+	// ReasonCodecNotSupported: spec.codec is set on a wired (ALSA) Sink,
+	// whose PCM takes the samples as they are; the field is ignored.
+	ReasonCodecNotSupported = "CodecNotSupported"
 )
 
 // Reasons of LayoutApplied.
