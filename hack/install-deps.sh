@@ -3,8 +3,11 @@
 # Installs what the demo and the tests need on a Debian 12 (bookworm)
 # machine: Go when it is missing or too old, and the Debian packages in
 # hack/apt-packages. PipeWire 1.4 and WirePlumber 0.5 exist only in
-# bookworm-backports, so that source is added first. Safe to run again: it
-# installs only what is missing.
+# bookworm-backports, so that source is added first; a package whose
+# installed version is older than the minimum hack/apt-packages names (a
+# desktop's PipeWire 0.3.65) is upgraded from there, and the script fails if
+# it is still too old afterwards. Safe to run again: when everything is
+# installed and new enough it changes nothing and does not touch the network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -29,15 +32,28 @@ Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
 SRC
 fi
 
-# Each line of hack/apt-packages is "package" or "package@backports".
+# Each line of hack/apt-packages is "package", "package@backports" or
+# "package@backports>=minimum" (a Debian version, compared with
+# dpkg --compare-versions).
+installed_version() {
+	dpkg-query -W -f='${Status}\t${Version}' "$1" 2>/dev/null | sed -n 's/^install ok installed\t//p'
+}
 missing=()
 backported=()
+minimums=()
 while read -r line; do
 	line="${line%%#*}"; line="${line// /}"
 	[ -n "$line" ] || continue
+	min=""
+	case "$line" in *">="*) min="${line#*>=}"; line="${line%%>=*}" ;; esac
 	pkg="${line%@*}"
-	if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed"; then
+	[ -z "$min" ] || minimums+=("$pkg=$min")
+	have="$(installed_version "$pkg")"
+	if [ -z "$have" ]; then
 		if [ "$line" != "$pkg" ]; then backported+=("$pkg"); else missing+=("$pkg"); fi
+	elif [ -n "$min" ] && dpkg --compare-versions "$have" lt "$min"; then
+		log "$pkg $have is older than $min: upgrading it from ${codename}-backports"
+		backported+=("$pkg")
 	fi
 done < hack/apt-packages
 
@@ -69,4 +85,20 @@ if $need_go; then
 	# Debian's Go is older than go.mod asks for; with GOTOOLCHAIN=auto it
 	# fetches the required toolchain from the Go module proxy on first use.
 	log "Go from ${codename}-backports installed; the toolchain go.mod names comes from the module proxy on first use (GOTOOLCHAIN=auto)"
+fi
+
+# apt may have kept an old version (no backports source, a pin, a hold):
+# the tests would then fail far from the cause, so stop here instead.
+too_old=()
+for entry in "${minimums[@]}"; do
+	pkg="${entry%%=*}"; min="${entry#*=}"
+	have="$(installed_version "$pkg")"
+	if [ -z "$have" ] || dpkg --compare-versions "$have" lt "$min"; then
+		too_old+=("$pkg ${have:-not installed} (need $min or newer)")
+	fi
+done
+if [ ${#too_old[@]} -gt 0 ]; then
+	for t in "${too_old[@]}"; do log "still too old: $t"; done
+	log "install these from ${codename}-backports (apt-get install -t ${codename}-backports ...) and check apt-mark showhold and /etc/apt/preferences.d"
+	exit 1
 fi
