@@ -36,6 +36,7 @@ func (p *pass) syncAdapter() {
 	}
 	p.releaseAbsentElsewhere(adapters, key)
 	p.markUnserved(adapters, key)
+	p.markHandmadePeripherals()
 	if p.radio == nil {
 		// The radio is not on the bus: nothing to create. An existing
 		// object says so, and its deletion goes ahead.

@@ -668,6 +668,55 @@ func TestEitherSpelling(t *testing.T) {
 	}
 }
 
+// TestHandmadePeripheral: a Peripheral a person created, with no
+// adapter label, says at once that no operator made it or serves it,
+// and how one is made; the status is written once, not on every pass.
+func TestHandmadePeripheral(t *testing.T) {
+	r := newRig(t, "00:1A:7D:DA:71:0C")
+	r.start()
+	create := func(name string) {
+		t.Helper()
+		u, err := toUnstructured(&btv1.Peripheral{ObjectMeta: metav1.ObjectMeta{Name: name}}, "Peripheral")
+		must(t, err)
+		_, err = r.dyn.Resource(btv1.PeripheralsResource).Create(t.Context(), u, metav1.CreateOptions{})
+		must(t, err)
+		t.Cleanup(func() {
+			_ = r.dyn.Resource(btv1.PeripheralsResource).Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
+	}
+	marked := func(name string) *btv1.Peripheral {
+		t.Helper()
+		var per *btv1.Peripheral
+		eventually(t, "Connected and Ready False NotServed on "+name, func() (bool, string) {
+			var err error
+			per, err = getObj[btv1.Peripheral](r, btv1.PeripheralsResource, name)
+			if err != nil {
+				return false, err.Error()
+			}
+			c, rd := cond(per.Status.Conditions, btv1.ConditionConnected), cond(per.Status.Conditions, btv1.ConditionReady)
+			return c.Status == metav1.ConditionFalse && c.Reason == btv1.ReasonNotServed &&
+				rd.Status == metav1.ConditionFalse && rd.Reason == btv1.ReasonNotServed, fmt.Sprintf("%+v", per.Status)
+		})
+		return per
+	}
+	const first, second = "e4-17-d8-c5-67-a1", "e4-17-d8-c5-67-a2"
+	create(first)
+	per := marked(first)
+	if m := cond(per.Status.Conditions, btv1.ConditionConnected).Message; !strings.Contains(m, "no bluetooth operator made this Peripheral") ||
+		!strings.Contains(m, "PairingRequest") || !strings.Contains(m, btv1.AdapterLabel) {
+		t.Errorf("NotServed message %q: want it to say no operator made it, how one is made, and the label it lacks", m)
+	}
+	// Another one makes the operator pass again: the first is left as
+	// it was.
+	create(second)
+	marked(second)
+	again, err := getObj[btv1.Peripheral](r, btv1.PeripheralsResource, first)
+	must(t, err)
+	if again.ResourceVersion != per.ResourceVersion {
+		t.Errorf("the first hand-made Peripheral was written again: resourceVersion %s, then %s", per.ResourceVersion, again.ResourceVersion)
+	}
+}
+
 // TestUnservedAdapter: an Adapter a person created under an address no
 // operator's radio has is marked NotServed once the grace has passed,
 // naming the radios there are; when a radio of that address comes, its

@@ -13,6 +13,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -96,6 +97,40 @@ func (p *pass) syncPeripherals() {
 			continue
 		}
 		p.syncPeripheral(key, per, dev)
+	}
+}
+
+// markHandmadePeripherals reports, on every Peripheral without the
+// adapter label that has no status condition yet, that no operator made
+// it and none serves it: conditions Connected and Ready False, reason
+// NotServed. An operator creates a Peripheral only for a bond, with that
+// label in the create itself, so a Peripheral without it was made by a
+// person (or a tool) and names no radio and no bond. Every operator
+// writes the same status from the same object, once: the write carries
+// the resourceVersion, so one lands, and the others then see the
+// condition and leave it, as later passes do.
+func (p *pass) markHandmadePeripherals() {
+	handmade, err := list[btv1.Peripheral](p.c.store.handmade)
+	if err != nil {
+		p.fail("reading Peripherals: %v", err)
+		return
+	}
+	for i := range handmade {
+		per := &handmade[i]
+		if per.DeletionTimestamp != nil || meta.FindStatusCondition(per.Status.Conditions, btv1.ConditionConnected) != nil {
+			continue
+		}
+		next := per.DeepCopy()
+		msg := fmt.Sprintf("no bluetooth operator made this Peripheral, so none serves it: an operator makes the Peripheral of each device "+
+			"that pairs with its radio (create a PairingRequest) or whose bond BlueZ already holds, labelled %s with its Adapter, "+
+			"and this one has no such label", btv1.AdapterLabel)
+		setCondition(&next.Status.Conditions, btv1.ConditionConnected, false, btv1.ReasonNotServed, msg, per.Generation)
+		setCondition(&next.Status.Conditions, btv1.ConditionReady, false, btv1.ReasonNotServed, msg, per.Generation)
+		if err := p.c.store.writeStatus(p.ctx, btv1.PeripheralsResource, "Peripheral", next, per.Status, next.Status, ""); err != nil {
+			p.statusFailed("Peripheral "+per.Name, err)
+			continue
+		}
+		p.log.Info("No operator made this Peripheral", "peripheral", per.Name)
 	}
 }
 

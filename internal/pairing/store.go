@@ -29,7 +29,10 @@ type store struct {
 	client      dynamic.Interface
 	adapters    cache.SharedIndexInformer
 	peripherals cache.SharedIndexInformer
-	requests    cache.SharedIndexInformer
+	// handmade holds the Peripherals no operator made: those without
+	// the adapter label every operator puts on its own.
+	handmade cache.SharedIndexInformer
+	requests cache.SharedIndexInformer
 }
 
 // newStore makes the informers; poke is called on every add, delete,
@@ -68,6 +71,9 @@ func newStore(client dynamic.Interface, adapterKey string, poke func(), onReques
 		peripherals: mk(btv1.PeripheralsResource, func(o *metav1.ListOptions) {
 			o.LabelSelector = btv1.AdapterLabel + "=" + adapterKey
 		}),
+		handmade: mk(btv1.PeripheralsResource, func(o *metav1.ListOptions) {
+			o.LabelSelector = "!" + btv1.AdapterLabel
+		}),
 		requests: mk(btv1.PairingRequestsResource, nil),
 	}
 }
@@ -75,11 +81,12 @@ func newStore(client dynamic.Interface, adapterKey string, poke func(), onReques
 func (s *store) run(ctx context.Context) {
 	go s.adapters.RunWithContext(ctx)
 	go s.peripherals.RunWithContext(ctx)
+	go s.handmade.RunWithContext(ctx)
 	go s.requests.RunWithContext(ctx)
 }
 
 func (s *store) synced() bool {
-	return s.adapters.HasSynced() && s.peripherals.HasSynced() && s.requests.HasSynced()
+	return s.adapters.HasSynced() && s.peripherals.HasSynced() && s.handmade.HasSynced() && s.requests.HasSynced()
 }
 
 // unpairing reports whether a Peripheral of this adapter is marked for

@@ -136,7 +136,9 @@ const (
 	ReasonDeletionRefused = "DeletionRefused"
 	// ReasonNotServed: no operator has ever reported this Adapter's
 	// radio; set by every operator alike on an Adapter with no
-	// status.node.
+	// status.node. On a Peripheral without the adapter label (made by
+	// hand, not by an operator from a bond), the reason of Connected and
+	// Ready.
 	ReasonNotServed = "NotServed"
 	// ReasonRestored: BlueZ holds bonds for this radio.
 	ReasonRestored = "Restored"

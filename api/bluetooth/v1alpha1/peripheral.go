@@ -12,7 +12,9 @@ import (
 // finalizer PeripheralFinalizer: deleting it unpairs the device
 // (disconnect, wait for claims to let go, retire it from the slice,
 // remove it from BlueZ) and then garbage collection removes the bond's
-// Secret.
+// Secret. One a person creates, without the adapter label the operator
+// puts on its own, is served by no operator: its Connected and Ready
+// conditions are False with reason NotServed.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
@@ -100,7 +102,8 @@ type PeripheralStatus struct {
 	// one is.
 	// +optional
 	Claim *ClaimReference `json:"claim,omitempty"`
-	// Conditions: Connected and Ready.
+	// Conditions: Connected and Ready; on a Peripheral no operator made,
+	// both False with reason NotServed.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
