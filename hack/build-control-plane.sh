@@ -79,7 +79,7 @@ GO
 fi
 for b in kube-apiserver kube-scheduler kube-controller-manager kubectl; do
 	[ -x "$OUT/bin/$b" ] && continue
-	log "building $b (a cold build of all four takes about 15 minutes on 2 cores)"
+	log "building $b (a cold build of all four takes about 15 to 20 minutes on 2 cores)"
 	go build -trimpath -ldflags="$LDF" -o "$OUT/bin/$b.tmp" "k8s.io/kubernetes/cmd/$b"
 	mv "$OUT/bin/$b.tmp" "$OUT/bin/$b"
 done

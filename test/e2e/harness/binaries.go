@@ -100,7 +100,7 @@ func buildBinaries(ctx context.Context, logf func(string, ...any)) (string, erro
 		return "", err
 	}
 	script := filepath.Join(root, "hack", "build-control-plane.sh")
-	logf("harness: binaries from %s (instant when cached; a cold build takes about 15 minutes)", script)
+	logf("harness: binaries from %s (instant when cached; a cold build takes about 15 to 20 minutes)", script)
 	cmd := exec.CommandContext(ctx, script)
 	cmd.Dir = root
 	var out bytes.Buffer

@@ -12,7 +12,7 @@
 // for a node; package test/e2e/kubelet stands in for the kubelet's DRA side.
 //
 // The binaries come from hack/build-control-plane.sh (see [Start]). A cold
-// build takes about 15 minutes on two cores, longer than go test's default
+// build takes about 15 to 20 minutes on two cores, longer than go test's default
 // timeout, so the first run needs -timeout 30m. Always build tests with
 // -trimpath: the control-plane build uses it, and the Go build cache is only
 // shared between builds with the same flags. Without it every test binary
