@@ -50,6 +50,28 @@ import (
 	"github.com/liken-sh/operators/internal/procmem"
 )
 
+// usage prints the image's command line as a person meets it: the
+// entrypoint's name (this binary is only ever reached through it), its
+// modes, then the flags.
+func usage() {
+	w := flag.CommandLine.Output()
+	fmt.Fprint(w, `usage: audio-operator [flags] [MODE [ARGS]]
+
+Modes:
+  (none)                the operator: DRA driver audio.liken.sh, Sinks and Sources
+  declare               init container: write PipeWire's and WirePlumber's drop-ins
+  pipewire              sidecar: run PipeWire, restarting it on a new declaration
+  wireplumber           sidecar: run WirePlumber, ending on a lost media bus
+  graph-answers         probe: does PipeWire answer a graph read
+  endpoints-registered  probe: does the adapter advertise WirePlumber's endpoints
+  capture               the capture container (configured by environment)
+  api                   audio-api, the capture API's HTTPS entry
+
+Flags (before the mode, or after it for the operator and declare):
+`)
+	flag.PrintDefaults()
+}
+
 // paths are the host paths every mode may be pointed elsewhere.
 type paths struct {
 	kubeconfig, devSnd, sysfs, recorded string
@@ -72,6 +94,7 @@ func main() {
 	flag.StringVar(&p.cdi, "cdi-dir", dra.DefaultCDIDir, "CDI spec directory")
 	flag.StringVar(&p.alsaPath, "alsa-path", "", "declare every output on this ALSA device instead of hw:<card>,<pcm> (\"null\" where there is no card)")
 	flag.IntVar(&p.rate, "rate", 0, "audio.rate for every declared output (needed with -alsa-path null)")
+	flag.Usage = usage
 	flag.Parse()
 	args := flag.Args()
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/liken-sh/operators/internal/audio/modes"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/fakesys"
@@ -127,6 +128,29 @@ func TestCaptureModeExecutesAudioCapture(t *testing.T) {
 		out, _ := cmd.CombinedOutput()
 		if cmd.ProcessState.ExitCode() != 1 || !strings.Contains(string(out), `CAPTURE_TAPS=\"`+taps+`\"`) || !strings.Contains(string(out), "1 to 32") {
 			t.Errorf("CAPTURE_TAPS=%s: exit %d, output %q", taps, cmd.ProcessState.ExitCode(), out)
+		}
+	}
+}
+
+// TestHelpNamesTheEntrypointAndItsModes: -h, which the entrypoint hands
+// to audio-driver, prints audio-operator's command line with every mode
+// (the entrypoint's own included), not audio-driver's bare flag list.
+func TestHelpNamesTheEntrypointAndItsModes(t *testing.T) {
+	out, err := exec.Command(binary(t), "-h").CombinedOutput()
+	if err != nil {
+		t.Fatalf("-h: %v\n%s", err, out)
+	}
+	text := string(out)
+	if !strings.HasPrefix(text, "usage: audio-operator ") || strings.Contains(text, "Usage of") {
+		t.Errorf("-h does not start with audio-operator's usage:\n%s", text)
+	}
+	want := []string{"declare", "capture", "api"}
+	for name := range modes.ByName {
+		want = append(want, name)
+	}
+	for _, m := range want {
+		if !strings.Contains(text, "\n  "+m+" ") {
+			t.Errorf("-h lists no mode %q:\n%s", m, text)
 		}
 	}
 }
