@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -35,6 +34,9 @@ type captureOptions struct {
 	time    string
 	bitrate int
 	output  string
+	// outputSet is whether -o was given at all, so that -o "" is told
+	// from no -o.
+	outputSet bool
 }
 
 func newCaptureCommand(o *Options) *cobra.Command {
@@ -46,7 +48,16 @@ func newCaptureCommand(o *Options) *cobra.Command {
 in the format asked for, until the span given by -t ends or you press Ctrl-C.
 
 A Sink is tapped at its monitor, which is before the Sink's mute and
-volume: a muted Sink still captures what is sent to it.`,
+volume: a muted Sink still captures what is sent to it.
+
+-o PATH writes to PATH instead of stdout (-o - is stdout; -o "" is an
+error). Symbolic links are followed, and a dangling one creates the file
+it points at. A regular file, or a name nothing is at, is written
+beside it and renamed into place once the capture ends, so a capture cut
+short leaves what was there: a new file gets 0666 less your umask, a
+replaced one keeps its mode. A device or FIFO (/dev/null, a named pipe)
+is written into as it is, never replaced. A directory or a terminal is
+refused.`,
 		Example: `  kubectl liken audio capture kitchen-pci-0000-00-1f-3-hdmi-3 > now.wav
   kubectl liken audio capture --format opus --source desk-usb-mic -t 10,20 -o clip.opus`,
 		Args: cobra.ExactArgs(1),
@@ -60,6 +71,7 @@ volume: a muted Sink still captures what is sent to it.`,
 			if err := checkName(args[0], c.source); err != nil {
 				return err
 			}
+			c.outputSet = cmd.Flags().Changed("output")
 			return c.run(cmd.Context(), args[0])
 		},
 	}
@@ -68,7 +80,7 @@ volume: a muted Sink still captures what is sent to it.`,
 	f.BoolVar(&c.source, "source", false, "NAME is a Source (a capture input), not a Sink")
 	f.StringVarP(&c.time, "time", "t", "", "the span begin,end in seconds from now (begin at most 60), e.g. 10,20 or ,5")
 	f.IntVar(&c.bitrate, "bitrate", 0, "Opus bitrate in kbit/s (6 to 256 per channel); default: the encoder's")
-	f.StringVarP(&c.output, "output", "o", "", "write to FILE instead of stdout")
+	f.StringVarP(&c.output, "output", "o", "", "write to `PATH` instead of stdout (- is stdout): a file is replaced once the capture ends, a device or FIFO written into, a symlink followed")
 	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return captureapi.FormatNames(), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -102,6 +114,9 @@ func (c *captureOptions) query() (captureapi.Format, url.Values, error) {
 	f, ok := captureapi.FormatByName(c.format)
 	if !ok {
 		return f, nil, fmt.Errorf("--format %s: the formats are wav, flac and opus", safetext.Quote(c.format))
+	}
+	if c.outputSet && c.output == "" {
+		return f, nil, errors.New(`-o "": the path is empty; give a file to write, or - for stdout`)
 	}
 	q := url.Values{}
 	if c.time != "" {
@@ -140,18 +155,17 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 	if c.source {
 		res = captureapi.Sources
 	}
-	var file *os.File
+	var file *output
 	if !toStdout {
-		// Written beside the target and renamed at the end, so a failed
-		// capture leaves an existing file as it was. It is made before
-		// anything is dialled, so an -o that cannot be written fails
-		// at once.
-		file, err = os.CreateTemp(filepath.Dir(c.output), "."+filepath.Base(c.output)+".*")
-		if err != nil {
-			return c.outputError(err)
+		// Opened before anything is dialled, so an -o that cannot be
+		// written fails at once.
+		if file, err = openOutput(c.output); err != nil {
+			return err
 		}
-		defer os.Remove(file.Name())
-		defer file.Close()
+		defer file.abort()
+		if file.inPlace() && term.IsTerminal(int(file.f.Fd())) {
+			return errors.New("-o " + c.output + " is a terminal: refusing to write binary audio to it")
+		}
 	}
 
 	cl, err := c.cluster()
@@ -187,53 +201,37 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 
 	var out io.Writer = c.Out
 	if file != nil {
-		out = file
+		out = file.f
 	}
 	n, err := io.Copy(out, resp.Body)
 	interrupted := ctx.Err() != nil && c.time == ""
 	if err != nil && !interrupted {
-		if file != nil {
-			file.Close()
-		}
+		// A temporary file is removed (the deferred abort): what was
+		// at the name stays as it was.
 		return fmt.Errorf("%w after %d bytes: %v", errCut, n, err)
 	}
+	to := ""
 	if file != nil {
-		if f.Name == captureapi.WAV.Name {
-			if err := fixWAVSizes(file, file, n); err != nil {
-				file.Close()
+		if f.Name == captureapi.WAV.Name && !file.inPlace() {
+			if err := fixWAVSizes(file.f, file.f, n); err != nil {
 				return fmt.Errorf("writing the WAV header's lengths: %w", err)
 			}
 		}
-		if err := file.Close(); err != nil {
-			return c.outputError(err)
+		if err := file.commit(); err != nil {
+			return err
 		}
-		if err := os.Rename(file.Name(), c.output); err != nil {
-			return c.outputError(err)
+		to = " to " + c.output
+		if file.final != "" && file.final != filepath.Clean(c.output) {
+			to += " (" + file.final + ")"
 		}
 	}
-	fmt.Fprintf(c.ErrOut, "%s %s: %d bytes of %s\n", res.Kind, name, n, f.MediaType)
+	fmt.Fprintf(c.ErrOut, "%s %s: %d bytes of %s%s\n", res.Kind, name, n, f.MediaType, to)
 	if why := resp.Trailer.Get(captureapi.TrailerEnded); why != "" {
 		// audio-api ended the capture itself (the Sink became
 		// disconnected): what arrived is kept, and the reason is an error.
 		return fmt.Errorf("audio-api ended the capture: %s", shortText(why))
 	}
 	return nil
-}
-
-// outputError names the -o path the user gave in err, a file-system
-// error about the hidden temporary file written beside it
-// (*fs.PathError, *os.LinkError): the temporary name means nothing to
-// the user, the cause (ENOENT, EACCES, ENOSPC ...) does.
-func (c *captureOptions) outputError(err error) error {
-	var pe *fs.PathError
-	var le *os.LinkError
-	switch {
-	case errors.As(err, &pe):
-		err = pe.Err
-	case errors.As(err, &le):
-		err = le.Err
-	}
-	return fmt.Errorf("-o %s: %w", c.output, err)
 }
 
 // spanProblem rewords a captureapi.ParseTime error, which is written for
