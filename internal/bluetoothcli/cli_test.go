@@ -32,13 +32,19 @@ func TestVersionAndCompletion(t *testing.T) {
 	}
 	out.Reset()
 	if code := Execute(t.Context(), "dev", streams, []string{"pair", "--window", "1s", "--kubeconfig", "/nonexistent"}); code != 1 ||
-		!strings.Contains(out.String(), "--window 1s is outside 15s to 900s") {
+		!strings.Contains(out.String(), "--window 1s is outside 15s to 15m") {
 		t.Errorf("pair --window 1s before the kubeconfig is read: %d %q", code, out.String())
 	}
 	out.Reset()
 	if code := Execute(t.Context(), "dev", streams, []string{"pair", "--window", "8760h", "--server", "https://127.0.0.1:1"}); code != 1 ||
-		!strings.Contains(out.String(), "--window 8760h0m0s is outside 15s to 900s") {
+		!strings.Contains(out.String(), "--window 8760h0m0s is outside 15s to 15m") {
 		t.Errorf("pair --window a year: %d %q", code, out.String())
+	}
+	// The help spells the range as the error does.
+	out.Reset()
+	if code := Execute(t.Context(), "dev", streams, []string{"pair", "--help"}); code != 0 ||
+		!strings.Contains(out.String(), "discoverable, 15s to 15m") {
+		t.Errorf("pair --help: %d %q; want the --window range spelt 15s to 15m", code, out.String())
 	}
 }
 

@@ -64,9 +64,26 @@ func newPair(e *env) *cobra.Command {
 	f.StringVar(&o.node, "node", "", "use the adapter on this node")
 	f.StringVar(&o.device, "device", "", "pair this device (XX:XX:XX:XX:XX:XX) as soon as it answers, without asking")
 	f.StringVar(&o.pin, "pin", "", "the PIN a legacy device asks for (often 0000)")
-	f.DurationVar(&o.window, "window", 180*time.Second, "how long the adapter stays discoverable, 15s to 15m")
+	f.DurationVar(&o.window, "window", 180*time.Second, "how long the adapter stays discoverable, "+windowRange)
 	f.BoolVar(&o.keep, "keep", false, "leave the request in place when the command is interrupted (by default it is deleted)")
 	return cmd
+}
+
+// windowRange is the span spec.windowSeconds accepts, spelt the same in
+// the --window help and in its error: "15s to 15m".
+var windowRange = shortDuration(btv1.MinWindowSeconds*time.Second) + " to " + shortDuration(btv1.MaxWindowSeconds*time.Second)
+
+// shortDuration is d as time.Duration.String spells it, less the zero
+// units it appends after the largest one: 15m, not 15m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // pinRE is what spec.pin accepts (the CRD's pattern): checked here too,
@@ -76,7 +93,7 @@ var pinRE = regexp.MustCompile(`^[ -~]{1,16}$`)
 // pair is the whole pair command.
 func (e *env) pair(ctx context.Context, o pairOptions) error {
 	if o.window < btv1.MinWindowSeconds*time.Second || o.window > btv1.MaxWindowSeconds*time.Second {
-		return fmt.Errorf("--window %v is outside %ds to %ds", o.window, btv1.MinWindowSeconds, btv1.MaxWindowSeconds)
+		return fmt.Errorf("--window %v is outside %s", o.window, windowRange)
 	}
 	if o.pin != "" && !pinRE.MatchString(o.pin) {
 		return fmt.Errorf("--pin %s is not 1 to 16 printable ASCII characters", quote(o.pin))
@@ -344,8 +361,9 @@ func finishedMessage(r *btv1.PairingRequest) string {
 	if c == nil {
 		return msg
 	}
-	for _, part := range []string{c.Reason, c.Message} {
-		if part != "" {
+	for i, part := range []string{c.Reason, c.Message} {
+		// A reason that repeats the phase (Expired: Expired) is said once.
+		if part != "" && (i > 0 || part != msg) {
 			msg += ": " + part
 		}
 	}

@@ -112,7 +112,7 @@ func (p *pass) foreignRequest(r *btv1.PairingRequest, adapters []btv1.Adapter) {
 	case found == nil:
 		reason, msg = btv1.ReasonAdapterNotFound, fmt.Sprintf("no Adapter is named %s; the radios that operators report are: %s (kubectl get adapters)", truncate(r.Spec.Adapter, 64), reportedRadios(adapters))
 	case unserved:
-		reason, msg = btv1.ReasonAdapterAbsent, fmt.Sprintf("the radio %s is on no node now (last seen on %s); the request waits for it", r.Spec.Adapter, found.Status.Node)
+		reason, msg = btv1.ReasonAdapterAbsent, absentMessage(r.Spec.Adapter, found.Status.Node)
 	default:
 		return // its operator will take it
 	}
@@ -148,6 +148,18 @@ func (p *pass) foreignRequest(r *btv1.PairingRequest, adapters []btv1.Adapter) {
 		// only that one records the Event.
 		p.c.event(r, true, btv1.ReasonAdapterNotFound, "Accept", "%s", msg)
 	}
+}
+
+// absentMessage is the condition message of a request whose Adapter's
+// radio is on no node: node is the Adapter's status.node, the node it was
+// last seen on, or "" for an Adapter no operator has reported (one a
+// person created).
+func absentMessage(adapter, node string) string {
+	seen := "never seen on any node"
+	if node != "" {
+		seen = "last seen on " + node
+	}
+	return fmt.Sprintf("the radio %s is on no node now (%s); the request waits for it", truncate(adapter, 64), seen)
 }
 
 // notFoundGrace is how long after its creation a request naming no
