@@ -450,6 +450,9 @@ func checkSinkSchema(t *testing.T, k *kube) {
 		"controls": map[string]any{
 			"Master Playback Volume": 40,
 			"Auto-Mute Mode":         "Enabled",
+			// The ends of the int32 range a control value is decoded into.
+			"Capture Volume": 2147483647,
+			"Mic Boost":      -2147483648,
 		},
 		"layout": []any{"FL", "FR", "FC", "LFE", "RL", "RR"},
 	}
@@ -514,6 +517,10 @@ func checkSinkSchema(t *testing.T, k *kube) {
 			"spec.controls", []string{"a control value holds a control, bidirectional or zero-width character"}},
 		{"a right-to-left override in a control value", map[string]any{"controls": map[string]any{"Input Source": "Mic\u202e"}},
 			"spec.controls", []string{"a control value holds a control, bidirectional or zero-width character"}},
+		{"a control value one past the int32 range", map[string]any{"controls": map[string]any{"PCM Playback Volume": 2147483648}},
+			"spec.controls", []string{"the value of the control PCM Playback Volume is outside the integer range -2147483648 to 2147483647"}},
+		{"a control value one below the int32 range", map[string]any{"controls": map[string]any{"PCM Playback Volume": -2147483649}},
+			"spec.controls", []string{"the value of the control PCM Playback Volume is outside the integer range -2147483648 to 2147483647"}},
 		{"a layout entry twice", map[string]any{"layout": []any{"FL", "FR", "FL"}},
 			`spec.layout`, []string{`a channel other than NA appears twice`}},
 		{"an empty layout", map[string]any{"layout": []any{}},
