@@ -38,14 +38,34 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 	sources := map[string]*audiov1.Source{}
 	specLayouts := map[string][]string{}
 	unread := false
+	// Objects read less the fields that do not decode: the rest of each
+	// is applied, and the fields are reported below.
+	invalid := map[string]*objects.DecodeError{}
+	readable := func(name string, err error) error {
+		var derr *objects.DecodeError
+		if errors.As(err, &derr) {
+			invalid[name] = derr
+			return nil
+		}
+		return err
+	}
 	for _, e := range p.Endpoints {
 		if e.Capture() {
-			if s, ok, err := o.store.Source(ctx, e.Name); ok && err == nil {
+			if s, ok, err := o.store.Source(ctx, e.Name); ok && readable(e.Name, err) == nil {
 				sources[e.Name] = s
 			}
 			continue
 		}
 		s, ok, err := o.store.Sink(ctx, e.Name)
+		err = readable(e.Name, err)
+		if derr := invalid[e.Name]; derr != nil && slices.ContainsFunc(derr.Fields, func(f string) bool { return strings.HasPrefix(f, "spec.layout") }) {
+			// The wanted layout is unknown: the declared one is kept.
+			if i := slices.IndexFunc(declared, func(d pipewire.Output) bool { return d.Output == e.Name }); i >= 0 {
+				specLayouts[e.Name] = declared[i].Positions
+			}
+			ok = false
+			sinks[e.Name] = s
+		}
 		if err != nil {
 			// Without the spec the wanted layout is unknown: no layout
 			// is rewritten on a guess this pass.
@@ -163,10 +183,19 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 			// taken over behind a person's back.
 			err = fmt.Errorf("status.node names %s, not this node; left alone", elsewhere)
 		case e.Capture():
+			if derr := invalid[e.Name]; derr != nil {
+				c := InvalidSpecApplied(derr)
+				common.Conditions = append(common.Conditions, c)
+				o.warn(ctx, derr.Ref, c.Reason, c.Message)
+			}
 			_, err = o.store.ApplySource(ctx, e.Name, common)
 		default:
 			st := SinkStatus(common, e, plan.Wanted[e.Name], LayoutApplied(e.Name, plan, restarting))
-			if obj := sinks[e.Name]; obj != nil {
+			if derr := invalid[e.Name]; derr != nil {
+				c := InvalidSpecApplied(derr)
+				st.Conditions = append(st.Conditions, c)
+				o.warn(ctx, derr.Ref, c.Reason, c.Message)
+			} else if obj := sinks[e.Name]; obj != nil {
 				if c, ok := WiredSpecApplied(obj.Spec, st.ConnectionType); ok {
 					st.Conditions = append(st.Conditions, c)
 					o.warn(ctx, ref, c.Reason, c.Message)
@@ -175,6 +204,9 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 			_, err = o.store.ApplySink(ctx, e.Name, st)
 		}
 		o.metrics.reconcile.WithLabelValues(kind.Name).Observe(time.Since(start).Seconds())
+		// The status is written; fields that do not decode are reported
+		// in it and by an Event, not as a failed write.
+		err = readable(e.Name, err)
 		if err != nil {
 			o.metrics.reconcileErrors.WithLabelValues(kind.Name).Inc()
 			o.problem(logger, e.Name, err)

@@ -5,12 +5,14 @@ package audio
 import (
 	"cmp"
 	"fmt"
+	"strings"
 	"unicode/utf8"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/alsa"
+	"github.com/liken-sh/operators/internal/audio/objects"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/mixer"
 	"github.com/liken-sh/operators/internal/pipewire"
@@ -194,3 +196,22 @@ func WiredSpecApplied(spec audiov1.SinkSpec, connectionType string) (c metav1.Co
 		Message: fmt.Sprintf("spec.codec %q is ignored: a codec applies only to a Bluetooth speaker, and this Sink is a wired %s output; the rest of the spec applies",
 			spec.Codec, cmp.Or(connectionType, "ALSA"))}, true
 }
+
+// InvalidSpecApplied is the SpecApplied condition of a Sink or Source
+// some of whose fields could not be decoded (derr): False, reason
+// InvalidSpec, naming the fields (at most maxNamedFields of them) and the
+// first one's error.
+func InvalidSpecApplied(derr *objects.DecodeError) metav1.Condition {
+	fields := derr.Fields
+	more := ""
+	if len(fields) > maxNamedFields {
+		fields, more = fields[:maxNamedFields], fmt.Sprintf(" and %d more", len(derr.Fields)-maxNamedFields)
+	}
+	return metav1.Condition{Type: audiov1.ConditionSpecApplied, Status: metav1.ConditionFalse, Reason: audiov1.ReasonInvalidSpec,
+		Message: fmt.Sprintf("%s%s cannot be read (%v) and is ignored; the rest of the %s applies",
+			strings.Join(fields, ", "), more, derr.Err, derr.Ref.Kind)}
+}
+
+// maxNamedFields bounds the fields an InvalidSpec message names, so a
+// spec with a hundred bad controls does not make a message of kilobytes.
+const maxNamedFields = 5

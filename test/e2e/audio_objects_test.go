@@ -336,6 +336,55 @@ func TestAudioSinksAndSources(t *testing.T) {
 		return meta.FindStatusCondition(s.Status.Conditions, audiov1.ConditionSpecApplied) == nil
 	})
 
+	// Without the admission policy the schema lets through a control
+	// value past int32, which the Go types cannot hold: the Sink is not
+	// dropped for it. The rest of its spec applies (a volume change
+	// reaches the status), and the field is named in SpecApplied and a
+	// Warning Event until it is fixed.
+	must(t, cluster.Client().AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, "audio-endpoint-controls", metav1.DeleteOptions{}))
+	poll.WaitFor(t, ctx, "a control value past int32 accepted without the policy", 10*time.Second, func() (bool, string) {
+		_, err := sinks.Patch(ctx, dp, types.MergePatchType, []byte(`{"spec":{"volume":55,"controls":{"PCM Playback Volume":2147483648}}}`), metav1.PatchOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	bad := `spec.controls["PCM Playback Volume"]`
+	var undecodable audiov1.SinkStatus
+	poll.WaitFor(t, ctx, "SpecApplied InvalidSpec and the new volume on the DP Sink", 30*time.Second, func() (bool, string) {
+		u, err := sinks.Get(ctx, dp, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var only struct {
+			Status audiov1.SinkStatus `json:"status"`
+		}
+		must(t, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &only))
+		undecodable = only.Status
+		c := meta.FindStatusCondition(undecodable.Conditions, audiov1.ConditionSpecApplied)
+		o := undecodable.Observed
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == audiov1.ReasonInvalidSpec &&
+			o != nil && o.Volume != nil && *o.Volume == 55, fmt.Sprintf("%+v %+v", c, o)
+	})
+	if m := meta.FindStatusCondition(undecodable.Conditions, audiov1.ConditionSpecApplied).Message; !strings.Contains(m, bad) || !strings.Contains(m, "2147483648") {
+		t.Errorf("SpecApplied message %q: want it to name %s and its value", m, bad)
+	}
+	poll.WaitFor(t, ctx, "an InvalidSpec Event naming the field", 10*time.Second, func() (bool, string) {
+		evs, err := cluster.Client().CoreV1().Events("default").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return slices.ContainsFunc(evs.Items, func(e corev1.Event) bool {
+			return e.InvolvedObject.Name == dp && e.Reason == audiov1.ReasonInvalidSpec && e.Type == corev1.EventTypeWarning && strings.Contains(e.Message, bad)
+		}), ""
+	})
+	// The other Sinks are kept in step meanwhile.
+	if c := meta.FindStatusCondition(getSink(jack).Status.Conditions, audiov1.ConditionSpecApplied); c != nil {
+		t.Errorf("the analog Sink got %+v from another Sink's bad field", c)
+	}
+	patchSpec(dp, `{"controls":null}`)
+	waitSink("SpecApplied gone once the control is removed", dp, func(s *audiov1.Sink) bool {
+		return meta.FindStatusCondition(s.Status.Conditions, audiov1.ConditionSpecApplied) == nil
+	})
+	kubectl(t, ctx, cluster, "apply", "-f", "deploy/audio/admissionpolicy.yaml")
+
 	// A layout change while a stream plays waits; when it stops, the
 	// declaration is rewritten and PipeWire restarts with it.
 	playCtx, stopPlay := context.WithCancel(ctx)

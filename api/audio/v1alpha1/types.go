@@ -388,7 +388,9 @@ const (
 	// the fields that do apply (spec.volume, spec.mute) are applied all
 	// the same. On a wired Sink it is there only while spec.codec is set:
 	// False with reason CodecNotSupported, since a codec is a Bluetooth
-	// speaker's alone.
+	// speaker's alone. On any Sink or Source it is False with reason
+	// InvalidSpec while a field of the object cannot be read into these
+	// types (one the admission policies would have refused).
 	ConditionSpecApplied = "SpecApplied"
 )
 
@@ -406,6 +408,10 @@ const (
 	// ReasonCodecNotSupported: spec.codec is set on a wired (ALSA) Sink,
 	// whose PCM takes the samples as they are; the field is ignored.
 	ReasonCodecNotSupported = "CodecNotSupported"
+	// ReasonInvalidSpec: a field of the object does not fit its Go type,
+	// such as an integer control value outside the int32 range; it is
+	// ignored, named in the message, and the rest of the object applies.
+	ReasonInvalidSpec = "InvalidSpec"
 )
 
 // Reasons of LayoutApplied.

@@ -38,7 +38,9 @@ const RequestTimeout = 10 * time.Second
 // A conflict re-reads the object and writes again; an object deleted
 // meanwhile is created again. It returns the object as stored afterwards.
 // Errors: the API server refused the create or the write (the message
-// names the Sink), or conflicts went on past a few re-reads.
+// names the Sink), or conflicts went on past a few re-reads; a
+// *DecodeError when the status was written but the object as stored has
+// fields the Go types cannot hold (see Store.Sink).
 func (s *Store) ApplySink(ctx context.Context, name string, st audiov1.SinkStatus) (*audiov1.Sink, error) {
 	var out audiov1.Sink
 	err := s.apply(ctx, SinkKind, name, &st.EndpointStatus, &st, &out)
@@ -77,7 +79,7 @@ func (s *Store) apply(ctx context.Context, k Kind, name string, common *audiov1.
 		}
 		stored, _, _ := unstructured.NestedMap(cur.Object, "status")
 		if equality.Semantic.DeepEqual(normalize(stored), normalize(next)) {
-			return runtime.DefaultUnstructuredConverter.FromUnstructured(cur.Object, out)
+			return decode(k, cur, out)
 		}
 		upd := cur.DeepCopy()
 		upd.Object["status"] = next
@@ -86,7 +88,7 @@ func (s *Store) apply(ctx context.Context, k Kind, name string, common *audiov1.
 		cancel()
 		switch {
 		case err == nil:
-			return runtime.DefaultUnstructuredConverter.FromUnstructured(written.Object, out)
+			return decode(k, written, out)
 		case isConflict(err), isNotFound(err):
 			logger(ctx).V(2).Info("Status write raced; reading again", "kind", k.Name, "name", name, "reason", err)
 			continue

@@ -4,11 +4,11 @@ package objects
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
@@ -17,8 +17,8 @@ import (
 // ReadLayouts reads spec.layout of each named Sink, one GET each bounded
 // by timeout, for the declare container before PipeWire starts. A Sink
 // that does not exist yet, or has no layout, is left out of the map. The
-// first other failure (no answer in time, no access, an object that does
-// not decode) ends the reads with an error naming the Sink, and the
+// first other failure (no answer in time, no access, an object no single
+// field of which is to blame for not decoding) ends the reads with an error naming the Sink, and the
 // caller falls back to the hardware's layouts for all: one slow API
 // server then costs one timeout, not one per Sink.
 func ReadLayouts(ctx context.Context, client dynamic.Interface, names []string, timeout time.Duration) (map[string][]string, error) {
@@ -35,8 +35,10 @@ func ReadLayouts(ctx context.Context, client dynamic.Interface, names []string, 
 			return nil, fmt.Errorf("Sink %s: %w", name, err)
 		}
 		var sink audiov1.Sink
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &sink); err != nil {
-			return nil, fmt.Errorf("Sink %s: %w", name, err)
+		// A Sink with fields the types cannot hold still gives its
+		// layout, unless the layout is one of them.
+		if err := decode(SinkKind, u, &sink); err != nil && !errors.As(err, new(*DecodeError)) {
+			return nil, err
 		}
 		if len(sink.Spec.Layout) > 0 {
 			out[name] = Positions(sink.Spec.Layout)

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/dynamic"
@@ -197,7 +196,9 @@ func (s *Store) Names(k Kind) []string {
 // (the store holds only objects whose status names this node, so a Sink
 // a person created before the operator wrote its status is read there).
 // ok is false when there is no such Sink. Errors: the API server did not
-// answer, or the object does not convert (the error names it).
+// answer, or the object does not convert (the error names it); with a
+// *DecodeError ok is true and the Sink is returned less the fields that
+// do not convert.
 func (s *Store) Sink(ctx context.Context, name string) (*audiov1.Sink, bool, error) {
 	var out audiov1.Sink
 	ok, err := s.get(ctx, SinkKind, name, &out)
@@ -232,8 +233,9 @@ func (s *Store) get(ctx context.Context, k Kind, name string, into any) (bool, e
 	if !isU {
 		return false, fmt.Errorf("%s %s: unexpected %T in the store", k.Name, name, obj)
 	}
-	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, into); err != nil {
-		return false, fmt.Errorf("%s %s: %w", k.Name, name, err)
+	if err := decode(k, u, into); err != nil {
+		var derr *DecodeError
+		return errors.As(err, &derr), err
 	}
 	return true, nil
 }
