@@ -16,9 +16,11 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 
 	"github.com/liken-sh/operators/internal/bdaddr"
@@ -169,13 +171,14 @@ func Run(ctx context.Context, cfg Config) error {
 			op.hci.Close()
 		}
 	}()
+	op.recorder = newSecretRecorder(ctx, cfg.KubeClient)
 	watchBondSecrets(ctx, cfg.KubeClient, cfg.Namespace, func(name string) {
 		logger.Info("A bond Secret was deleted; writing the bonds BlueZ holds back", "secret", name)
 		op.mu.Lock()
 		op.forgetBonds = true
 		op.mu.Unlock()
 		op.bondWindow.Poke()
-	})
+	}, op.bondSecretEdited)
 	// The window ends with the loop, whether ctx ended (SIGTERM) or the
 	// loop failed (bluetoothd left the bus); what it still owes is
 	// written then.
@@ -254,7 +257,11 @@ type operator struct {
 	// forgetBonds: a bond Secret was deleted since syncBonds last ran, so
 	// bondsSeen no longer says what the API server holds.
 	forgetBonds bool
-	owners      map[bdaddr.Address]metav1.OwnerReference
+	// edited: the bond Secrets whose data changed since syncBonds last
+	// ran, by name, as watchBondSecrets caches them.
+	edited   map[string]*corev1.Secret
+	owners   map[bdaddr.Address]metav1.OwnerReference
+	recorder events.EventRecorder // Events on bond Secrets
 }
 
 func (o *operator) loop(ctx context.Context, events *uevent.Listener) error {
@@ -558,6 +565,8 @@ func (o *operator) syncBonds(ctx context.Context) {
 		clear(o.bondsSeen)
 		o.forgetBonds = false
 	}
+	edited := o.edited
+	o.edited = nil
 	o.mu.Unlock()
 	for _, adapter := range live {
 		found, skipped, err := bonds.ReadTree(o.cfg.BondsRoot, adapter)
@@ -568,6 +577,10 @@ func (o *operator) syncBonds(ctx context.Context) {
 		// A bond being unpaired keeps its Secret as it is until garbage
 		// collection takes it with the Peripheral.
 		found = slices.DeleteFunc(found, func(b bonds.Bond) bool { return slices.Contains(skip, b.Device) })
+		// A Secret changed behind the operator's back (a hand edit) and
+		// no longer holding BlueZ's bond is written over at once, as a
+		// deleted one is written again.
+		stale := o.staleSecrets(ctx, adapter, found, skip, edited)
 		skips := o.bondSkips[adapter]
 		if skips == nil {
 			skips = &problemLog{what: "Bond left out of write-back"}
@@ -579,7 +592,7 @@ func (o *operator) syncBonds(ctx context.Context) {
 		// A Secret deleted behind the operator's back is written again
 		// at once (watchBondSecrets).
 		digest := bondsDigest(found, owners)
-		if seen, ok := o.bondsSeen[adapter]; ok && seen == digest {
+		if seen, ok := o.bondsSeen[adapter]; ok && seen == digest && len(stale) == 0 {
 			continue
 		}
 		report, err := bonds.SyncOwned(ctx, o.cfg.KubeClient.CoreV1().Secrets(o.cfg.Namespace), o.cfg.Namespace, found, owners)
@@ -589,6 +602,7 @@ func (o *operator) syncBonds(ctx context.Context) {
 		} else {
 			o.bondsSeen[adapter] = digest
 		}
+		o.reportRepairs(ctx, adapter, stale, report.Updated, err)
 		if len(report.Created)+len(report.Updated) > 0 {
 			logger.Info("Bonds written back", "adapter", adapter, "created", report.Created, "updated", report.Updated)
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/liken-sh/operators/test/child"
 	"github.com/liken-sh/operators/test/poll"
 	"io"
+	"maps"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -154,6 +155,32 @@ func TestPairingThroughThePlugin(t *testing.T) {
 		}
 		return len(s.Data) > 0 && len(s.OwnerReferences) == 1, fmt.Sprintf("%d keys, owners %v", len(s.Data), s.OwnerReferences)
 	})
+
+	// A bond Secret whose info is corrupted by hand while BlueZ holds the
+	// bond gets BlueZ's bond back at once, with an Event saying so; one
+	// of a bond BlueZ does not hold is left as it is, and reported.
+	edit := func(name string, data map[string][]byte) {
+		t.Helper()
+		s, err := client.CoreV1().Secrets("liken-system").Get(ctx, name, metav1.GetOptions{})
+		must(t, err)
+		maps.Copy(s.Data, data)
+		must(t, ignore(client.CoreV1().Secrets("liken-system").Update(ctx, s, metav1.UpdateOptions{})))
+	}
+	edit(keyboardSecret, map[string][]byte{bonds.InfoKey(mustAddr(t, keyboard)): []byte("garbage")})
+	waitForBondSecret(t, ctx, cluster, sim.StorageDir(), keyboard)
+	waitForSecretEvent(t, ctx, cluster, keyboardSecret, bluetooth.ReasonBondSecretRepaired)
+	stranger := bonds.Bond{Adapter: mustAddr(t, adapterAddr), Device: mustAddr(t, "C0:FF:EE:00:00:09"), Info: []byte("planted")}
+	must(t, ignore(client.CoreV1().Secrets("liken-system").Create(ctx, bonds.EncodeSecret("liken-system", stranger), metav1.CreateOptions{})))
+	strangerSecret := bonds.SecretName(stranger.Adapter, stranger.Device)
+	edit(strangerSecret, map[string][]byte{bonds.InfoKey(stranger.Device): []byte("garbage")})
+	waitForSecretEvent(t, ctx, cluster, strangerSecret, bluetooth.ReasonBondSecretLeftAlone)
+	if s, err := client.CoreV1().Secrets("liken-system").Get(ctx, strangerSecret, metav1.GetOptions{}); err != nil || string(s.Data[bonds.InfoKey(stranger.Device)]) != "garbage" {
+		t.Errorf("the Secret of a bond BlueZ does not hold was changed: %v", err)
+	}
+	if _, err := sim.DeviceProperty("hci0", "C0:FF:EE:00:00:09", "Paired"); err == nil {
+		t.Errorf("a bond Secret made a device appear in BlueZ")
+	}
+	must(t, client.CoreV1().Secrets("liken-system").Delete(ctx, strangerSecret, metav1.DeleteOptions{}))
 
 	listed, err := alice.command(ctx, "list").CombinedOutput()
 	must(t, err)

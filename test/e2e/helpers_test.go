@@ -5,6 +5,7 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/liken-sh/operators/internal/bonds"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/e2e/testdriver"
+	"github.com/liken-sh/operators/test/poll"
 )
 
 func must(t testing.TB, err error) {
@@ -109,6 +111,28 @@ func waitForBondSecret(t testing.TB, ctx context.Context, c *harness.Cluster, ro
 		time.Sleep(100 * time.Millisecond)
 	}
 	t.Fatalf("bond of %s never reached its Secret (%s)", device, last)
+}
+
+// waitForSecretEvent waits, at most 30 s, for an Event (events.k8s.io/v1)
+// regarding the Secret name in liken-system with reason.
+func waitForSecretEvent(t testing.TB, ctx context.Context, c *harness.Cluster, name, reason string) {
+	t.Helper()
+	poll.WaitFor(t, ctx, "Event "+reason+" on Secret "+name, 30*time.Second, func() (bool, string) {
+		list, err := c.Client().EventsV1().Events("liken-system").List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var seen []string
+		for _, e := range list.Items {
+			if e.Regarding.Kind == "Secret" && e.Regarding.Name == name {
+				if e.Reason == reason {
+					return true, ""
+				}
+				seen = append(seen, e.Reason)
+			}
+		}
+		return false, fmt.Sprintf("its Events: %v", seen)
+	})
 }
 
 func errString(err error) string {
