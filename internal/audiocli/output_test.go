@@ -124,11 +124,23 @@ func TestCaptureOutputReplacedFileKeepsMode(t *testing.T) {
 	if err := os.Chmod(out, 0o664); err != nil {
 		t.Fatal(err)
 	}
+	// As root (as CI runs) the owner is kept too: nobody's file stays
+	// nobody's.
+	if os.Geteuid() == 0 {
+		if err := os.Chown(out, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	was := mustLstat(t, out).Sys().(*syscall.Stat_t)
 	if code, msg := capture(t, []byte("new audio"), out); code != 0 {
 		t.Fatalf("exit %d, %q", code, msg)
 	}
-	if fi := mustLstat(t, out); fi.Mode() != 0o664 || string(mustRead(t, out)) != "new audio" {
+	fi := mustLstat(t, out)
+	if fi.Mode() != 0o664 || string(mustRead(t, out)) != "new audio" {
 		t.Errorf("%s: mode %v, %q; want -rw-rw-r-- and the capture alone", out, fi.Mode(), mustRead(t, out))
+	}
+	if st := fi.Sys().(*syscall.Stat_t); st.Uid != was.Uid || st.Gid != was.Gid {
+		t.Errorf("%s: owner %d:%d, want %d:%d as before", out, st.Uid, st.Gid, was.Uid, was.Gid)
 	}
 }
 
