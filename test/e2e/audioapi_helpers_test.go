@@ -13,6 +13,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +29,7 @@ import (
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/audioapi"
+	"github.com/liken-sh/operators/internal/captureapi"
 	"github.com/liken-sh/operators/test/capturetest"
 	"github.com/liken-sh/operators/test/e2e/harness"
 )
@@ -227,6 +229,26 @@ func wavHeader(rate, channels int) []byte {
 
 // setConnected sets the Connected condition of the Sink name to status
 // with reason and message, as the audio operator publishes it.
+// disconnectAndDrain marks Sink name disconnected (Connected False,
+// NoMonitor) while resp streams a tap of it, then reads the rest of the
+// body, failing the test if it still streams 20 s later. It returns the
+// tap's ended trailer and the body's read error (nil: it ended cleanly).
+func disconnectAndDrain(t testing.TB, ctx context.Context, dyn dynamic.Interface, name string, resp *http.Response) (string, error) {
+	t.Helper()
+	setConnected(t, ctx, dyn, name, metav1.ConditionFalse, "NoMonitor", "no monitor answers on this port")
+	done := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, resp.Body); done <- err }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(20 * time.Second):
+		resp.Body.Close()
+		t.Fatalf("the tap of %s still streams 20 s after the Sink became disconnected", name)
+	}
+	resp.Body.Close()
+	return resp.Trailer.Get(captureapi.TrailerEnded), err
+}
+
 func setConnected(t testing.TB, ctx context.Context, dyn dynamic.Interface, name string, status metav1.ConditionStatus, reason, message string) {
 	t.Helper()
 	obj, err := dyn.Resource(audiov1.SinksResource).Get(ctx, name, metav1.GetOptions{})

@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"github.com/liken-sh/operators/test/child"
 	"io"
 	"math/big"
 	"net"
@@ -27,6 +26,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/liken-sh/operators/test/child"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -369,17 +370,7 @@ func TestAudioAPI(t *testing.T) {
 			head := make([]byte, 8<<10)
 			_, err := io.ReadFull(resp.Body, head)
 			must(t, err)
-			setConnected(t, ctx, dynAdmin, "den", metav1.ConditionFalse, "NoMonitor", "no monitor answers on this port")
-			done := make(chan error, 1)
-			go func() { _, err := io.Copy(io.Discard, resp.Body); done <- err }()
-			select {
-			case err = <-done:
-			case <-time.After(20 * time.Second):
-				resp.Body.Close()
-				t.Fatalf("tap of den%s: still streaming 20 s after the Sink became disconnected", span)
-			}
-			resp.Body.Close()
-			ended := resp.Trailer.Get(captureapi.TrailerEnded)
+			ended, err := disconnectAndDrain(t, ctx, dynAdmin, "den", resp)
 			if span == "" && (err != nil || !strings.Contains(ended, `Sink "den" is disconnected: no monitor answers on this port (NoMonitor)`)) {
 				t.Errorf("open-ended tap: body %v, trailer %s %q", err, captureapi.TrailerEnded, ended)
 			}

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"github.com/liken-sh/operators/test/child"
 	"io"
 	"math"
 	"net/http"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/liken-sh/operators/test/child"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
@@ -259,17 +260,7 @@ func TestCaptureOfDisconnectedSink(t *testing.T) {
 	if s := state(); s != pipewire.NodeStateRunning {
 		t.Errorf("while tapped the sink's node is %s, want running", s)
 	}
-	setConnected(t, ctx, dyn, tapSink, metav1.ConditionFalse, "NoMonitor", "no monitor answers on this port")
-	done := make(chan error, 1)
-	go func() { _, err := io.Copy(io.Discard, resp.Body); done <- err }()
-	select {
-	case err = <-done:
-	case <-time.After(20 * time.Second):
-		resp.Body.Close()
-		t.Fatal("the tap still streams 20 s after its Sink became disconnected")
-	}
-	resp.Body.Close()
-	if ended := resp.Trailer.Get(captureapi.TrailerEnded); err != nil || !strings.Contains(ended, "is disconnected") {
+	if ended, err := disconnectAndDrain(t, ctx, dyn, tapSink, resp); err != nil || !strings.Contains(ended, "is disconnected") {
 		t.Errorf("a tap whose Sink became disconnected: body %v, trailer %q", err, ended)
 	}
 	waitState("the sink suspended after its tap was stopped", pipewire.NodeStateSuspended, 30*time.Second)
