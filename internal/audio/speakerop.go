@@ -191,6 +191,12 @@ func (o *operator) syncSpeakers(ctx context.Context, g *pipewire.Graph, eps []Sp
 		seen[name] = true
 		start := time.Now()
 		s, ok, err := o.store.Sink(ctx, name)
+		// A Sink read less the fields that do not decode is kept in step
+		// all the same, and the fields are reported in SpecApplied.
+		var invalid *objects.DecodeError
+		if errors.As(err, &invalid) {
+			err = nil
+		}
 		if err != nil {
 			o.problem(logger, name, err)
 		}
@@ -214,10 +220,18 @@ func (o *operator) syncSpeakers(ctx context.Context, g *pipewire.Graph, eps []Sp
 		} else {
 			st := SpeakerStatus(o.cfg.Node, e, holder)
 			st.Conditions = append(st.Conditions, o.graphCondition(g))
-			if ok && s != nil {
+			switch {
+			case invalid != nil:
+				c := InvalidSpecApplied(invalid)
+				st.Conditions = append(st.Conditions, c)
+				o.warn(ctx, invalid.Ref, c.Reason, c.Message)
+			case ok && s != nil:
 				st.Conditions = append(st.Conditions, SpeakerSpecApplied(s.Spec, e))
 			}
 			_, err = o.store.ApplySink(ctx, name, st)
+			if errors.As(err, new(*objects.DecodeError)) {
+				err = nil // reported above
+			}
 		}
 		o.metrics.reconcile.WithLabelValues(objects.SinkKind.Name).Observe(time.Since(start).Seconds())
 		if err != nil {

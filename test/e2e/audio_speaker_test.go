@@ -287,6 +287,30 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 	_, err = sinks.Patch(ctx, speaker, types.MergePatchType, []byte(`{"spec":{"codec":"aptx","layout":null}}`), metav1.PatchOptions{})
 	must(t, err)
 	specApplied(metav1.ConditionTrue, audiov1.ReasonApplied)
+	// A control value past int32, which only the admission policy (not
+	// applied here) refuses, is named; the Sink is kept in step.
+	_, err = sinks.Patch(ctx, speaker, types.MergePatchType, []byte(`{"spec":{"volume":45,"controls":{"PCM Playback Volume":2147483648}}}`), metav1.PatchOptions{})
+	must(t, err)
+	specApplied(metav1.ConditionFalse, audiov1.ReasonInvalidSpec, `spec.controls["PCM Playback Volume"]`, "2147483648")
+	observedVolume := func(want int64) {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			u, err := sinks.Get(ctx, speaker, metav1.GetOptions{})
+			if err == nil {
+				if v, _, _ := unstructured.NestedInt64(u.Object, "status", "observed", "volume"); v == want {
+					return
+				}
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("the speaker's observed volume never became %d beside an undecodable control", want)
+			}
+		}
+	}
+	observedVolume(45)
+	_, err = sinks.Patch(ctx, speaker, types.MergePatchType, []byte(`{"spec":{"volume":40,"controls":null}}`), metav1.PatchOptions{})
+	must(t, err)
+	specApplied(metav1.ConditionTrue, audiov1.ReasonApplied)
+	observedVolume(40)
 
 	// Bad input on other claims: a codec on a wired output, and 10 KB of
 	// codec text, each fail their own claim with a short error. (The API
