@@ -119,6 +119,24 @@ func imageTag(ref string) string {
 	return ""
 }
 
+// Names of the grant deploy/audio/api.yaml defines for a listener: the
+// Role in the operators' namespace that lets the plugin reach audio-api,
+// and the ClusterRole that lets a caller tap.
+const (
+	clientRole = "audio-capture-client"
+	viewerRole = "audio-capture-viewer"
+)
+
+// grantHint adds to a Forbidden answer of the API server what the caller
+// lacks: the bindings deploy/audio/api.yaml describes. Other errors are
+// returned as they are.
+func (o *Options) grantHint(err error) error {
+	if !apierrors.IsForbidden(err) {
+		return err
+	}
+	return fmt.Errorf("%w; kubectl liken audio needs the Role %s in namespace %s bound to you, and the ClusterRole %s to tap (deploy/audio/api.yaml shows both bindings)", err, clientRole, o.Namespace, viewerRole)
+}
+
 // apiClient is an HTTP client for audio-api: it trusts the CA in
 // ConfigMap audio-api-ca, verifies the Service's name, and authenticates
 // with the caller's own credentials from the kubeconfig (client
@@ -130,7 +148,7 @@ func (o *Options) apiClient(ctx context.Context, c *cluster) (client *http.Clien
 		if apierrors.IsNotFound(err) {
 			return nil, "", nil, fmt.Errorf("ConfigMap %s/%s, the CA to trust, is missing: audio-api publishes it when it starts and again when it is deleted; check that audio-api runs (kubectl -n %s get deploy %s)", o.Namespace, caConfigMap, o.Namespace, apiService)
 		}
-		return nil, "", nil, fmt.Errorf("reading the CA to trust: %w", err)
+		return nil, "", nil, o.grantHint(fmt.Errorf("reading the CA to trust: %w", err))
 	}
 	ca := cm.Data["ca.crt"]
 	if ca == "" {
@@ -163,7 +181,7 @@ func (o *Options) apiClient(ctx context.Context, c *cluster) (client *http.Clien
 func (o *Options) portForward(ctx context.Context, c *cluster) (string, func(), error) {
 	pods, err := c.client.CoreV1().Pods(o.Namespace).List(ctx, metav1.ListOptions{LabelSelector: apiPodLabel})
 	if err != nil {
-		return "", nil, fmt.Errorf("finding audio-api's pod: %w", err)
+		return "", nil, o.grantHint(fmt.Errorf("finding audio-api's pod: %w", err))
 	}
 	var ready []corev1.Pod
 	for _, p := range pods.Items {

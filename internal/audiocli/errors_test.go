@@ -107,3 +107,19 @@ func TestCaptureOutputErrorNamesThePathGiven(t *testing.T) {
 		t.Errorf("capture -o %s: exit %d, %q; want 1 and the path given with the cause", out, code, msg)
 	}
 }
+
+// A caller without the plugin's Role is told which grant is missing,
+// not only that the API server refused a ConfigMap.
+func TestForbiddenNamesTheGrant(t *testing.T) {
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusForbidden)
+		_, _ = io.WriteString(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","reason":"Forbidden","code":403,"message":"configmaps \"audio-api-ca\" is forbidden: User \"bob\" cannot get resource \"configmaps\""}`)
+	}))
+	defer api.Close()
+	t.Setenv("KUBECONFIG", "")
+	code, msg := run(t, "--server", api.URL, "--force", "capture", "kitchen-hdmi-3")
+	if code != 1 || !strings.Contains(msg, "is forbidden") || !strings.Contains(msg, "the Role audio-capture-client in namespace liken-system") || !strings.Contains(msg, "ClusterRole audio-capture-viewer") {
+		t.Errorf("exit %d, %q; want the refusal and the grant it lacks", code, msg)
+	}
+}
