@@ -105,7 +105,10 @@ type EndpointSpec struct {
 	// interface: an integer within the control's range, "on" or "off" for
 	// a switch, or an enumerated item's name. A name the endpoint does not
 	// have or a value the control refuses is skipped and reported with an
-	// Event. Two endpoints of one card that set one control: the last
+	// Event. An integer is a 32-bit one: audio-endpoint-controls refuses
+	// one outside -2147483648 to 2147483647, and where that policy is not
+	// installed the operator ignores it and names it in SpecApplied
+	// (reason InvalidSpec). Two endpoints of one card that set one control: the last
 	// write wins.
 	// Names are at most 64 characters (the kernel's are at most 44 bytes, plus an
 	// index) and text values at most 1024 (128 comma-joined channel
@@ -202,8 +205,10 @@ type EndpointStatus struct {
 	// +optional
 	Claim *ClaimReference `json:"claim,omitempty"`
 	// Conditions: Connected, Ready, GraphCurrent, on a card's Sink
-	// LayoutApplied (and SpecApplied while spec.codec is set), and on a
-	// Bluetooth speaker's Sink SpecApplied.
+	// LayoutApplied (and SpecApplied while spec.codec is set), on a
+	// Bluetooth speaker's Sink SpecApplied, and on any Sink or Source
+	// SpecApplied False with reason InvalidSpec while a field cannot be
+	// read.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
