@@ -33,8 +33,8 @@ import (
 	"github.com/liken-sh/operators/test/fakesys"
 )
 
-// The simulated radio: the node's adapter, a paired gamepad (the 8BitDo
-// NES30 Pro of the recorded fixtures) and a paired speaker.
+// The simulated radio: the node's adapter, a gamepad in pairing mode (the
+// 8BitDo NES30 Pro of the recorded fixtures) and a paired speaker.
 const (
 	adapterAddr = "00:1A:7D:DA:71:13"
 	padAddr     = "E4:17:D8:C5:67:6D"

@@ -84,7 +84,7 @@ func run(nodeName string, wait bool) error {
 		return err
 	}
 
-	fmt.Println("\n== Bluetooth: bluetooth.liken.sh on a simulated radio with a paired gamepad and speaker")
+	fmt.Println("\n== Bluetooth: bluetooth.liken.sh on a simulated radio with a gamepad in pairing mode and a paired speaker")
 	stopBT, sim, err := bluetoothDemo(ctx, c, nodeName, func() error { return printDevices(ctx, os.Stdout, c, "bluetooth.liken.sh") })
 	if err != nil {
 		return err
