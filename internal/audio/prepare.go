@@ -26,7 +26,7 @@ import (
 const RuntimeDir = "/var/run/audio.liken.sh"
 
 // SocketName is PipeWire's default socket in RuntimeDir.
-const SocketName = "pipewire-0"
+const SocketName = pipewire.SocketName
 
 // Params is the operator's opaque claim configuration
 // (config[].opaque.parameters of a claim or class naming DriverName). The

@@ -4,7 +4,6 @@ package capture
 
 import (
 	"context"
-	"path/filepath"
 	"strconv"
 	"time"
 
@@ -15,19 +14,11 @@ import (
 
 // Registry keys of a link global (PW_KEY_LINK_INPUT_NODE and
 // PW_KEY_LINK_OUTPUT_NODE, src/pipewire/keys.h; impl-link.c puts both in
-// the global's properties) and of a node global's name.
+// the global's properties).
 const (
 	keyLinkInputNode  = "link.input.node"
 	keyLinkOutputNode = "link.output.node"
-	keyNodeName       = "node.name"
 )
-
-// typeLink is the registry's type of a link.
-const typeLink = "PipeWire:Interface:Link"
-
-// socketPath is the socket pw-record and pw-dump reach in dir, PipeWire's
-// runtime directory: pipewire-0, the default remote name.
-func socketPath(dir string) string { return filepath.Join(dir, "pipewire-0") }
 
 // dialRegistry connects to PipeWire over its native protocol and asks
 // for the registry, whose announcements (every object there is, then
@@ -36,8 +27,8 @@ func socketPath(dir string) string { return filepath.Join(dir, "pipewire-0") }
 // and prints the whole graph as JSON, and a link comes a few hundred
 // milliseconds after pw-record starts. It fails when the socket does not
 // accept the connection.
-func dialRegistry(ctx context.Context, dir string) (*native.Conn, error) {
-	return native.Dial(ctx, socketPath(dir), map[string]string{"application.name": "audio-capture"})
+func dialRegistry(ctx context.Context, r pipewire.Remote) (*native.Conn, error) {
+	return native.Dial(ctx, r.SocketPath(), map[string]string{"application.name": "audio-capture"})
 }
 
 // closeRegistry ends c and reads what its reader still delivers, so that
@@ -69,12 +60,12 @@ func (w *linkWatch) global(g native.Global) (*captureapi.Problem, bool) {
 		if w.names == nil {
 			w.names = map[uint32]string{}
 		}
-		name := g.Props[keyNodeName]
+		name := g.Props[pipewire.PropNodeName]
 		w.names[g.ID] = name
 		if name == w.stream {
 			w.id, w.seen = g.ID, true
 		}
-	case typeLink:
+	case native.TypeLink:
 		in, ok := nodeID(g.Props[keyLinkInputNode])
 		if !ok || !w.seen || in != w.id {
 			return nil, false

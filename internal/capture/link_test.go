@@ -21,7 +21,7 @@ func TestLinkWatch(t *testing.T) {
 		return native.Global{ID: id, Type: native.TypeNode, Props: map[string]string{"node.name": name}}
 	}
 	link := func(from, into uint32) native.Global {
-		return native.Global{ID: 57, Type: typeLink, Props: map[string]string{
+		return native.Global{ID: 57, Type: native.TypeLink, Props: map[string]string{
 			"link.output.node": strconv.Itoa(int(from)), "link.input.node": strconv.Itoa(int(into))}}
 	}
 	watch := func(globals ...native.Global) (*captureapi.Problem, bool) {

@@ -8,8 +8,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/liken-sh/operators/internal/supervise"
-	"github.com/liken-sh/operators/internal/tailbuf"
 	"io"
 	"os"
 	"os/exec"
@@ -22,6 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/liken-sh/operators/internal/captureapi"
+	"github.com/liken-sh/operators/internal/supervise"
+	"github.com/liken-sh/operators/internal/tailbuf"
 )
 
 // session is one running tap: pw-record, the encoder (none for WAV) and
@@ -154,7 +154,7 @@ func startSession(ctx context.Context, cfg Config, t target, f captureapi.Format
 	if err != nil {
 		return fail(captureapi.NewProblem(captureapi.ProblemInternal, "pw-record's pipe: %v", err), "connect")
 	}
-	reg, err := dialRegistry(ctx, cfg.Remote.RuntimeDir)
+	reg, err := dialRegistry(ctx, cfg.Remote)
 	if err != nil {
 		return fail(captureapi.NewProblem(captureapi.ProblemUnavailable, "PipeWire's graph could not be read: %v", err), "connect")
 	}

@@ -5,12 +5,13 @@ package capture
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"github.com/liken-sh/operators/test/poll"
 	"io"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/liken-sh/operators/test/poll"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,6 +31,12 @@ const DefaultDumpTimeout = 10 * time.Second
 // its pipes are closed under it.
 const waitDelay = time.Second
 
+// SocketName is the socket PipeWire serves in its runtime directory: its
+// default core name (core.name "pipewire-0", which libpipewire connects
+// to when PIPEWIRE_REMOTE is unset). A claim's own directory names its
+// socket the same, so a consumer's PIPEWIRE_REMOTE has one shape.
+const SocketName = "pipewire-0"
+
 // Remote says how to reach one PipeWire with its command-line tools.
 type Remote struct {
 	// RuntimeDir is the directory holding PipeWire's socket
@@ -43,6 +50,9 @@ type Remote struct {
 	// "pw-cli" from PATH.
 	PWCli string
 }
+
+// SocketPath is the path of PipeWire's socket in r's runtime directory.
+func (r Remote) SocketPath() string { return filepath.Join(r.RuntimeDir, SocketName) }
 
 // Env returns the process environment with r's runtime directory set.
 func (r Remote) Env() []string {

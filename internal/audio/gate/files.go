@@ -44,6 +44,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/liken-sh/operators/internal/pipewire"
 )
 
 // Names in the runtime directory.
@@ -55,7 +57,7 @@ const (
 	// SocketName is the socket in a claim's directory; it has the name of
 	// PipeWire's default socket, so the consumer's PIPEWIRE_REMOTE keeps
 	// the path it always had.
-	SocketName = "pipewire-0"
+	SocketName = pipewire.SocketName
 )
 
 // Claim is what a claim file holds.

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/liken-sh/operators/internal/pipewire"
 )
 
 // Paths in the image: Debian's pipewire, pipewire-bin and wireplumber
@@ -27,7 +29,7 @@ const (
 // SocketName is the name of the socket PipeWire serves in its runtime
 // directory: its default core name, the one deploy/audio/operator.yaml's consumers reach
 // through PIPEWIRE_REMOTE=/var/run/audio.liken.sh/pipewire-0.
-const SocketName = "pipewire-0"
+const SocketName = pipewire.SocketName
 
 // Environment variables the modes read. PipeWire looks for its runtime
 // directory in PIPEWIRE_RUNTIME_DIR first and XDG_RUNTIME_DIR second

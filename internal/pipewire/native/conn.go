@@ -74,6 +74,7 @@ const (
 const (
 	TypeClient          = "PipeWire:Interface:Client"
 	TypeNode            = "PipeWire:Interface:Node"
+	TypeLink            = "PipeWire:Interface:Link"
 	TypeFactory         = "PipeWire:Interface:Factory"
 	TypeSecurityContext = "PipeWire:Interface:SecurityContext"
 	TypeClientNode      = "PipeWire:Interface:ClientNode"
