@@ -5,7 +5,6 @@ package bluetooth
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
 	"slices"
 	"strings"
 
@@ -87,8 +86,8 @@ func (o *operator) staleSecrets(ctx context.Context, adapter bdaddr.Address, fou
 			o.event(s, corev1.EventTypeWarning, ReasonBondSecretLeftAlone, "Left alone: changed, and BlueZ on %s holds no bond for it to compare with", adapter)
 			continue
 		}
-		for k, v := range bonds.EncodeSecret(o.cfg.Namespace, b).Data {
-			if sum := sha256.Sum256(v); !bytes.Equal(s.Data[k], sum[:]) {
+		for k, sum := range secretDigests(bonds.EncodeSecret(o.cfg.Namespace, b).Data) {
+			if !bytes.Equal(s.Data[k], sum) {
 				stale[name] = s
 				break
 			}
