@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: Apache-2.0
-# Sourced by the hack scripts: Go on PATH, and the toolchain go.mod asks for.
+# Sourced by the hack scripts: Go on PATH, the toolchain go.mod asks for,
+# and the one fuzzing runs on.
 # Prefer a Go that can read go.mod: /usr/local/go, then backports' Go.
 for d in /usr/local/go/bin /usr/lib/go-1.2[1-9]/bin; do
 	if [ -x "$d/go" ]; then
@@ -8,3 +9,10 @@ for d in /usr/local/go/bin /usr/lib/go-1.2[1-9]/bin; do
 	fi
 done
 export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
+# Fuzzing runs on Go 1.27.3, which the module proxy serves like any module.
+# Go 1.26's fuzzing coordinator can fail a run that found nothing with a
+# bare "context deadline exceeded" when -fuzztime expires on a loaded
+# machine: its stop check compares the deadline's error with the child
+# context's before that child is cancelled (src/internal/fuzz/fuzz.go,
+# go.dev/issue/75804, fixed in 1.27). Everything else builds on go.mod's Go.
+export LIKEN_FUZZ_TOOLCHAIN="${LIKEN_FUZZ_TOOLCHAIN:-go1.27.3}"
