@@ -42,10 +42,9 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 	// is applied, and the fields are reported below.
 	invalid := map[string]*objects.DecodeError{}
 	readable := func(name string, err error) error {
-		var derr *objects.DecodeError
-		if errors.As(err, &derr) {
+		derr, err := objects.Partial(err)
+		if derr != nil {
 			invalid[name] = derr
-			return nil
 		}
 		return err
 	}
@@ -346,29 +345,37 @@ func sourceName(l alsa.Layout) string {
 // their status: the object stays, and says the endpoint is absent.
 func (o *operator) markGone(ctx context.Context, seen map[string]bool) {
 	// Each kind's mark reads the object, turns its status absent and
-	// writes it; found is false when the object went meanwhile.
+	// writes it; found is false when the object went meanwhile. An
+	// object read less the fields that do not decode is marked all the
+	// same, and the fields are reported in SpecApplied as a pass does.
 	marks := []struct {
 		kind objects.Kind
 		mark func(name string) (found bool, err error)
 	}{
 		{objects.SinkKind, func(name string) (bool, error) {
 			s, ok, err := o.store.Sink(ctx, name)
+			invalid, err := objects.Partial(err)
 			if !ok || err != nil {
 				return false, err
 			}
 			st := *s.Status.DeepCopy()
 			absent(&st.EndpointStatus)
+			o.invalidSpec(ctx, &st.Conditions, invalid)
 			_, err = o.store.ApplySink(ctx, name, st)
+			_, err = objects.Partial(err)
 			return true, err
 		}},
 		{objects.SourceKind, func(name string) (bool, error) {
 			s, ok, err := o.store.Source(ctx, name)
+			invalid, err := objects.Partial(err)
 			if !ok || err != nil {
 				return false, err
 			}
 			st := *s.Status.DeepCopy()
 			absent(&st)
+			o.invalidSpec(ctx, &st.Conditions, invalid)
 			_, err = o.store.ApplySource(ctx, name, st)
+			_, err = objects.Partial(err)
 			return true, err
 		}},
 	}
@@ -387,6 +394,17 @@ func (o *operator) markGone(ctx context.Context, seen map[string]bool) {
 			}
 		}
 	}
+}
+
+// invalidSpec sets SpecApplied False (InvalidSpec) in conds, with its
+// Warning Event, when invalid names fields that do not decode.
+func (o *operator) invalidSpec(ctx context.Context, conds *[]metav1.Condition, invalid *objects.DecodeError) {
+	if invalid == nil {
+		return
+	}
+	c := InvalidSpecApplied(invalid)
+	meta.SetStatusCondition(conds, c)
+	o.warn(ctx, invalid.Ref, c.Reason, c.Message)
 }
 
 // absent turns a status into that of an endpoint that is not on this node

@@ -193,10 +193,7 @@ func (o *operator) syncSpeakers(ctx context.Context, g *pipewire.Graph, eps []Sp
 		s, ok, err := o.store.Sink(ctx, name)
 		// A Sink read less the fields that do not decode is kept in step
 		// all the same, and the fields are reported in SpecApplied.
-		var invalid *objects.DecodeError
-		if errors.As(err, &invalid) {
-			err = nil
-		}
+		invalid, err := objects.Partial(err)
 		if err != nil {
 			o.problem(logger, name, err)
 		}
@@ -229,9 +226,7 @@ func (o *operator) syncSpeakers(ctx context.Context, g *pipewire.Graph, eps []Sp
 				st.Conditions = append(st.Conditions, SpeakerSpecApplied(s.Spec, e))
 			}
 			_, err = o.store.ApplySink(ctx, name, st)
-			if errors.As(err, new(*objects.DecodeError)) {
-				err = nil // reported above
-			}
+			_, err = objects.Partial(err) // the fields are reported above
 		}
 		o.metrics.reconcile.WithLabelValues(objects.SinkKind.Name).Observe(time.Since(start).Seconds())
 		if err != nil {

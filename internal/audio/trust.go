@@ -147,9 +147,17 @@ func (o *operator) reportUntrustedSpeaker(ctx context.Context, cookie uint32, n 
 	if endpoint == "" || o.store == nil || o.recorder == nil {
 		return
 	}
-	if s, ok, err := o.store.Sink(ctx, endpoint); ok && err == nil {
+	if s, ok, err := o.store.Sink(ctx, endpoint); ok && partialOK(err) {
 		o.recorder.Event(objects.Ref(objects.SinkKind, s), corev1.EventTypeWarning, ReasonUntrustedNode, msg)
 	}
+}
+
+// partialOK reports whether an object read with err is there to report
+// on: read whole, or less the fields the Go types cannot hold (which the
+// pass reports in SpecApplied).
+func partialOK(err error) bool {
+	_, err = objects.Partial(err)
+	return err == nil
 }
 
 // watchTrusted wakes a pass whenever the claim gate writes its record of
@@ -229,9 +237,9 @@ func (o *operator) reportUntrusted(ctx context.Context, cookie uint32, n pipewir
 	if endpoint == "" || o.store == nil || o.recorder == nil {
 		return
 	}
-	if s, ok, err := o.store.Sink(ctx, endpoint); ok && err == nil {
+	if s, ok, err := o.store.Sink(ctx, endpoint); ok && partialOK(err) {
 		o.recorder.Event(objects.Ref(objects.SinkKind, s), corev1.EventTypeWarning, ReasonUntrustedNode, msg)
-	} else if s, ok, err := o.store.Source(ctx, endpoint); ok && err == nil {
+	} else if s, ok, err := o.store.Source(ctx, endpoint); ok && partialOK(err) {
 		o.recorder.Event(objects.Ref(objects.SourceKind, s), corev1.EventTypeWarning, ReasonUntrustedNode, msg)
 	}
 }

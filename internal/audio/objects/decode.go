@@ -3,6 +3,7 @@
 package objects
 
 import (
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -32,6 +33,19 @@ func (e *DecodeError) Error() string {
 }
 
 func (e *DecodeError) Unwrap() error { return e.Err }
+
+// Partial splits an error of Store.Sink, Store.Source, Store.ApplySink or
+// Store.ApplySource for a reader that goes on without the fields the Go
+// types cannot hold, as every reader of these objects does: a
+// *DecodeError (the object was read, or written, less the fields it
+// names) comes back as invalid with rest nil, and any other error as rest
+// with invalid nil. The object returned beside a *DecodeError is usable.
+func Partial(err error) (invalid *DecodeError, rest error) {
+	if errors.As(err, &invalid) {
+		return invalid, nil
+	}
+	return nil, err
+}
 
 // maxUndecodable bounds the fields left out of one object before its
 // decoding is given up: a spec has a handful of fields, and a map of
