@@ -6,10 +6,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/client-go/dynamic"
 
@@ -20,13 +24,22 @@ func newListCommand(o *Options) *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the Sinks and Sources to capture, with their node, monitor, state and claim",
-		Args:  cobra.NoArgs,
+		Long: "Lists the Sinks and Sources. CLAIM names the ResourceClaims (namespace/name) whose allocation holds\n" +
+			"the endpoint's audio.liken.sh device; without list on ResourceClaims it shows the claim the operator\n" +
+			"has prepared on the node, and a note says so.",
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			rows, err := o.endpoints(cmd.Context())
+			rows, note, err := o.endpoints(cmd.Context())
 			if err != nil {
 				return err
 			}
-			return printEndpoints(o.Out, o.ErrOut, rows)
+			if err := printEndpoints(o.Out, o.ErrOut, rows); err != nil {
+				return err
+			}
+			if note != "" {
+				fmt.Fprintln(o.ErrOut, note)
+			}
+			return nil
 		},
 	}
 }
@@ -81,13 +94,14 @@ func (o *Options) dynamic() (dynamic.Interface, error) {
 	return dynamic.NewForConfig(rc)
 }
 
-// endpoints lists every Sink, then every Source, each by name.
-func (o *Options) endpoints(ctx context.Context) ([]endpoint, error) {
+// endpoints lists every Sink, then every Source, each by name, with the
+// claims that hold each; note says why only the operator's claim is
+// shown when the claims cannot be listed.
+func (o *Options) endpoints(ctx context.Context) (rows []endpoint, note string, err error) {
 	dyn, err := o.dynamic()
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	var rows []endpoint
 	for _, k := range []struct {
 		kind string
 		list func() (*unstructured.UnstructuredList, error)
@@ -101,13 +115,67 @@ func (o *Options) endpoints(ctx context.Context) ([]endpoint, error) {
 	} {
 		list, err := k.list()
 		if err != nil {
-			return nil, fmt.Errorf("listing %ss: %w", k.kind, err)
+			return nil, "", fmt.Errorf("listing %ss: %w", k.kind, err)
 		}
 		for _, it := range list.Items {
 			rows = append(rows, row(k.kind, &it))
 		}
 	}
-	return rows, nil
+	held, err := allocated(ctx, dyn)
+	if err != nil {
+		// Who may list Sinks need not list every namespace's claims:
+		// CLAIM then shows the claim the operator prepared, and says so.
+		note = "CLAIM shows only the claims prepared on a node: " + err.Error()
+	}
+	for i, r := range rows {
+		refs := held[r.node+"/"+r.name]
+		if r.claim != "" && !slices.Contains(refs, r.claim) {
+			refs = append(refs, r.claim)
+		}
+		slices.Sort(refs)
+		rows[i].claim = strings.Join(refs, ",")
+	}
+	return rows, note, nil
+}
+
+// audioDriver is the audio operator's DRA driver: its pool is the node,
+// and its device names are the Sink and Source names
+// (deploy/audio/operator.yaml).
+const audioDriver = "audio.liken.sh"
+
+// allocated maps "<pool>/<device>" of each audio.liken.sh device that an
+// allocated ResourceClaim holds to those claims (namespace/name), from
+// every namespace's ResourceClaims. Errors: the list was refused.
+func allocated(ctx context.Context, dyn dynamic.Interface) (map[string][]string, error) {
+	u, err := dyn.Resource(resourceapi.SchemeGroupVersion.WithResource("resourceclaims")).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("listing ResourceClaims: %w", err)
+	}
+	var claims resourceapi.ResourceClaimList
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.UnstructuredContent(), &claims); err != nil {
+		return nil, fmt.Errorf("reading ResourceClaims: %w", err)
+	}
+	return allocations(claims.Items), nil
+}
+
+// allocations maps "<pool>/<device>" of each audio.liken.sh device that
+// an allocated claim of claims holds to those claims (namespace/name, in
+// list order).
+func allocations(claims []resourceapi.ResourceClaim) map[string][]string {
+	out := map[string][]string{}
+	for _, c := range claims {
+		if c.Status.Allocation == nil {
+			continue
+		}
+		ref := c.Namespace + "/" + c.Name
+		for _, r := range c.Status.Allocation.Devices.Results {
+			k := r.Pool + "/" + r.Device
+			if r.Driver == audioDriver && !slices.Contains(out[k], ref) {
+				out[k] = append(out[k], ref)
+			}
+		}
+	}
+	return out
 }
 
 func row(kind string, u *unstructured.Unstructured) endpoint {

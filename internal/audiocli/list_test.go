@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	resourceapi "k8s.io/api/resource/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -37,5 +40,33 @@ func TestListMarksUnserved(t *testing.T) {
 	errOut.Reset()
 	if err := printEndpoints(&out, &errOut, rows[:1]); err != nil || errOut.Len() != 0 {
 		t.Errorf("list of served Sinks only: %v, stderr %q; want no note", err, errOut.String())
+	}
+}
+
+// CLAIM comes from the claims' allocations: every claim that holds an
+// audio.liken.sh device (pool = node, device = the Sink's name) is
+// listed, a device shared by two claims lists both, and claims not
+// allocated, or of another driver, are left out.
+func TestClaimsFromAllocations(t *testing.T) {
+	claim := func(ns, name string, results ...resourceapi.DeviceRequestAllocationResult) resourceapi.ResourceClaim {
+		c := resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+		if results != nil {
+			c.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: results}}
+		}
+		return c
+	}
+	res := func(driver, pool, device string) resourceapi.DeviceRequestAllocationResult {
+		return resourceapi.DeviceRequestAllocationResult{Request: "r", Driver: driver, Pool: pool, Device: device}
+	}
+	const hdmi = "kitchen-pci-0000-00-1f-3-hdmi-0"
+	got := allocations([]resourceapi.ResourceClaim{
+		claim("music", "player", res(audioDriver, "kitchen", hdmi)),
+		claim("kids", "cartoons", res(audioDriver, "kitchen", hdmi), res(audioDriver, "kitchen", "kitchen-usb-1-analog")),
+		claim("music", "pending"),
+		claim("games", "pad", res("bluetooth.liken.sh", "kitchen", hdmi)),
+	})
+	want := map[string][]string{"kitchen/" + hdmi: {"music/player", "kids/cartoons"}, "kitchen/kitchen-usb-1-analog": {"kids/cartoons"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("allocations (-want +got):\n%s", diff)
 	}
 }

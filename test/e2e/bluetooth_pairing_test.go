@@ -19,6 +19,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -182,8 +183,32 @@ func TestPairingThroughThePlugin(t *testing.T) {
 	}
 	must(t, client.CoreV1().Secrets("liken-system").Delete(ctx, strangerSecret, metav1.DeleteOptions{}))
 
+	// A claim whose allocation holds the gamepad, before any pod has
+	// it prepared: list names it. alice may not list every namespace's
+	// claims, so her list says what CLAIMED BY then shows.
+	padClaim, err := client.ResourceV1().ResourceClaims("alice").Create(ctx, &resourceapi.ResourceClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "pad"},
+		Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+			Name: "pad", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "bluetooth-input"}}}}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	padClaim.Status.Allocation = &resourceapi.AllocationResult{Devices: resourceapi.DeviceAllocationResult{Results: []resourceapi.DeviceRequestAllocationResult{{
+		Request: "pad", Driver: bluetooth.DriverName, Pool: node, Device: "e4-17-d8-c5-67-6d"}}}}
+	_, err = client.ResourceV1().ResourceClaims("alice").UpdateStatus(ctx, padClaim, metav1.UpdateOptions{})
+	must(t, err)
+	held, err := admin.command(ctx, "list").CombinedOutput()
+	must(t, err)
+	if !regexp.MustCompile(`(?m)^e4-17-d8-c5-67-6d .* alice/pad$`).Match(held) {
+		t.Errorf("admin's list does not show alice/pad holding the gamepad:\n%s", held)
+	}
+	t.Logf("kubectl liken bluetooth list (admin):\n%s", held)
+	must(t, client.ResourceV1().ResourceClaims("alice").Delete(ctx, "pad", metav1.DeleteOptions{}))
+
 	listed, err := alice.command(ctx, "list").CombinedOutput()
 	must(t, err)
+	if !strings.Contains(string(listed), "CLAIMED BY shows only the claims prepared on a node: listing ResourceClaims was refused") {
+		t.Errorf("alice's list does not say why CLAIMED BY shows only prepared claims:\n%s", listed)
+	}
 	for _, want := range []string{adapterKey, "e4-17-d8-c5-67-6d", "c0-ff-ee-00-00-01", "8Bitdo NES30 Pro"} {
 		if !strings.Contains(string(listed), want) {
 			t.Errorf("list lacks %q:\n%s", want, listed)
@@ -226,6 +251,16 @@ func TestPairingThroughThePlugin(t *testing.T) {
 	if v, err := sim.DeviceProperty("hci0", gamepad, "Paired"); err == nil {
 		t.Errorf("the gamepad is still in BlueZ after the unpair: Paired=%v", v)
 	}
+
+	// A deleted Adapter whose radio is present stays, Terminating, and
+	// list says so with the operator's reason.
+	must(t, dyn.Resource(btv1.AdaptersResource).Delete(ctx, adapterKey, metav1.DeleteOptions{}))
+	var terminating []byte
+	poll.WaitFor(t, ctx, "list showing the Adapter Terminating (DeletionRefused)", 30*time.Second, func() (bool, string) {
+		terminating, err = admin.command(ctx, "list").CombinedOutput()
+		return err == nil && regexp.MustCompile(`(?m)^`+adapterKey+` .* Terminating \(DeletionRefused\) `).Match(terminating) &&
+			strings.Contains(string(terminating), "Adapter "+adapterKey+" is Terminating: the radio at"), string(terminating)
+	})
 }
 
 // converse runs cmd, calls onLine with every line it prints (stdout and
