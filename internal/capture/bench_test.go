@@ -192,6 +192,65 @@ func cpuTime(pid int) (self, children time.Duration, err error) {
 	return tick(11, 12), tick(13, 14), nil
 }
 
+// runningCPU is the CPU time pid and its running children (found by
+// their parent in /proc/<pid>/stat) have used, summed over each one's
+// threads from /proc/<pid>/task/<tid>/schedstat, which counts in
+// nanoseconds where stat counts in ticks of 10 ms. A child reaped
+// between two readings drops out of the sum, so it measures a window in
+// which the tap's children all run.
+func runningCPU(pid int) (time.Duration, error) {
+	total, err := threadsCPU(pid)
+	if err != nil {
+		return 0, err
+	}
+	dirs, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	for _, d := range dirs {
+		child, err := strconv.Atoi(d.Name())
+		if err != nil || child == pid {
+			continue
+		}
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", child))
+		if err != nil {
+			continue // gone since the listing
+		}
+		s := string(data)
+		fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		if len(fields) < 2 || fields[1] != strconv.Itoa(pid) {
+			continue
+		}
+		if t, err := threadsCPU(child); err == nil {
+			total += t
+		}
+	}
+	return total, nil
+}
+
+// threadsCPU sums the first field of schedstat (time spent on a CPU, in
+// nanoseconds) over pid's threads.
+func threadsCPU(pid int) (time.Duration, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return 0, err
+	}
+	var total time.Duration
+	for _, t := range tasks {
+		data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue // the thread ended since the listing
+		}
+		f := strings.Fields(string(data))
+		if len(f) == 0 {
+			continue
+		}
+		ns, _ := strconv.ParseInt(f[0], 10, 64)
+		total += time.Duration(ns)
+	}
+	return total, nil
+}
+
 // BenchmarkCaptureIdleRSS runs the capture container's command as
 // deploy/audio/operator.yaml runs it (`audio-operator capture`, which executes the small
 // audio-capture binary in place) with deploy/audio/operator.yaml's environment on real
@@ -226,13 +285,21 @@ func BenchmarkCaptureIdleRSS(b *testing.B) {
 // BenchmarkCaptureTap taps the sink for 10 s in WAV and in Opus through
 // the capture binary (TokenReview answered from its cache after the
 // first request) and reports, for each, the CPU the capture process and
-// its children (pw-record, the encoder) used as a fraction of one core
-// (targets 0.01 for WAV and 0.05 for Opus), the capture process's own
-// share of it, and the time from the request to the first body byte.
+// its children (pw-record, the encoder) use as a fraction of one core
+// while the tap runs (-cores, targets 0.01 for WAV and 0.05 for Opus:
+// each thread's schedstat between 2 s and 9 s into the tap, the children
+// still running), the same over the whole 10 s tap taken at reap
+// (-tap-cores: it also charges what a tap costs once, resolving the
+// node with pw-dump, starting pw-record and the encoder, which a longer
+// tap spreads thinner), that one-off part in milliseconds (-start-ms:
+// the whole tap's CPU less the running rate times its length), the
+// capture process's own share over the whole tap, and the time from the
+// request to the first body byte.
 func BenchmarkCaptureTap(b *testing.B) {
 	w := startBenchWorld(b)
 	pid := w.cmd.Process.Pid
-	tap := func(ext string, seconds int) (ttfb, wall, self, kids time.Duration) {
+	const steadyFrom, steadyTo = 2 * time.Second, 9 * time.Second
+	tap := func(ext string, seconds int) (ttfb, wall, self, kids, steady time.Duration) {
 		req, _ := http.NewRequest("GET", "https://"+w.addr+"/v1/audio/sinks/"+sinkName+"/audio."+ext+"?t=0,"+strconv.Itoa(seconds), nil)
 		req.Header.Set("Authorization", "Bearer "+w.token)
 		self0, kids0, err := cpuTime(pid)
@@ -254,13 +321,28 @@ func BenchmarkCaptureTap(b *testing.B) {
 			b.Fatal(err)
 		}
 		ttfb = time.Since(start)
+		window := make(chan time.Duration, 1)
+		go func() {
+			time.Sleep(time.Until(start.Add(steadyFrom)))
+			a, errA := runningCPU(pid)
+			time.Sleep(time.Until(start.Add(steadyTo)))
+			z, errZ := runningCPU(pid)
+			if errA != nil || errZ != nil {
+				window <- -1
+				return
+			}
+			window <- z - a
+		}()
 		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 			b.Fatalf("%s: %v", ext, err)
 		}
 		wall = time.Since(start)
+		if steady = <-window; steady < 0 {
+			b.Fatalf("%s: the capture process's CPU could not be read while it ran", ext)
+		}
 		time.Sleep(100 * time.Millisecond) // the children reaped
 		self1, kids1, _ := cpuTime(pid)
-		return ttfb, wall, self1 - self0, kids1 - kids0
+		return ttfb, wall, self1 - self0, kids1 - kids0, steady
 	}
 	tap("wav", 1) // warms the token cache and the graph
 	for range b.N {
@@ -268,9 +350,12 @@ func BenchmarkCaptureTap(b *testing.B) {
 			ext    string
 			target float64
 		}{{"wav", 0.01}, {"opus", 0.05}} {
-			ttfb, wall, self, kids := tap(f.ext, 10)
-			b.ReportMetric((self+kids).Seconds()/wall.Seconds(), f.ext+"-cores")
+			ttfb, wall, self, kids, steady := tap(f.ext, 10)
+			rate := steady.Seconds() / (steadyTo - steadyFrom).Seconds()
+			b.ReportMetric(rate, f.ext+"-cores")
 			b.ReportMetric(f.target, f.ext+"-target-cores")
+			b.ReportMetric((self+kids).Seconds()/wall.Seconds(), f.ext+"-tap-cores")
+			b.ReportMetric(((self+kids).Seconds()-rate*wall.Seconds())*1000, f.ext+"-start-ms")
 			b.ReportMetric(self.Seconds()/wall.Seconds(), f.ext+"-server-cores")
 			b.ReportMetric(ttfb.Seconds()*1000, f.ext+"-first-byte-ms")
 		}

@@ -62,14 +62,28 @@ func child(path string, args []string, env []string) *exec.Cmd {
 // (stream.capture.sink) or the source, by node.name, as raw s16le at the
 // node's own rate and channels on stdout. The stream's own node is named
 // stream, so the link check finds it in the graph.
+//
+// The stream asks for recorderLatency (node.latency; pw-record asks for
+// none when recording): a graph whose other nodes ask for nothing then
+// runs at the largest quantum PipeWire allows (clock.max-quantum, 2048
+// frames by default) instead of clock.quantum (1024), which halves the
+// wake-ups of the recorder and of the graph's driver. A node that asks
+// for less keeps its quantum, since a graph runs at the smallest
+// latency its nodes ask for (src/pipewire/context.c, reconfigure_driver).
 func recorderArgs(t target, stream string) []string {
 	props := "{ node.name = " + strconv.Quote(stream)
 	if t.monitor {
 		props += " stream.capture.sink = true"
 	}
 	return []string{"-P", props + " }", "--target", t.node.Name, "--raw", "--format", "s16",
-		"--rate", strconv.Itoa(t.rate), "--channels", strconv.Itoa(t.channels), "-"}
+		"--rate", strconv.Itoa(t.rate), "--channels", strconv.Itoa(t.channels), "--latency", recorderLatency, "-"}
 }
+
+// recorderLatency is the recorder stream's node.latency, as pw-record's
+// --latency spells it: far more than clock.max-quantum, so the graph's
+// limit decides, and far less than the pump's coalesce interval, which
+// bounds the body's latency anyway.
+const recorderLatency = "100ms"
 
 // encoderArgs are the encoder's program and arguments for f, reading raw
 // s16le at t's rate and channels on stdin and writing the stream on
