@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
@@ -203,8 +204,17 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 	if file != nil {
 		out = file.f
 	}
+	began := time.Now()
 	n, err := io.Copy(out, resp.Body)
 	interrupted := ctx.Err() != nil && c.time == ""
+	if ctx.Err() != nil && c.time != "" {
+		// The body may also end without an error when the tap saw us
+		// leave first; before the span's begin that is no span either.
+		span, _ := captureapi.ParseTime(c.time) // checked by query
+		if elapsed := time.Since(began); err != nil || elapsed < span.Begin {
+			return c.interruptedSpan(f, span, n, elapsed, file != nil)
+		}
+	}
 	if err != nil && !interrupted {
 		// A temporary file is removed (the deferred abort): what was
 		// at the name stays as it was.
@@ -232,6 +242,29 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 		return fmt.Errorf("audio-api ended the capture: %s", shortText(why))
 	}
 	return nil
+}
+
+// interruptedSpan is the error of a capture of span (-t) that Ctrl-C
+// ended after n bytes, elapsed after the tap answered: before the span
+// began (the tap sends the container's header at once and the first audio
+// only once Begin has passed), or before its end. It says what was
+// written: a file (toFile) is left as it was, since a span is kept whole
+// or not at all, while stdout has the n bytes already.
+func (c *captureOptions) interruptedSpan(f captureapi.Format, span captureapi.Span, n int64, elapsed time.Duration, toFile bool) error {
+	what := "the capture was interrupted before the span's end"
+	if elapsed < span.Begin {
+		what = fmt.Sprintf("the capture was interrupted before any audio arrived (the span begins %v in, the interrupt came %v in)",
+			span.Begin, elapsed.Round(100*time.Millisecond))
+	}
+	switch {
+	case toFile:
+		return fmt.Errorf("%s: nothing was written to %s (what was there is as it was)", what, c.output)
+	case n == 0:
+		return fmt.Errorf("%s: nothing was written to stdout", what)
+	case elapsed < span.Begin:
+		return fmt.Errorf("%s: the %d bytes on stdout are the %s header alone", what, n, f.MediaType)
+	}
+	return fmt.Errorf("%s: %d bytes of %s reached stdout, an incomplete span", what, n, f.MediaType)
 }
 
 // spanProblem rewords a captureapi.ParseTime error, which is written for

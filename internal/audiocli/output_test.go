@@ -4,6 +4,7 @@ package audiocli
 
 import (
 	"bytes"
+	"context"
 	"crypto/tls"
 	"encoding/json"
 	"io"
@@ -18,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	certutil "k8s.io/client-go/util/cert"
 )
 
@@ -27,6 +29,20 @@ import (
 // the flags that point the plugin at both.
 func fakeAudioAPI(t *testing.T, body []byte, cut bool) []string {
 	t.Helper()
+	return fakeTap(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		if cut {
+			_, _ = w.Write(body[:len(body)/2])
+			return
+		}
+		_, _ = w.Write(body)
+	}))
+}
+
+// fakeTap is fakeAudioAPI with an audio-api that answers every tap with
+// tap.
+func fakeTap(t *testing.T, handler http.Handler) []string {
+	t.Helper()
 	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey(apiService+"."+DefaultNamespace+".svc", nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -35,14 +51,7 @@ func fakeAudioAPI(t *testing.T, body []byte, cut bool) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tap := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Length", strconv.Itoa(len(body)))
-		if cut {
-			_, _ = w.Write(body[:len(body)/2])
-			return
-		}
-		_, _ = w.Write(body)
-	}))
+	tap := httptest.NewUnstartedServer(handler)
 	tap.TLS = &tls.Config{Certificates: []tls.Certificate{pair}}
 	tap.StartTLS()
 	t.Cleanup(tap.Close)
@@ -290,6 +299,53 @@ func TestCaptureOutputFIFO(t *testing.T) {
 		}
 		if fi := mustLstat(t, fifo); fi.Mode()&fs.ModeNamedPipe == 0 {
 			t.Fatalf("%s is now %v, want the FIFO kept", fifo, fi.Mode())
+		}
+	}
+}
+
+// Ctrl-C while a span's tap has sent the WAV header and waits for the
+// span to begin says the capture was interrupted before any audio
+// arrived, and what was written: the header alone on stdout, nothing at
+// -o (the file there is as it was). The exit status stays 1.
+func TestCaptureInterruptedBeforeTheSpan(t *testing.T) {
+	header := make([]byte, 44)
+	for _, toFile := range []bool{false, true} {
+		sent := make(chan struct{}, 1)
+		args := fakeTap(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "audio/wav")
+			_, _ = w.Write(header)
+			w.(http.Flusher).Flush()
+			sent <- struct{}{}
+			<-r.Context().Done()
+		}))
+		args = append(args, "-t", "30,40")
+		out := filepath.Join(t.TempDir(), "now.wav")
+		if toFile {
+			if err := os.WriteFile(out, []byte("kept"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			args = append(args, "-o", out)
+		}
+		ctx, interrupt := context.WithCancel(context.Background())
+		go func() {
+			<-sent
+			time.Sleep(200 * time.Millisecond) // the header is read
+			interrupt()
+		}()
+		var stdout, stderr bytes.Buffer
+		code := Execute(ctx, "v1.2.3", genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr}, args)
+		interrupt()
+		msg := stderr.String()
+		want := "the capture was interrupted before any audio arrived (the span begins 30s in"
+		if code != 1 || !strings.Contains(msg, want) || strings.Contains(msg, "cut short") || strings.Contains(msg, "context canceled") {
+			t.Errorf("-o %v: exit %d, %q; want 1 and %q", toFile, code, msg, want)
+		}
+		if toFile {
+			if b := mustRead(t, out); string(b) != "kept" || !strings.Contains(msg, "nothing was written to "+out) {
+				t.Errorf("%s holds %q, message %q; want the file as it was, and said so", out, b, msg)
+			}
+		} else if stdout.Len() != 44 || !strings.Contains(msg, "the 44 bytes on stdout are the audio/wav header alone") {
+			t.Errorf("stdout has %d bytes, message %q; want the 44-byte header, and said so", stdout.Len(), msg)
 		}
 	}
 }
