@@ -74,6 +74,9 @@ func pathItem(rt Route) map[string]any {
 				content[mt] = map[string]any{}
 			}
 			resp["content"] = content
+			if endsWithTrailer(rt) {
+				resp["headers"] = map[string]any{TrailerEnded: endedTrailerDoc()}
+			}
 		case code >= 400:
 			resp["content"] = map[string]any{MediaTypeProblem: map[string]any{"schema": map[string]any{"$ref": "#/components/schemas/Problem"}}}
 		}
@@ -94,6 +97,25 @@ func pathItem(rt Route) map[string]any {
 		item["parameters"] = params
 	}
 	return item
+}
+
+// endsWithTrailer reports whether audio-api may end rt's answer with
+// TrailerEnded: a tap of a Sink, which it stops when the Sink becomes
+// disconnected.
+func endsWithTrailer(rt Route) bool { return rt.Kind == KindTap && rt.Resource == Sinks }
+
+// endedTrailerDoc documents TrailerEnded. OpenAPI 3.1 has no object for
+// trailers, so it is a header of the 200 answer whose description says
+// where it comes.
+func endedTrailerDoc() map[string]any {
+	return map[string]any{
+		"description": "An HTTP trailer (RFC 9110 section 6.5), sent after the body and not announced in a Trailer header: " +
+			"audio-api stopped an open-ended tap (no t end) itself, and this is why, the detail of the problem that would now refuse the tap " +
+			"(a Sink that became disconnected, " + ProblemDisconnected.URI + "), in printable ASCII. " +
+			"The body before it ends cleanly and holds what was recorded until then. " +
+			"A tap with an end that is stopped so gets no trailer: its body is cut, and ends in an error.",
+		"schema": map[string]any{"type": "string"},
+	}
 }
 
 func problemSchema() map[string]any {

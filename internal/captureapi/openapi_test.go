@@ -88,3 +88,40 @@ func TestDiscoveryNamesEveryResource(t *testing.T) {
 		}
 	}
 }
+
+// A Sink's taps document the X-Audio-Ended trailer on their 200 answer,
+// saying it is a trailer; no other route does.
+func TestOpenAPIDescribesTheEndedTrailer(t *testing.T) {
+	var doc struct {
+		Paths map[string]struct {
+			Get struct {
+				Responses map[string]struct {
+					Headers map[string]struct {
+						Description string         `json:"description"`
+						Schema      map[string]any `json:"schema"`
+					} `json:"headers"`
+				} `json:"responses"`
+			} `json:"get"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(OpenAPI("", "v1.2.3"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	sinkTaps := 0
+	for _, rt := range Routes {
+		h, ok := doc.Paths[rt.Path].Get.Responses["200"].Headers[TrailerEnded]
+		if rt.Kind != KindTap || rt.Resource != Sinks {
+			if ok {
+				t.Errorf("%s documents %s, which only a Sink's tap may end with", rt.Path, TrailerEnded)
+			}
+			continue
+		}
+		sinkTaps++
+		if !ok || !strings.Contains(h.Description, "HTTP trailer") || !strings.Contains(h.Description, ProblemDisconnected.URI) || h.Schema["type"] != "string" {
+			t.Errorf("%s: %s documented as %+v, want a string trailer naming %s", rt.Path, TrailerEnded, h, ProblemDisconnected.URI)
+		}
+	}
+	if sinkTaps == 0 {
+		t.Error("no Sink tap in the route table")
+	}
+}
