@@ -61,7 +61,11 @@ func child(path string, args []string, env []string) *exec.Cmd {
 // recorderArgs are pw-record's arguments for t: the sink's monitor ports
 // (stream.capture.sink) or the source, by node.name, as raw s16le at the
 // node's own rate and channels on stdout. The stream's own node is named
-// stream, so the link check finds it in the graph.
+// stream, so the link check finds it in the graph. A node's ports carry
+// its graph's clock rate (clock.rate, one of clock.allowed-rates), which
+// is not the node's own when its device runs at another: pw-record's
+// resampler then converts, and nothing here can avoid it without moving
+// the clock of a graph other streams may be playing in.
 //
 // The stream asks for recorderLatency (node.latency; pw-record asks for
 // none when recording): a graph whose other nodes ask for nothing then
