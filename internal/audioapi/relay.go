@@ -70,8 +70,9 @@ func (s *server) relay(w *recorder, r *http.Request, rq *request, t relayTarget)
 		req.Header["Accept"] = a
 	}
 
-	// The headers come after the span's begin, which the capture
-	// container waits for; past that, headerTimeout.
+	// The capture container answers at once or, at the latest, at the
+	// span's begin; past that, headerTimeout.
+	beginAt := time.Now().Add(t.span.Begin)
 	timedOut := make(chan struct{})
 	timer := time.AfterFunc(headerTimeout+t.span.Begin, func() { close(timedOut); cancel() })
 	resp, err := s.upstream.Load().RoundTrip(req)
@@ -115,7 +116,7 @@ func (s *server) relay(w *recorder, r *http.Request, rq *request, t relayTarget)
 	}
 	w.WriteHeader(resp.StatusCode)
 	streamStart := time.Now()
-	n, cut, why := s.stream(ctx, w, resp.Body, ended)
+	n, cut, why := s.stream(ctx, w, resp.Body, ended, beginAt)
 	if t.match.Route.Kind == captureapi.KindTap && n > 0 {
 		s.captured(t, n, time.Since(streamStart), cut, why)
 	}
@@ -136,12 +137,15 @@ func (s *server) relay(w *recorder, r *http.Request, rq *request, t relayTarget)
 }
 
 // stream copies body to w, flushing every read, until the body ends or
-// idleTimeout passes with no byte. cut is true when the body did not end
+// idleTimeout passes with no byte, not counting the time until beginAt
+// (the span's begin, before which the capture container sends nothing
+// past the format's header). cut is true when the body did not end
 // cleanly. A problem received on ended (nil: none is awaited) stops the
 // body there and is returned as why.
-func (s *server) stream(ctx context.Context, w *recorder, body io.ReadCloser, ended <-chan *captureapi.Problem) (n int64, cut bool, why *captureapi.Problem) {
+func (s *server) stream(ctx context.Context, w *recorder, body io.ReadCloser, ended <-chan *captureapi.Problem, beginAt time.Time) (n int64, cut bool, why *captureapi.Problem) {
 	rc := http.NewResponseController(w)
-	idle := time.AfterFunc(idleTimeout, func() { _ = body.Close() })
+	quiet := func() time.Duration { return idleTimeout + max(0, time.Until(beginAt)) }
+	idle := time.AfterFunc(quiet(), func() { _ = body.Close() })
 	defer idle.Stop()
 	var stopped atomic.Pointer[captureapi.Problem]
 	done := make(chan struct{})
@@ -160,7 +164,7 @@ func (s *server) stream(ctx context.Context, w *recorder, body io.ReadCloser, en
 	for {
 		k, err := body.Read(buf)
 		if k > 0 && stopped.Load() == nil {
-			idle.Reset(idleTimeout)
+			idle.Reset(quiet())
 			m, werr := w.Write(buf[:k])
 			n += int64(m)
 			if werr != nil {

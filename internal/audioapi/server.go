@@ -41,14 +41,16 @@ const (
 	CaptureAudience = "audio-capture"
 )
 
-// Timeouts of a relayed request.
-const (
-	// headerTimeout bounds the wait for the capture container's headers,
-	// past the span's begin (which it waits for before answering).
-	headerTimeout = 10 * time.Second
-	// idleTimeout ends a tap body that brought no byte for this long.
-	idleTimeout = 30 * time.Second
-)
+// headerTimeout bounds the wait for the capture container's headers,
+// past the span's begin.
+const headerTimeout = 10 * time.Second
+
+// idleTimeout ends a tap body that brought no byte for this long after
+// the span's begin. Before begin the capture container has sent its
+// headers and the format's header (a WAV's 44 bytes) and holds the
+// samples back, so the wait for begin does not count. A variable so
+// that a test need not wait 30 s.
+var idleTimeout = 30 * time.Second
 
 // Config configures [Serve].
 type Config struct {
