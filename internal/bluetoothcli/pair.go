@@ -246,8 +246,9 @@ type session struct {
 	prompted   string // the prompt last shown
 	last       string // the last condition message shown
 	adapter    string
-	announced  bool // the open window was announced
-	finished   bool // the request reached a final phase
+	announced  bool   // the open window was announced
+	shut       string // the message of the closed window last shown
+	finished   bool   // the request reached a final phase
 }
 
 func (s *session) run(ctx context.Context) error {
@@ -300,9 +301,16 @@ func (s *session) show(r *btv1.PairingRequest) (done bool, err error) {
 	if r.Status.Phase.Finished() {
 		s.finished = true
 	}
-	if w := meta.FindStatusCondition(r.Status.Conditions, btv1.ConditionWindowOpen); w != nil && w.Status == metav1.ConditionTrue && !s.announced {
+	switch w := meta.FindStatusCondition(r.Status.Conditions, btv1.ConditionWindowOpen); {
+	case w == nil:
+	case w.Status == metav1.ConditionTrue && !s.announced:
 		s.announced = true
 		fmt.Fprintf(s.e.streams.ErrOut, "the adapter %s is discoverable now (%s); put the device in pairing mode\n", s.adapter, w.Message)
+	case w.Status == metav1.ConditionFalse && w.Reason != btv1.ReasonClosed && w.Message != s.shut:
+		// A window the radio does not hold (powered off, refused):
+		// said once, since the request waits for nothing a device can do.
+		s.shut = w.Message
+		fmt.Fprintf(s.e.streams.ErrOut, "the adapter %s is not discoverable: %s: %s\n", s.adapter, w.Reason, w.Message)
 	}
 	switch r.Status.Phase {
 	case btv1.PhasePaired:

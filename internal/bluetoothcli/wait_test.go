@@ -209,3 +209,30 @@ func TestPairNamesAnUnservedAdapter(t *testing.T) {
 		t.Errorf("list's PRESENT column: %q, want False (NotServed)", got)
 	}
 }
+
+// A window the radio does not hold is said once, with its reason, and
+// an open one after it is announced as before.
+func TestPairSaysTheWindowIsShut(t *testing.T) {
+	var out bytes.Buffer
+	s := &session{e: &env{streams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}, adapter: testAdapter, device: "E4:17:D8:C5:67:6D"}
+	window := func(status metav1.ConditionStatus, reason, msg string) *btv1.PairingRequest {
+		return &btv1.PairingRequest{Status: btv1.PairingRequestStatus{Phase: btv1.PhaseOpen, Conditions: []metav1.Condition{
+			{Type: btv1.ConditionAccepted, Status: metav1.ConditionTrue, Reason: btv1.ReasonAccepted},
+			{Type: btv1.ConditionWindowOpen, Status: status, Reason: reason, Message: msg},
+		}}}
+	}
+	off := window(metav1.ConditionFalse, btv1.ReasonPoweredOff, "the radio is powered off")
+	for range 2 {
+		if done, err := s.show(off); done || err != nil {
+			t.Fatalf("show on a powered-off radio: done %v, %v; want it to wait", done, err)
+		}
+	}
+	want := "the adapter " + testAdapter + " is not discoverable: PoweredOff: the radio is powered off\n"
+	if out.String() != want {
+		t.Errorf("show twice on a powered-off radio printed %q; want once %q", out.String(), want)
+	}
+	out.Reset()
+	if _, err := s.show(window(metav1.ConditionTrue, btv1.ReasonOpen, "discoverable")); err != nil || !strings.Contains(out.String(), "is discoverable now") {
+		t.Errorf("show once the radio is on: %v, printed %q; want the window announced", err, out.String())
+	}
+}

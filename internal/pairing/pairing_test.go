@@ -761,3 +761,42 @@ func TestUnservedAdapter(t *testing.T) {
 		return isTrue(a.Status.Conditions, btv1.ConditionPresent) && a.Status.Node == "node-"+late.ns, fmt.Sprintf("%+v", a.Status)
 	})
 }
+
+// TestPairOnAPoweredOffRadio: a request for a radio its Adapter powered
+// off says so (WindowOpen False, PoweredOff) and opens nothing; powered
+// on, the window opens.
+func TestPairOnAPoweredOffRadio(t *testing.T) {
+	r := newRig(t, "00:1A:7D:DA:71:0D")
+	r.start()
+	eventually(t, "the Adapter", func() (bool, string) {
+		a, err := getObj[btv1.Adapter](r, btv1.AdaptersResource, r.key)
+		return err == nil && a.Status.Powered, fmt.Sprint(err)
+	})
+	powered := func(on bool) {
+		data, _ := json.Marshal(map[string]any{"spec": map[string]any{"powered": on}})
+		_, err := r.dyn.Resource(btv1.AdaptersResource).Patch(t.Context(), r.key, types.MergePatchType, data, metav1.PatchOptions{})
+		must(t, err)
+	}
+	powered(false)
+	eventually(t, "the radio off", func() (bool, string) {
+		a, err := getObj[btv1.Adapter](r, btv1.AdaptersResource, r.key)
+		return err == nil && !a.Status.Powered, fmt.Sprint(err)
+	})
+	r.create("off", btv1.PairingRequestSpec{WindowSeconds: 120})
+	req := r.waitRequest("off", "PoweredOff", func(p *btv1.PairingRequest) bool {
+		return cond(p.Status.Conditions, btv1.ConditionWindowOpen).Reason == btv1.ReasonPoweredOff
+	})
+	if c := cond(req.Status.Conditions, btv1.ConditionWindowOpen); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "spec.powered of Adapter "+r.key) ||
+		req.Status.Phase != btv1.PhaseOpen {
+		t.Errorf("request on a powered-off radio: phase %s, WindowOpen %+v; want Open, False naming the Adapter's spec.powered", req.Status.Phase, c)
+	}
+	if got := r.radio(); got["Discoverable"] == true {
+		t.Errorf("a powered-off radio was made discoverable: %v", got)
+	}
+	powered(true)
+	r.waitRequest("off", "the window open", func(p *btv1.PairingRequest) bool { return isTrue(p.Status.Conditions, btv1.ConditionWindowOpen) })
+	eventually(t, "the radio's window", func() (bool, string) {
+		got := r.radio()
+		return got["Discoverable"] == true, fmt.Sprint(got)
+	})
+}

@@ -263,7 +263,13 @@ func (p *pass) request(r *btv1.PairingRequest) (closes time.Time) {
 		setCondition(&st.Conditions, btv1.ConditionWindowOpen, false, btv1.ReasonClosed, "the window has closed", gen)
 		return time.Time{}
 	}
-	if p.radio != nil {
+	switch {
+	case p.radio != nil && !p.radio.Powered:
+		// pass opens no window on a radio that is off.
+		setCondition(&st.Conditions, btv1.ConditionWindowOpen, false, btv1.ReasonPoweredOff,
+			fmt.Sprintf("the radio %s is powered off, so no device can find it; set spec.powered of Adapter %s to true and the window opens until %s",
+				p.c.cfg.Adapter, p.c.cfg.Adapter.Key(), deadline.UTC().Format(time.RFC3339)), gen)
+	case p.radio != nil:
 		setCondition(&st.Conditions, btv1.ConditionWindowOpen, true, btv1.ReasonOpen,
 			fmt.Sprintf("discoverable, pairable and scanning until %s", deadline.UTC().Format(time.RFC3339)), gen)
 		p.c.mu.Lock()

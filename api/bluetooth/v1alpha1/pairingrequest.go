@@ -238,6 +238,10 @@ const (
 	ReasonOpen         = "Open"
 	ReasonRadioRefused = "RadioRefused"
 	ReasonClosed       = "Closed"
+	// ReasonPoweredOff: the radio is off (Adapter1.Powered false, as the
+	// Adapter's spec.powered asks), so it is not discoverable; the window
+	// opens once the radio is on, if the request is still open then.
+	ReasonPoweredOff = "PoweredOff"
 
 	ReasonAwaitingApproval     = "AwaitingApproval"
 	ReasonAwaitingDevice       = "AwaitingDevice"
