@@ -22,6 +22,11 @@ func TestCaptureRefusesBadInputLocally(t *testing.T) {
 		{[]string{"capture", ""}, "name is empty"},
 		{[]string{"capture", "x", "--format", long}, "(10000 bytes)"},
 		{[]string{"capture", "x", "-t", long}, "(10000 bytes)"},
+		{[]string{"--api-address", "https://127.0.0.1:8443", "capture", "x"}, `--api-address "https://127.0.0.1:8443" is not host:port`},
+		{[]string{"--api-address", "127.0.0.1", "capture", "x"}, "missing port"},
+		{[]string{"--api-address", "127.0.0.1:8443/v1", "list"}, "nothing else"},
+		{[]string{"--api-address", "127.0.0.1:0", "capture", "x"}, "1 to 65535"},
+		{[]string{"--api-address", ":8443", "capture", "x"}, "give a host and a port"},
 	} {
 		var out, errOut bytes.Buffer
 		code := Execute(context.Background(), "test", genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &errOut},

@@ -8,12 +8,18 @@ package audiocli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/liken-sh/operators/internal/safetext"
 )
 
 // DefaultNamespace is where deploy/audio puts the operator and audio-api.
@@ -93,8 +99,33 @@ func newCommand(version string, streams genericiooptions.IOStreams) (*cobra.Comm
 	pf.StringVarP(&o.Namespace, "namespace", "n", DefaultNamespace, "the namespace of the audio operator and audio-api")
 	pf.BoolVar(&o.Force, "force", false, "do not warn when the operator's version differs from this plugin's")
 	pf.StringVar(&o.APIAddress, "api-address", "", "dial audio-api at host:port instead of port-forwarding to its pod (its certificate is still verified)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error { return checkAPIAddress(o.APIAddress) }
 	root.AddCommand(newCaptureCommand(o), newListCommand(o), newCompletionCommand(root))
 	return root, o
+}
+
+// checkAPIAddress refuses, before anything is dialled, an --api-address
+// that is not host:port: the plugin puts "https://" in front of it and
+// the API's paths after it, so a scheme, a path or a missing port would
+// otherwise dial a host named "https", a path audio-api does not serve,
+// or port 443.
+func checkAPIAddress(addr string) error {
+	if addr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err == nil && (host == "" || port == "" || strings.ContainsAny(addr, "/?#@")) {
+		err = errors.New("give a host and a port, nothing else")
+	}
+	if err == nil {
+		if n, perr := strconv.ParseUint(port, 10, 16); perr != nil || n == 0 {
+			err = errors.New("the port is not a number from 1 to 65535")
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("--api-address %s is not host:port (e.g. 127.0.0.1:8443 or audio-api.example.com:443): %v", safetext.Quote(addr), err)
+	}
+	return nil
 }
 
 // Execute runs the root command with args and returns the process's exit
