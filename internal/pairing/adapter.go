@@ -115,7 +115,7 @@ func (p *pass) syncAdapter() {
 	switch {
 	case bonds > 0:
 		setCondition(&st.Conditions, btv1.ConditionBondsRestored, true, btv1.ReasonRestored,
-			fmt.Sprintf("BlueZ holds %d bonds for this radio", bonds), cur.Generation)
+			bondsHeld(bonds), cur.Generation)
 	case p.otherAdapterHasBonds(adapters, key):
 		setCondition(&st.Conditions, btv1.ConditionBondsRestored, false, btv1.ReasonNewAdapter,
 			"this radio holds no bonds while another radio does: a new dongle? A link key belongs to one adapter address, so its devices must be paired again with a PairingRequest", cur.Generation)
@@ -349,4 +349,12 @@ func setCondition(conds *[]metav1.Condition, typ string, status bool, reason, ms
 		msg = msg[:32768]
 	}
 	meta.SetStatusCondition(conds, metav1.Condition{Type: typ, Status: s, Reason: reason, Message: msg, ObservedGeneration: gen})
+}
+
+// bondsHeld is the BondsRestored message for n > 0 bonds.
+func bondsHeld(n int) string {
+	if n == 1 {
+		return "BlueZ holds 1 bond for this radio"
+	}
+	return fmt.Sprintf("BlueZ holds %d bonds for this radio", n)
 }
