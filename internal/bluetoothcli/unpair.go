@@ -77,7 +77,7 @@ func newUnpair(e *env) *cobra.Command {
 			if err := res.Delete(ctx, name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: ptrUID(cur)}}); err != nil {
 				return fmt.Errorf("deleting Peripheral %s: %w", name, err)
 			}
-			fmt.Fprintf(e.streams.Out, "peripheral %s: unpairing\n", name)
+			fmt.Fprintf(e.streams.Out, "peripheral %s: unpairing (Ctrl-C stops waiting; the unpair goes on)\n", name)
 			deadline := time.Now().Add(timeout)
 			last := ""
 			for time.Now().Before(deadline) {
@@ -85,6 +85,9 @@ func newUnpair(e *env) *cobra.Command {
 				if apierrors.IsNotFound(err) {
 					fmt.Fprintf(e.streams.Out, "peripheral %s: unpaired\n", name)
 					return nil
+				}
+				if ctx.Err() != nil {
+					return stoppedWaiting(name, last)
 				}
 				if err != nil {
 					return err
@@ -98,7 +101,7 @@ func newUnpair(e *env) *cobra.Command {
 				}
 				select {
 				case <-ctx.Done():
-					return ctx.Err()
+					return stoppedWaiting(name, last)
 				case <-time.After(time.Second):
 				}
 			}
@@ -108,6 +111,19 @@ func newUnpair(e *env) *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "delete a Peripheral the operator has not taken on (no finalizer), leaving its bond and bond Secret")
 	cmd.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "how long to wait for the unpair")
 	return cmd
+}
+
+// stoppedWaiting is unpair's error when it is interrupted while the
+// operator unpairs: a deletion cannot be taken back, so the unpair goes
+// on, and the message says where it stood (last, the operator's last
+// Unpairing message) and what state the device is left in.
+func stoppedWaiting(name, last string) error {
+	if last == "" {
+		last = "unpairing"
+	}
+	return fmt.Errorf("stopped waiting for the unpair of peripheral %s, which goes on without this command and cannot be undone (last: %s): "+
+		"the device stays disconnected, and the operator removes the bond once no claim holds it; "+
+		"kubectl liken bluetooth list shows it as (unpairing) until then", name, last)
 }
 
 // peripheralName turns the argument of unpair into a Peripheral name:

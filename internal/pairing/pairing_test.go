@@ -406,6 +406,15 @@ func TestUnpair(t *testing.T) {
 		c := cond(p.Status.Conditions, btv1.ConditionReady)
 		return c.Reason == btv1.ReasonUnpairing && strings.Contains(c.Message, "games/player-pad"), c.Message
 	})
+	// Disconnected by the unpair, not asleep: Connected says so.
+	eventually(t, "Connected False (Unpairing)", func() (bool, string) {
+		p, err := getObj[btv1.Peripheral](r, btv1.PeripheralsResource, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		c := cond(p.Status.Conditions, btv1.ConditionConnected)
+		return c.Status == metav1.ConditionFalse && c.Reason == btv1.ReasonUnpairing, fmt.Sprintf("%+v", c)
+	})
 	if v, _ := r.sim.DeviceProperty("hci0", pad, "Connected"); v != false {
 		t.Errorf("Connected while unpairing: %v", v)
 	}

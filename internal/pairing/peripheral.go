@@ -259,6 +259,9 @@ func (p *pass) peripheralStatus(key string, per *btv1.Peripheral, d *bluez.Devic
 		switch {
 		case d.Connected:
 			connected, connReason, connMsg = true, btv1.ReasonConnected, "the link is up"
+		case per.DeletionTimestamp != nil:
+			// Not asleep: the unpair disconnected it, and its bond goes.
+			connReason, connMsg = btv1.ReasonUnpairing, "disconnected for the unpair; the bond is removed once no claim holds the device"
 		case d.Trusted && p.radio.Powered:
 			connReason, connMsg = btv1.ReasonAsleep, "off the air; it reconnects when woken (for a gamepad, its home button)"
 		case !d.Trusted:
