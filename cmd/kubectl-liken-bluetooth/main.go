@@ -12,7 +12,9 @@
 // --namespace, ...) and needs no more than create and update on
 // PairingRequests in the namespace to pair (get and watch to follow the
 // request; the bluetooth-pairing role grants them), and read access to
-// Adapters and Peripherals for list and for pair without --adapter.
+// Adapters and Peripherals for list and for pair without --adapter
+// (list on ResourceClaims and ResourceSlices, if granted, lets list name
+// every claim that holds a device).
 //
 // Exit status: 0 when the command did what it says (pair: the device is
 // Paired), 1 otherwise, with the reason on stderr.
