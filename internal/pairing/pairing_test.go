@@ -802,6 +802,14 @@ func TestPairOnAPoweredOffRadio(t *testing.T) {
 	if got := r.radio(); got["Discoverable"] == true {
 		t.Errorf("a powered-off radio was made discoverable: %v", got)
 	}
+	// The pass asks to run again when the window closes, so that the
+	// request expires then with no other wake.
+	r.mu.Lock()
+	after := r.last.After
+	r.mu.Unlock()
+	if after <= 0 || after > 120*time.Second {
+		t.Errorf("a pass with a request open on a powered-off radio asks for the next pass after %s; want the window's close, at most 120s", after)
+	}
 	powered(true)
 	r.waitRequest("off", "the window open", func(p *btv1.PairingRequest) bool { return isTrue(p.Status.Conditions, btv1.ConditionWindowOpen) })
 	eventually(t, "the radio's window", func() (bool, string) {

@@ -62,6 +62,11 @@ func (p *pass) syncRequests() {
 		p.after(open.Sub(p.now))
 		return
 	}
+	if !open.IsZero() {
+		// A radio that is off holds no window, but its requests still
+		// expire when theirs closes.
+		p.after(open.Sub(p.now))
+	}
 	if err := p.c.closeWindow(p.ctx, p.radio); err != nil {
 		p.fail("closing the pairing window on %s: %v", p.radio.Address, err)
 	}
