@@ -802,6 +802,20 @@ func TestPairOnAPoweredOffRadio(t *testing.T) {
 	if got := r.radio(); got["Discoverable"] == true {
 		t.Errorf("a powered-off radio was made discoverable: %v", got)
 	}
+	// Its Event says the radio is off, not that it is discoverable.
+	eventually(t, "the PoweredOff Event", func() (bool, string) {
+		evs, err := r.kube.EventsV1().Events(r.ns).List(t.Context(), metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		var reasons []string
+		for _, e := range evs.Items {
+			if e.Regarding.Name == "off" {
+				reasons = append(reasons, e.Type+" "+e.Reason)
+			}
+		}
+		return slices.Equal(reasons, []string{"Warning " + btv1.ReasonPoweredOff}), fmt.Sprint(reasons)
+	})
 	// The pass asks to run again when the window closes, so that the
 	// request expires then with no other wake.
 	r.mu.Lock()

@@ -252,7 +252,11 @@ func (p *pass) request(r *btv1.PairingRequest) (closes time.Time) {
 		st.Phase = btv1.PhaseOpen
 		t := metav1.NewTime(p.now.Add(window))
 		st.WindowClosesAt = &t
-		p.c.event(r, false, "WindowOpened", "Open", "the radio %s on node %s is discoverable until %s", p.c.cfg.Adapter, p.c.cfg.Node, t.UTC().Format(time.RFC3339))
+		if p.radio != nil && !p.radio.Powered {
+			p.c.event(r, true, btv1.ReasonPoweredOff, "Open", "the radio %s on node %s is powered off; the window opens when it is powered on, until %s", p.c.cfg.Adapter, p.c.cfg.Node, t.UTC().Format(time.RFC3339))
+		} else {
+			p.c.event(r, false, "WindowOpened", "Open", "the radio %s on node %s is discoverable until %s", p.c.cfg.Adapter, p.c.cfg.Node, t.UTC().Format(time.RFC3339))
+		}
 	}
 	setCondition(&st.Conditions, btv1.ConditionAccepted, true, btv1.ReasonAccepted,
 		fmt.Sprintf("the operator of %s on node %s holds the window", p.c.cfg.Adapter, p.c.cfg.Node), gen)
