@@ -79,7 +79,7 @@ refused.`,
 	f := cmd.Flags()
 	f.StringVar(&c.format, "format", captureapi.WAV.Name, "wav, flac or opus")
 	f.BoolVar(&c.source, "source", false, "NAME is a Source (a capture input), not a Sink")
-	f.StringVarP(&c.time, "time", "t", "", "the span begin,end in seconds from now (begin at most 60), e.g. 10,20 or ,5")
+	f.StringVarP(&c.time, "time", "t", "", "the span begin,end in seconds from now (begin at most 60), as Media Fragments write it: 10,20 is from 10 s to 20 s, ,5 the first 5 s, and 5 (a begin alone) from 5 s until Ctrl-C")
 	f.IntVar(&c.bitrate, "bitrate", 0, "Opus bitrate in kbit/s (6 to 256 per channel); default: the encoder's")
 	f.StringVarP(&c.output, "output", "o", "", "write to `PATH` instead of stdout (- is stdout): a file is replaced once the capture ends, a device or FIFO written into, a symlink followed")
 	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {

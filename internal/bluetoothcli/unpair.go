@@ -28,7 +28,12 @@ func newUnpair(e *env) *cobra.Command {
 		Short: "Unpair a device: delete its Peripheral and wait until the operator removed the bond",
 		Long: "Deletes the Peripheral. The operator disconnects the device, waits while a pod's claim holds it,\n" +
 			"takes it out of the ResourceSlice, removes the bond from BlueZ, and then the bond's Secret goes.",
-		Args: cobra.ExactArgs(1),
+		Args: func(_ *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return fmt.Errorf("unpair takes one argument, the Peripheral's name or the device's address (e4-17-d8-c5-67-6d or E4:17:D8:C5:67:6D), not %d", len(args))
+			}
+			return nil
+		},
 		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 			d, _, err := e.client()
 			if err != nil || len(args) > 0 {
@@ -46,6 +51,10 @@ func newUnpair(e *env) *cobra.Command {
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if timeout <= 0 {
+				// Checked before the delete: an unpair cannot be taken back.
+				return fmt.Errorf("--timeout %v: want a positive duration (how long to wait for the operator to finish the unpair, e.g. 5m)", timeout)
+			}
 			name, err := peripheralName(args[0])
 			if err != nil {
 				return err
@@ -105,7 +114,7 @@ func newUnpair(e *env) *cobra.Command {
 				case <-time.After(time.Second):
 				}
 			}
-			return fmt.Errorf("peripheral %s is still being unpaired after %v (last: %s); the operator finishes on its own", name, timeout, last)
+			return fmt.Errorf("peripheral %s is still being unpaired after %v (last: %s); the operator finishes on its own", name, timeout, lastStep(last))
 		},
 	}
 	cmd.Flags().BoolVar(&force, "force", false, "delete a Peripheral the operator has not taken on (no finalizer), leaving its bond and bond Secret")
@@ -118,12 +127,19 @@ func newUnpair(e *env) *cobra.Command {
 // on, and the message says where it stood (last, the operator's last
 // Unpairing message) and what state the device is left in.
 func stoppedWaiting(name, last string) error {
-	if last == "" {
-		last = "unpairing"
-	}
+	last = lastStep(last)
 	return fmt.Errorf("stopped waiting for the unpair of peripheral %s, which goes on without this command and cannot be undone (last: %s): "+
 		"the device stays disconnected, and the operator removes the bond once no claim holds it; "+
 		"kubectl liken bluetooth list shows it as (unpairing) until then", name, last)
+}
+
+// lastStep is the operator's last Unpairing message as the waits report
+// it, or a plain statement that none came yet.
+func lastStep(last string) string {
+	if last == "" {
+		return "the operator reported no step yet"
+	}
+	return last
 }
 
 // peripheralName turns the argument of unpair into a Peripheral name:

@@ -56,3 +56,38 @@ func TestUnpairWaitIsInterrupted(t *testing.T) {
 		t.Errorf("output %q; want it to say Ctrl-C stops waiting", out.String())
 	}
 }
+
+// A timeout that is not positive, or a wrong number of arguments, is
+// refused before the Peripheral is deleted: an unpair cannot be taken
+// back.
+func TestUnpairRefusesBadArgumentsBeforeDeleting(t *testing.T) {
+	const name = "e4-17-d8-c5-67-6d"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--timeout", "0", name}, "--timeout 0s: want a positive duration"},
+		{[]string{"--timeout", "-1m", name}, "--timeout -1m0s: want a positive duration"},
+		{nil, "unpair takes one argument, the Peripheral's name or the device's address"},
+		{[]string{name, "extra"}, "not 2"},
+	} {
+		d := fakeClient(object("Peripheral", name, map[string]any{
+			"metadata": map[string]any{"finalizers": []any{btv1.PeripheralFinalizer}},
+		}))
+		var out syncWriter
+		e := &env{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}, dyn: d}
+		cmd := newUnpair(e)
+		cmd.SetArgs(tc.args)
+		cmd.SetOut(&out)
+		cmd.SetErr(&out)
+		err := cmd.Execute()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("unpair %q: error %v; want it to say %q", tc.args, err, tc.want)
+		}
+		for _, a := range d.Actions() {
+			if a.GetVerb() == "delete" {
+				t.Errorf("unpair %q deleted the Peripheral before refusing", tc.args)
+			}
+		}
+	}
+}
