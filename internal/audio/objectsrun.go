@@ -17,6 +17,7 @@ import (
 // returned function stops the recorder, flushing Events not yet sent.
 func (o *operator) startObjects(ctx context.Context) (func(), error) {
 	store, err := objects.New(objects.Options{Client: o.cfg.Objects, Node: o.cfg.Node,
+		Mine:           func(name string) bool { return namedForNode(o.cfg.Node, name) },
 		OnWatchRestart: func(kind string) { o.metrics.watchRestarts.WithLabelValues(kind).Inc() }})
 	if err != nil {
 		return nil, err

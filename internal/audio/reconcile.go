@@ -226,6 +226,7 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 		return
 	}
 	o.markGone(ctx, seen)
+	o.markNotServed(ctx, p.Endpoints)
 }
 
 // ownedElsewhere is the node another node's object for e names in its
@@ -342,7 +343,9 @@ func sourceName(l alsa.Layout) string {
 
 // markGone writes Connected and Ready false on this node's objects whose
 // endpoint is not in this pass (a USB card unplugged), keeping the rest of
-// their status: the object stays, and says the endpoint is absent.
+// their status: the object stays, and says the endpoint is absent. An
+// object no endpoint ever served (NotServed, see markNotServed) keeps
+// saying so.
 func (o *operator) markGone(ctx context.Context, seen map[string]bool) {
 	// Each kind's mark reads the object, turns its status absent and
 	// writes it; found is false when the object went meanwhile. An
@@ -355,7 +358,7 @@ func (o *operator) markGone(ctx context.Context, seen map[string]bool) {
 		{objects.SinkKind, func(name string) (bool, error) {
 			s, ok, err := o.store.Sink(ctx, name)
 			invalid, err := objects.Partial(err)
-			if !ok || err != nil {
+			if !ok || err != nil || notServed(s.Status.Conditions) {
 				return false, err
 			}
 			st := *s.Status.DeepCopy()
@@ -368,7 +371,7 @@ func (o *operator) markGone(ctx context.Context, seen map[string]bool) {
 		{objects.SourceKind, func(name string) (bool, error) {
 			s, ok, err := o.store.Source(ctx, name)
 			invalid, err := objects.Partial(err)
-			if !ok || err != nil {
+			if !ok || err != nil || notServed(s.Status.Conditions) {
 				return false, err
 			}
 			st := *s.Status.DeepCopy()

@@ -45,14 +45,14 @@ func newListCommand(o *Options) *cobra.Command {
 }
 
 // stateNotServed is the state of a Sink or Source no operator has
-// written a status for.
+// written a status for, or whose node's operator marked it NotServed.
 const stateNotServed = "NotServed"
 
 // notServedNote explains stateNotServed, on stderr, below a list that
 // has such a row.
 const notServedNote = "NotServed: no audio operator has an output or input of that name. " +
 	"The operator of each node names what it finds (<node>-<card's bus place>-<PCM id>, or a Bluetooth speaker's address) " +
-	"and writes its status, so a Sink or Source created by hand under another name stays without one: " +
+	"and writes its status, so a Sink or Source created by hand under another name is served by none: " +
 	"check the name against the served ones above, or whether that node's audio-operator pod runs (kubectl -n liken-system get pods -o wide)."
 
 // printEndpoints writes list's table to out, and to errOut the note on
@@ -193,12 +193,26 @@ func row(kind string, u *unstructured.Unstructured) endpoint {
 		e.claim = ns + "/" + n
 	}
 	e.state = state(u)
-	if e.node == "" {
+	if e.node == "" || reason(u, audiov1.ConditionConnected) == audiov1.ReasonNotServed {
 		// Every operator writes status.node first of all (the API
-		// server's admission policy lets it write no other status).
+		// server's admission policy lets it write no other status);
+		// the operator of the node a hand-made object's name is of
+		// writes it with Connected NotServed.
 		e.state = stateNotServed
 	}
 	return e
+}
+
+// reason is the reason of u's condition typ, or "".
+func reason(u *unstructured.Unstructured, typ string) string {
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		if m, ok := c.(map[string]any); ok && m["type"] == typ {
+			r, _ := m["reason"].(string)
+			return r
+		}
+	}
+	return ""
 }
 
 // state reads the Connected and Ready conditions as one word.

@@ -14,15 +14,23 @@ import (
 )
 
 // A Sink or Source no operator has written a status for (created by hand
-// under a name no node has) is listed NotServed, with a note on stderr
-// saying what that means; a served one keeps its state, and a list with
-// none has no note.
+// under a name no node has), or one its node's operator marked
+// NotServed, is listed NotServed, with a note on stderr saying what that
+// means; a served one keeps its state, and a list with none has no note.
 func TestListMarksUnserved(t *testing.T) {
 	served := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"node": "kitchen",
 		"conditions": []any{map[string]any{"type": "Connected", "status": "True"}, map[string]any{"type": "Ready", "status": "True"}}}}}
 	served.SetName("kitchen-pci-0000-00-1f-3-hdmi-0")
 	typo := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"volume": int64(40)}}}
 	typo.SetName("kitchn-pci-0000-00-1f-3-hdmi-0")
+
+	marked := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"node": "kitchen",
+		"conditions": []any{map[string]any{"type": "Connected", "status": "False", "reason": "NotServed"},
+			map[string]any{"type": "Ready", "status": "False", "reason": "NotServed"}}}}}
+	marked.SetName("kitchen-pci-0000-00-1f-3-hdmi-9")
+	if st := row("Sink", marked).state; st != stateNotServed {
+		t.Errorf("state of a Sink marked NotServed %q, want %s", st, stateNotServed)
+	}
 
 	rows := []endpoint{row("Sink", served), row("Sink", typo)}
 	if rows[0].state != "Ready" || rows[1].state != stateNotServed {

@@ -10,9 +10,12 @@ import (
 // Sink is one playback endpoint of a node: an ALSA playback PCM (HDMI,
 // DisplayPort, analog, USB) or a paired Bluetooth speaker (an A2DP sink).
 // Its name is the DRA device name; a speaker's is its address in lower
-// case with dashes. The operator of the node creates it; one a person
-// creates under a name no node's operator has keeps an empty status
-// (`kubectl liken audio list` shows it NotServed).
+// case with dashes. The operator of the node creates it. One a person
+// creates under a name of a node's form (the node, then a bus such as
+// pci or usb) that the node's operator has no output of gets from that
+// operator status.node and Connected and Ready False with reason
+// NotServed; one under a name of no node's form keeps an empty status.
+// `kubectl liken audio list` shows both NotServed.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
@@ -49,9 +52,8 @@ type SinkList struct {
 // Source is one capture endpoint of a node: an ALSA capture PCM (a
 // microphone or line input), declared to PipeWire as an
 // api.alsa.pcm.source node. Its name is the DRA device name. The
-// operator of the node creates it; one a person creates under a name no
-// node's operator has keeps an empty status (`kubectl liken audio list`
-// shows it NotServed).
+// operator of the node creates it; one a person creates by hand is
+// marked NotServed as a Sink is.
 //
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster
@@ -398,6 +400,13 @@ const (
 	// types (one the admission policies would have refused).
 	ConditionSpecApplied = "SpecApplied"
 )
+
+// ReasonNotServed is the reason of Connected and Ready, both False, on
+// a Sink or Source a person created under a name of a node's endpoints
+// (the node part, then a bus such as pci or usb) that the node's
+// operator has no endpoint of: that operator writes it once, with
+// status.node, and nothing else of the status.
+const ReasonNotServed = "NotServed"
 
 // Reasons of SpecApplied besides Applied.
 const (

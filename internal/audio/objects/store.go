@@ -41,6 +41,11 @@ type Options struct {
 	// Node is this node's name; the store follows only objects whose
 	// status.node names it (required).
 	Node string
+	// Mine says whether a name is of this node's form, one its operator
+	// could form for an endpoint of its own: a new object of such a name
+	// that no operator has written yet wakes a pass (see Unclaimed). Nil:
+	// none does.
+	Mine func(name string) bool
 	// OnWatchRestart is called with the kind's name each time a list or
 	// watch fails, just before the informer opens it again
 	// (audio_watch_restarts_total).
@@ -52,6 +57,9 @@ type Options struct {
 type Store struct {
 	opts      Options
 	informers map[string]cache.SharedIndexInformer
+	// unclaimed follow, by kind, the objects whose status names no node
+	// (made by hand, or just created): see Unclaimed.
+	unclaimed map[string]cache.SharedIndexInformer
 	wake      chan struct{}
 }
 
@@ -60,38 +68,60 @@ func New(opts Options) (*Store, error) {
 	if opts.Client == nil || opts.Node == "" {
 		return nil, errors.New("objects: a client and a node name are required")
 	}
-	s := &Store{opts: opts, informers: map[string]cache.SharedIndexInformer{}, wake: make(chan struct{}, 1)}
-	selector := fields.OneTermEqualSelector("status.node", opts.Node).String()
+	s := &Store{opts: opts, informers: map[string]cache.SharedIndexInformer{}, unclaimed: map[string]cache.SharedIndexInformer{},
+		wake: make(chan struct{}, 1)}
 	for _, k := range []Kind{SinkKind, SourceKind} {
-		inf := dynamicinformer.NewFilteredDynamicInformer(opts.Client, k.Resource, "", 0, cache.Indexers{},
-			func(o *metav1.ListOptions) { o.FieldSelector = selector }).Informer()
-		// The stores hold what passes read, not what the API server's
-		// field managers wrote.
-		_ = inf.SetTransform(func(obj any) (any, error) {
-			if m, ok := obj.(metav1.Object); ok {
-				m.SetManagedFields(nil)
+		s.informers[k.Name] = s.informer(k, opts.Node, func(oldObj, newObj any) {
+			if specChanged(oldObj, newObj) {
+				s.poke()
 			}
-			return obj, nil
 		})
-		kind := k.Name
-		_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
-			if opts.OnWatchRestart != nil {
-				opts.OnWatchRestart(kind)
-			}
-			cache.DefaultWatchErrorHandler(ctx, r, err)
-		})
-		_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-			AddFunc:    func(any) { s.poke() },
-			DeleteFunc: func(any) { s.poke() },
-			UpdateFunc: func(oldObj, newObj any) {
-				if specChanged(oldObj, newObj) {
-					s.poke()
-				}
-			},
-		})
-		s.informers[k.Name] = inf
+		// Only a new unclaimed object of this node's form wakes a pass:
+		// any other is some other node's, and one that leaves (claimed
+		// by its node's operator) arrives in that operator's own
+		// informer.
+		s.unclaimed[k.Name] = s.informer(k, "", nil)
 	}
 	return s, nil
+}
+
+// informer makes the informer of kind's objects whose status.node is
+// node ("" matches an object with no status.node: the API server reads
+// a selectable field that is not set as empty). With update (which sees
+// every update) adding and deleting one wakes a pass; without, adding
+// one of a name Options.Mine takes for this node's does.
+func (s *Store) informer(k Kind, node string, update func(oldObj, newObj any)) cache.SharedIndexInformer {
+	opts := s.opts
+	selector := fields.OneTermEqualSelector("status.node", node).String()
+	inf := dynamicinformer.NewFilteredDynamicInformer(opts.Client, k.Resource, "", 0, cache.Indexers{},
+		func(o *metav1.ListOptions) { o.FieldSelector = selector }).Informer()
+	// The stores hold what passes read, not what the API server's field
+	// managers wrote.
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if m, ok := obj.(metav1.Object); ok {
+			m.SetManagedFields(nil)
+		}
+		return obj, nil
+	})
+	kind := k.Name
+	_ = inf.SetWatchErrorHandlerWithContext(func(ctx context.Context, r *cache.Reflector, err error) {
+		if opts.OnWatchRestart != nil {
+			opts.OnWatchRestart(kind)
+		}
+		cache.DefaultWatchErrorHandler(ctx, r, err)
+	})
+	h := cache.ResourceEventHandlerFuncs{AddFunc: func(any) { s.poke() }, UpdateFunc: update}
+	if update != nil {
+		h.DeleteFunc = func(any) { s.poke() }
+	} else {
+		h.AddFunc = func(obj any) {
+			if m, ok := obj.(metav1.Object); ok && opts.Mine != nil && opts.Mine(m.GetName()) {
+				s.poke()
+			}
+		}
+	}
+	_, _ = inf.AddEventHandler(h)
+	return inf
 }
 
 // specChanged says whether an update is one a person made: the generation
@@ -145,7 +175,7 @@ const watchDelay = time.Second
 // catches up.
 func (s *Store) Start(ctx context.Context, timeout time.Duration) error {
 	for _, k := range []Kind{SinkKind, SourceKind} {
-		inf := s.informers[k.Name]
+		infs := []cache.SharedIndexInformer{s.informers[k.Name], s.unclaimed[k.Name]}
 		go func() {
 			s.warm(ctx, k)
 			select {
@@ -153,7 +183,10 @@ func (s *Store) Start(ctx context.Context, timeout time.Duration) error {
 				return
 			case <-time.After(wait.Jitter(watchDelay, 1)):
 			}
-			inf.RunWithContext(ctx)
+			for _, inf := range infs[1:] {
+				go inf.RunWithContext(ctx)
+			}
+			infs[0].RunWithContext(ctx)
 		}()
 	}
 	if timeout <= 0 {
@@ -177,11 +210,13 @@ func (s *Store) warm(ctx context.Context, k Kind) {
 	_, _ = s.opts.Client.Resource(k.Resource).List(call, metav1.ListOptions{Limit: 1})
 }
 
-// Synced reports whether both informers have their first lists.
+// Synced reports whether every informer has its first list.
 func (s *Store) Synced() bool {
-	for _, inf := range s.informers {
-		if !inf.HasSynced() {
-			return false
+	for _, infs := range []map[string]cache.SharedIndexInformer{s.informers, s.unclaimed} {
+		for _, inf := range infs {
+			if !inf.HasSynced() {
+				return false
+			}
 		}
 	}
 	return true
