@@ -190,6 +190,9 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 			_, err = o.store.ApplySource(ctx, e.Name, common)
 		default:
 			st := SinkStatus(common, e, plan.Wanted[e.Name], LayoutApplied(e.Name, plan, restarting))
+			if obj := sinks[e.Name]; obj != nil {
+				st.ConnectionType = keptConnection(e, st.ConnectionType, obj.Status.ConnectionType)
+			}
 			if derr := invalid[e.Name]; derr != nil {
 				c := InvalidSpecApplied(derr)
 				st.Conditions = append(st.Conditions, c)

@@ -133,6 +133,21 @@ func connected(e Endpoint, connType string) metav1.Condition {
 	return c
 }
 
+// keptConnection is the connectionType of a Sink whose status read
+// stored and whose endpoint now gives now: stored when the endpoint is
+// an HDMI/DP port whose monitor went away (it has an ELD element and no
+// valid block), which alsa.ConnectionType cannot tell apart and which
+// is still the port it was, as its declared layout is kept
+// (WantedLayout); now otherwise. The Connected condition, False with
+// reason NoMonitor, is what says that nothing is plugged in.
+func keptConnection(e Endpoint, now, stored string) string {
+	if now == "" && !e.Capture() && e.PCM.HasELD && !e.PCM.ELD.Valid() &&
+		(stored == alsa.ConnHDMI || stored == alsa.ConnDisplayPort) {
+		return stored
+	}
+	return now
+}
+
 // ready is whether PipeWire can play or record through the endpoint: it
 // holds the node, and the node is not in PipeWire's error state (an ALSA
 // device that failed to open, such as "Device or resource busy" when

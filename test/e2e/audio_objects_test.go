@@ -515,6 +515,38 @@ func TestAudioSinksAndSources(t *testing.T) {
 	if f := scrape["audio_reconcile_duration_seconds"]; f == nil || len(f.GetMetric()) == 0 || f.GetMetric()[0].GetHistogram().GetSampleCount() == 0 {
 		t.Errorf("audio_reconcile_duration_seconds has no observations: %v", f)
 	}
+
+	// A Sink a person makes under a name of this node's form that no
+	// output has is marked NotServed by this node's operator, through
+	// the admission policy.
+	handmade := node + "-pci-0000-00-1f-3-hdmi-9"
+	_, err = sinks.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": audiov1.GroupVersion.String(), "kind": "Sink", "metadata": map[string]any{"name": handmade},
+		"spec": map[string]any{"volume": int64(40)}}}, metav1.CreateOptions{})
+	must(t, err)
+	unserved := waitSink("the hand-made Sink marked NotServed", handmade, func(s *audiov1.Sink) bool {
+		c := meta.FindStatusCondition(s.Status.Conditions, audiov1.ConditionReady)
+		return c != nil && c.Reason == audiov1.ReasonNotServed
+	})
+	if c := meta.FindStatusCondition(unserved.Status.Conditions, audiov1.ConditionConnected); unserved.Status.Node != node ||
+		c == nil || c.Status != metav1.ConditionFalse || c.Reason != audiov1.ReasonNotServed {
+		t.Errorf("the hand-made Sink's status %+v, want node %s and Connected False NotServed", unserved.Status, node)
+	}
+
+	// The DP monitor is unplugged: the Sink says no monitor answers, and
+	// keeps the port's connection type and the layout PipeWire's node
+	// was declared with.
+	plugged := getSink(dp).Status
+	must(t, rec.SetELD(7, nil))
+	unplugged := waitSink("the DP Sink Connected False NoMonitor", dp, func(s *audiov1.Sink) bool {
+		c := meta.FindStatusCondition(s.Status.Conditions, audiov1.ConditionConnected)
+		return c != nil && c.Status == metav1.ConditionFalse && c.Reason == audio.ReasonNoMonitor
+	}).Status
+	if unplugged.ConnectionType != "displayport" || unplugged.Monitor != nil || !slices.Equal(unplugged.Layout, plugged.Layout) ||
+		unplugged.LayoutSource != plugged.LayoutSource {
+		t.Errorf("the unplugged DP Sink's status %+v, want connectionType displayport, no monitor and layout %v (%s) kept",
+			unplugged, plugged.Layout, plugged.LayoutSource)
+	}
 }
 
 // scrapeMetrics GETs a Prometheus text endpoint and parses it.

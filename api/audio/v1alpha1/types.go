@@ -180,7 +180,11 @@ type EndpointStatus struct {
 	// function address (0000:00:1f.3) or a USB port path (1-6).
 	// +optional
 	Location string `json:"location,omitempty"`
-	// ConnectionType is how the endpoint reaches a person.
+	// ConnectionType is how the endpoint reaches a person. An HDMI or
+	// DisplayPort port tells which it is only through its monitor's ELD:
+	// once the monitor goes away (Connected False, NoMonitor) the port
+	// keeps the type its monitor gave, and one no monitor was seen on has
+	// none.
 	// +kubebuilder:validation:Enum=analog;hdmi;displayport;usb;bluetooth
 	// +optional
 	ConnectionType string `json:"connectionType,omitempty"`
