@@ -4,6 +4,7 @@ package fakesys
 
 import (
 	_ "embed"
+	"fmt"
 	"os"
 	"path/filepath"
 )
@@ -43,4 +44,39 @@ func LayOutDesktop(dir string) (Desktop, error) {
 		}
 	}
 	return d, nil
+}
+
+// desktopAdapter is the Bluetooth adapter's USB device in Desktop's
+// sysfs, below Sys.
+const desktopAdapter = "devices/pci0000:00/0000:00:14.0/usb1/1-8/1-8.1"
+
+// DesktopAdapterDevnum is the adapter's USB device number on bus 1 as
+// desktop.tree records it (/dev/bus/usb/001/005).
+const DesktopAdapterDevnum = 5
+
+// RenumberDesktopAdapter gives the adapter of the Desktop laid out in sys
+// the USB device number devnum on bus 1, as the kernel would had it
+// enumerated the adapter as that device: its devnum and dev attributes
+// and its uevent (the usbfs minor is (bus-1)*128 + devnum-1,
+// drivers/usb/core/hub.c usb_new_device). It returns the usbfs node's
+// name below /dev (bus/usb/001/DDD) and its minor. devnum must be in
+// 4..128, clear of the other devices on the tree's bus (1 to 3).
+func RenumberDesktopAdapter(sys string, devnum int) (name string, minor uint32, err error) {
+	if devnum < 4 || devnum > 128 {
+		return "", 0, fmt.Errorf("fakesys: USB device number %d: the desktop's adapter takes 4..128 (1 to 3 are its hubs and keyboard)", devnum)
+	}
+	name = fmt.Sprintf("bus/usb/001/%03d", devnum)
+	minor = uint32(devnum - 1)
+	dir := filepath.Join(sys, desktopAdapter)
+	files := map[string]string{
+		"devnum": fmt.Sprintf("%d\n", devnum),
+		"dev":    fmt.Sprintf("189:%d\n", minor),
+		"uevent": fmt.Sprintf("MAJOR=189\nMINOR=%d\nDEVNAME=%s\nDEVTYPE=usb_device\nDRIVER=usb\nPRODUCT=bda/c821/200\nBUSNUM=001\nDEVNUM=%03d\n", minor, name, devnum),
+	}
+	for f, content := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(content), 0o644); err != nil {
+			return "", 0, err
+		}
+	}
+	return name, minor, nil
 }

@@ -13,9 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/fakesys"
 	"github.com/liken-sh/operators/test/node"
 )
 
@@ -28,11 +27,6 @@ var (
 	imageDir string
 	overlays Overlays
 )
-
-// adapterUSBNode is the stand-in usbfs node of the desktop's adapter
-// (bus 1, device 5, 189:4 as test/fakesys/desktop.tree records it),
-// created on the host as a character device.
-const adapterUSBNode = "/dev/bus/usb/001/005"
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -98,7 +92,7 @@ func run(m *testing.M) (code int) {
 			code = 1
 			return
 		}
-		logf("kubelet tier: host restored: sysctls, iptables, mounts, cgroups, links and directories as before, no process left")
+		logf("kubelet tier: host restored: sysctls, iptables, mounts, cgroups, links, directories and device nodes as before, no process left")
 	}()
 	t0 = time.Now()
 	if err := theNode.Import(ctx, tars...); err != nil {
@@ -123,26 +117,34 @@ func run(m *testing.M) (code int) {
 }
 
 // hostDevices creates the stand-in device nodes of the recorded hardware
-// on the host (the node's restore removes them with /dev/bus and
-// /dev/input): the desktop adapter's usbfs node, which the inventory
+// on the host: the desktop adapter's usbfs node, which the inventory
 // driver delivers with the host's mode and owner, and the gamepad's evdev
-// node, which the Bluetooth operator delivers to its consumer.
+// node, which the Bluetooth operator delivers to its consumer. Each takes
+// the first number whose node the host lacks (a node there may be a real
+// device, and is never used or changed), from the recorded one on: the
+// adapter's device number on bus 1 (test/fakesys/desktop.tree, renumbered
+// to match) and the gamepad's evdev number within evdev's legacy minors
+// (drivers/input/evdev.c, EVDEV_MINORS). The node records each node and
+// directory it makes and removes them when it stops, or the next run does
+// after a killed one.
 func hostDevices() error {
-	nodes := []struct {
-		path         string
-		major, minor uint32
-	}{
-		{adapterUSBNode, 189, 4},
-		{padEventNode, 13, 64 + padEvent},
+	var err error
+	if adapterDevnum, err = FreeNumber("/dev/bus/usb/001/%03d", fakesys.DesktopAdapterDevnum, 127); err != nil {
+		return err
 	}
-	for _, n := range nodes {
-		if err := os.MkdirAll(filepath.Dir(n.path), 0o755); err != nil {
-			return err
-		}
-		if err := unix.Mknod(n.path, unix.S_IFCHR|0o660, int(unix.Mkdev(n.major, n.minor))); err != nil && !os.IsExist(err) {
-			return fmt.Errorf("mknod %s: %w", n.path, err)
-		}
+	if padEvent, err = FreeNumber("/dev/input/event%d", 5, 31); err != nil {
+		return err
 	}
+	padEventNode = fmt.Sprintf("/dev/input/event%d", padEvent)
+	usbNode := fmt.Sprintf("/dev/bus/usb/001/%03d", adapterDevnum)
+	// usbfs minors: (bus-1)*128 + devnum-1 (drivers/usb/core/hub.c).
+	if err := theNode.CreateCharDevice(usbNode, 189, uint32(adapterDevnum-1)); err != nil {
+		return err
+	}
+	if err := theNode.CreateCharDevice(padEventNode, 13, uint32(64+padEvent)); err != nil {
+		return err
+	}
+	logf("kubelet tier: stand-in device nodes %s and %s", usbNode, padEventNode)
 	return nil
 }
 

@@ -29,12 +29,19 @@ import (
 )
 
 // The recorded gamepad (internal/bonds/testdata/8bitdo-nes30-pro.*): its
-// address, its HID device in sysfs and its evdev node.
+// address and its HID device in sysfs.
 const (
-	padAddress   = "E4:17:D8:9A:F0:01"
-	padHID       = "0005:2DC8:3820.0001"
-	padEvent     = 5
-	padEventNode = "/dev/input/event5"
+	padAddress = "E4:17:D8:9A:F0:01"
+	padHID     = "0005:2DC8:3820.0001"
+)
+
+// The stand-ins hostDevices makes on the host, at numbers no node of the
+// host has: the gamepad's evdev number and node, and the usbfs device
+// number on bus 1 of the desktop's adapter.
+var (
+	padEvent      int
+	padEventNode  string
+	adapterDevnum int
 )
 
 // busSocket is the Bluetooth pod's D-Bus socket on the host (the bus
@@ -75,6 +82,10 @@ func TestTier(t *testing.T) {
 // two interfaces btusb binds, which the two bases' pods then claim.
 func inventoryBase(t *testing.T, ctx context.Context) {
 	if _, err := fakesys.LayOutDesktop(InventoryDir); err != nil {
+		t.Fatal(err)
+	}
+	// The adapter at the device number of its stand-in usbfs node.
+	if _, _, err := fakesys.RenumberDesktopAdapter(InventorySys, adapterDevnum); err != nil {
 		t.Fatal(err)
 	}
 	began := time.Now()

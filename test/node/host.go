@@ -34,7 +34,9 @@ var Sysctls = []string{"vm.overcommit_memory", "kernel.panic", "kernel.panic_on_
 // the sockets the operators' pods share through hostPath volumes, the
 // runtime's shim and netns state, the CNI plugins' state and the
 // kubelet's container-log links. A path that existed before the run is
-// kept; one the run created is removed.
+// kept; one the run created is removed. What the run itself makes below
+// a directory that may exist (the stand-in device nodes) is recorded one
+// path at a time instead ([Host.CreateCharDevice]).
 var HostPaths = []string{
 	"/var/lib/kubelet",
 	"/run/cdi",
@@ -46,15 +48,14 @@ var HostPaths = []string{
 	"/var/lib/cni",
 	"/var/log/pods",
 	"/var/log/containers",
-	"/dev/input",
-	"/dev/bus",
 	"/etc/cdi",
 	"/run/liken-tier",
 }
 
 // Host is what the host looked like before a node run, recorded so that
 // everything the run changes can be put back: sysctls, iptables rule sets,
-// mounts, cgroups, network links and directories. It is saved as JSON, so
+// mounts, cgroups, network links, directories and the device nodes it
+// made. It is saved as JSON, so
 // that a run killed before its cleanup is cleaned up by the next one
 // ([Recover]).
 type Host struct {
@@ -65,6 +66,7 @@ type Host struct {
 	Links      []string          `json:"links"`    // network interface names
 	Paths      map[string]bool   `json:"paths"`    // HostPaths: existed before
 	BinDir     string            `json:"binDir"`   // processes running from here are the run's
+	Created    []Created         `json:"created"`  // made by the run, oldest first ([Host.CreateCharDevice])
 	RecordedAt time.Time         `json:"recordedAt"`
 }
 
@@ -135,7 +137,8 @@ func LoadHost(path string) (*Host, error) {
 // Restore ends every process of the run and puts back what it changed, in
 // the order that lets each step succeed: processes (so nothing holds a
 // mount or a cgroup), mounts newest first, cgroups deepest first, network
-// links, directories, iptables and sysctls. It does every step even when
+// links, the device nodes and directories the run made, directories,
+// iptables and sysctls. It does every step even when
 // one fails and returns all failures joined.
 func (h *Host) Restore() error {
 	var errs []error
@@ -149,6 +152,9 @@ func (h *Host) Restore() error {
 		errs = append(errs, err)
 	}
 	if err := h.removeLinks(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := h.removeCreated(); err != nil {
 		errs = append(errs, err)
 	}
 	for _, p := range HostPaths {
@@ -227,6 +233,7 @@ func (h *Host) Diff() ([]string, error) {
 			diff = append(diff, "directory left: "+p)
 		}
 	}
+	diff = append(diff, h.createdLeft()...)
 	procs, err := runProcesses(h.BinDir)
 	if err != nil {
 		return nil, err

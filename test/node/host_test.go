@@ -83,6 +83,11 @@ func TestRecoverAfterAKilledRun(t *testing.T) {
 	run("iptables", "-N", "LIKEN-NODE-TEST")
 	run("iptables", "-t", "mangle", "-N", "LIKEN-NODE-TEST")
 	run("ip6tables", "-N", "LIKEN-NODE-TEST")
+	// A stand-in device node in a directory of its own below /dev.
+	devNode := "/dev/liken-node-test/event0"
+	if err := h.CreateCharDevice(record, devNode, 13, 64); err != nil {
+		t.Fatal(err)
+	}
 	left := exec.Command(filepath.Join(bin, "containerd"), "600")
 	left.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := left.Start(); err != nil {
@@ -94,7 +99,7 @@ func TestRecoverAfterAKilledRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"sysctl net.ipv4.ip_forward", "mount left: " + mnt, "cgroup left: " + filepath.Dir(cg), "network link left: liken-test0", "iptables rules differ", "ip6tables rules differ", "directory left: /run/liken-tier", "process left"} {
+	for _, want := range []string{"sysctl net.ipv4.ip_forward", "mount left: " + mnt, "cgroup left: " + filepath.Dir(cg), "network link left: liken-test0", "iptables rules differ", "ip6tables rules differ", "directory left: /run/liken-tier", "device node left: " + devNode, "directory left: /dev/liken-node-test", "process left"} {
 		if !strings.Contains(strings.Join(diff, "\n"), want) {
 			t.Errorf("Diff does not report %q:\n%s", want, strings.Join(diff, "\n"))
 		}

@@ -322,6 +322,14 @@ func (n *Node) StopKubelet() {
 // then kubelet.2.log and so on in Dir.
 func (n *Node) KubeletLog() string { return n.kubeletLog }
 
+// CreateCharDevice makes a stand-in character device node on the host,
+// recorded so that [Node.Stop] (or the next run's [Recover]) removes it
+// and the directories made for it; a path that exists is refused (see
+// [Host.CreateCharDevice]).
+func (n *Node) CreateCharDevice(path string, major, minor uint32) error {
+	return n.host.CreateCharDevice(n.hostRec, path, major, minor)
+}
+
 // Name returns the Node's name.
 func (n *Node) Name() string { return n.opts.Name }
 
