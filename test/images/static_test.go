@@ -52,7 +52,7 @@ func TestCLIImage(t *testing.T) {
 		want          string
 	}{
 		{"audio-operator-cli", "kubectl-liken-audio", []string{"capture"}, "accepts 1 arg"},
-		{"bluetooth-operator-cli", "kubectl-liken-bluetooth", []string{"unpair"}, "accepts 1 arg"},
+		{"bluetooth-operator-cli", "kubectl-liken-bluetooth", []string{"unpair"}, "unpair takes one argument"},
 		{"bluetooth-operator-cli", "kubectl-liken-bluetooth",
 			[]string{"pair", "--device", "gamepad", "--adapter", "00-1a-7d-da-71-13", "--server", "https://127.0.0.1:1"},
 			`--device "gamepad" is not a Bluetooth address`},
