@@ -22,7 +22,6 @@ import (
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/alsa"
 	"github.com/liken-sh/operators/internal/audio/objects"
-	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/poll"
 )
 
@@ -62,18 +61,7 @@ func TestNamedForNode(t *testing.T) {
 func TestHandMadeObjectsAreMarkedNotServed(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := harness.Start(ctx, harness.Options{WithoutScheduler: true, WithoutControllerManager: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	if err := c.ApplyCRDs(ctx, "deploy/audio/crds"); err != nil {
-		t.Fatal(err)
-	}
-	admin, err := dynamic.NewForConfig(c.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, admin := startAudioCluster(ctx, t)
 	const (
 		served   = "kitchen-pci-0000-00-1f-3-hdmi-0"
 		unserved = "kitchen-pci-0000-00-1f-3-hdmi-9"

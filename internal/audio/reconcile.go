@@ -182,11 +182,7 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 			// taken over behind a person's back.
 			err = fmt.Errorf("status.node names %s, not this node; left alone", elsewhere)
 		case e.Capture():
-			if derr := invalid[e.Name]; derr != nil {
-				c := InvalidSpecApplied(derr)
-				common.Conditions = append(common.Conditions, c)
-				o.warn(ctx, derr.Ref, c.Reason, c.Message)
-			}
+			o.invalidSpec(ctx, &common.Conditions, invalid[e.Name])
 			_, err = o.store.ApplySource(ctx, e.Name, common)
 		default:
 			st := SinkStatus(common, e, plan.Wanted[e.Name], LayoutApplied(e.Name, plan, restarting))
@@ -194,9 +190,7 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 				st.ConnectionType = keptConnection(e, st.ConnectionType, obj.Status.ConnectionType)
 			}
 			if derr := invalid[e.Name]; derr != nil {
-				c := InvalidSpecApplied(derr)
-				st.Conditions = append(st.Conditions, c)
-				o.warn(ctx, derr.Ref, c.Reason, c.Message)
+				o.invalidSpec(ctx, &st.Conditions, derr)
 			} else if obj := sinks[e.Name]; obj != nil {
 				if c, ok := WiredSpecApplied(obj.Spec, st.ConnectionType); ok {
 					st.Conditions = append(st.Conditions, c)

@@ -219,9 +219,7 @@ func (o *operator) syncSpeakers(ctx context.Context, g *pipewire.Graph, eps []Sp
 			st.Conditions = append(st.Conditions, o.graphCondition(g))
 			switch {
 			case invalid != nil:
-				c := InvalidSpecApplied(invalid)
-				st.Conditions = append(st.Conditions, c)
-				o.warn(ctx, invalid.Ref, c.Reason, c.Message)
+				o.invalidSpec(ctx, &st.Conditions, invalid)
 			case ok && s != nil:
 				st.Conditions = append(st.Conditions, SpeakerSpecApplied(s.Spec, e))
 			}

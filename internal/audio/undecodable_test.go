@@ -15,14 +15,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 
 	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/audio/objects"
 	"github.com/liken-sh/operators/internal/pipewire"
-	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/poll"
 )
 
@@ -35,21 +33,11 @@ import (
 func TestUndecodableSinkIsReadByEveryReader(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := harness.Start(ctx, harness.Options{WithoutScheduler: true, WithoutControllerManager: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Stop)
-	if err := c.ApplyCRDs(ctx, "deploy/audio/crds"); err != nil {
-		t.Fatal(err)
-	}
-	client, err := dynamic.NewForConfig(c.RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, client := startAudioCluster(ctx, t)
 	const node, name, nodeName = "undecodable-node", "undecodable-node-hdmi-0", "alsa_output.undecodable.hdmi-0"
 	sinks := client.Resource(audiov1.SinksResource)
 	var created *unstructured.Unstructured
+	var err error
 	poll.WaitFor(t, ctx, "the Sink created once the CRD is served", 30*time.Second, func() (bool, string) {
 		created, err = sinks.Create(ctx, &unstructured.Unstructured{Object: map[string]any{
 			"apiVersion": audiov1.GroupVersion.String(), "kind": "Sink", "metadata": map[string]any{"name": name},
