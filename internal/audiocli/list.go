@@ -62,7 +62,7 @@ func printEndpoints(out, errOut io.Writer, rows []endpoint) error {
 	fmt.Fprintln(w, "KIND\tNAME\tNODE\tMONITOR\tSTATE\tCLAIM")
 	unserved := false
 	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.kind, r.name, dash(r.node), dash(r.monitor), r.state, dash(r.claim))
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.kind, r.name, none(r.node), none(r.monitor), r.state, none(r.claim))
 		unserved = unserved || r.state == stateNotServed
 	}
 	if err := w.Flush(); err != nil {
@@ -79,7 +79,8 @@ type endpoint struct {
 	kind, name, node, monitor, state, claim string
 }
 
-func dash(s string) string {
+// none is s, or kubectl's <none> for an empty cell.
+func none(s string) string {
 	if s == "" {
 		return "<none>"
 	}
