@@ -125,7 +125,7 @@ func (c *captureOptions) query() (captureapi.Format, url.Values, error) {
 			if len(c.time) > safetext.MaxEcho {
 				return f, nil, fmt.Errorf("-t %s is not a span begin,end in seconds", safetext.Quote(c.time))
 			}
-			return f, nil, fmt.Errorf("-t %s: %s", c.time, spanProblem(c.time, err))
+			return f, nil, fmt.Errorf("-t %s: %s", echo(c.time), spanProblem(c.time, err))
 		}
 		q.Set("t", c.time)
 	}
@@ -165,7 +165,7 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 		}
 		defer file.abort()
 		if file.inPlace() && term.IsTerminal(int(file.f.Fd())) {
-			return errors.New("-o " + c.output + " is a terminal: refusing to write binary audio to it")
+			return errors.New("-o " + echo(c.output) + " is a terminal: refusing to write binary audio to it")
 		}
 	}
 
@@ -230,9 +230,9 @@ func (c *captureOptions) run(ctx context.Context, name string) error {
 		if err := file.commit(); err != nil {
 			return err
 		}
-		to = " to " + c.output
+		to = " to " + echo(c.output)
 		if file.final != "" && file.final != filepath.Clean(c.output) {
-			to += " (" + file.final + ")"
+			to += " (" + echo(file.final) + ")"
 		}
 	}
 	fmt.Fprintf(c.ErrOut, "%s %s: %d bytes of %s%s\n", res.Kind, name, n, f.MediaType, to)
@@ -258,7 +258,7 @@ func (c *captureOptions) interruptedSpan(f captureapi.Format, span captureapi.Sp
 	}
 	switch {
 	case toFile:
-		return fmt.Errorf("%s: nothing was written to %s (what was there is as it was)", what, c.output)
+		return fmt.Errorf("%s: nothing was written to %s (what was there is as it was)", what, echo(c.output))
 	case n == 0:
 		return fmt.Errorf("%s: nothing was written to stdout", what)
 	case elapsed < span.Begin:
