@@ -35,8 +35,14 @@ fi
 # Each line of hack/apt-packages is "package", "package@backports" or
 # "package@backports>=minimum" (a Debian version, compared with
 # dpkg --compare-versions).
+# installed_version prints the installed version of package $1, or nothing
+# when it is not installed. dpkg-query exits 1 for a package this machine
+# has never known; that is an answer ("not installed"), not a failure, so
+# it must not end the script under set -e and pipefail.
 installed_version() {
-	dpkg-query -W -f='${Status}\t${Version}' "$1" 2>/dev/null | sed -n 's/^install ok installed\t//p'
+	local status
+	status="$(dpkg-query -W -f='${Status}\t${Version}' "$1" 2>/dev/null)" || return 0
+	case "$status" in "install ok installed"$'\t'*) printf '%s\n' "${status#*$'\t'}" ;; esac
 }
 missing=()
 backported=()
@@ -63,7 +69,7 @@ done < hack/apt-packages
 need_go=false
 go_minor() { "$1" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'; }
 gobin="$(command -v go || true)"
-[ -n "$gobin" ] || { [ -x /usr/local/go/bin/go ] && gobin=/usr/local/go/bin/go; }
+if [ -z "$gobin" ] && [ -x /usr/local/go/bin/go ]; then gobin=/usr/local/go/bin/go; fi
 if [ -z "$gobin" ] || [ "$(go_minor "$gobin")" -lt 21 ] 2>/dev/null || [ -z "$(go_minor "$gobin")" ]; then
 	need_go=true
 	backported+=(golang-go)

@@ -10,7 +10,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/env.sh
+# phase NAME: closes the phase under way (its wall time goes to the
+# summary) and opens NAME; "phase" alone closes the last one.
+phases=()
+phase_name="install-deps"
+phase_began=$(date +%s)
+phase() {
+	phases+=("$(printf '%6d s  %s' $(( $(date +%s) - phase_began )) "$phase_name")")
+	phase_name="${1:-}"
+	phase_began=$(date +%s)
+	[ -z "$phase_name" ] || echo "== $phase_name"
+}
+echo "== install-deps"
 hack/install-deps.sh
+phase "control plane (built once into ~/.cache/liken)"
 export LIKEN_CONTROL_PLANE_BIN="$(hack/build-control-plane.sh | tail -n 1)"
 # One set of build flags everywhere: the Go build cache is keyed on them,
 # and the control plane was built with -trimpath.
@@ -19,21 +32,21 @@ log="$(mktemp)"
 trap 'rm -f "$log"' EXIT
 
 status=0
-echo "== gofmt, go vet"
+phase "gofmt, go vet"
 unformatted="$(gofmt -l $(git ls-files '*.go'))"
 if [ -n "$unformatted" ]; then
 	echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 go vet "${flags[@]}" ./...
 
-echo "== golangci-lint (.golangci.yml), SPDX headers"
+phase "golangci-lint (.golangci.yml), SPDX headers"
 hack/lint.sh || status=1
 hack/spdx.sh || true # lists files added without the header; does not fail
 
-echo "== go test"
+phase "go test"
 go test "${flags[@]}" -count=1 -timeout 30m ./... 2>&1 | tee "$log" || status=$?
 
-echo "== fuzz (${FUZZTIME:-10s} each)"
+phase "fuzz (${FUZZTIME:-10s} each)"
 # fuzz runs one target, on the toolchain hack/env.sh names for fuzzing.
 fuzz() {
 	GOTOOLCHAIN="$LIKEN_FUZZ_TOOLCHAIN" go test "${flags[@]}" -run '^$' -fuzz "^$2\$" -fuzztime "${FUZZTIME:-10s}" "$1" >"$log.fuzz" 2>&1
@@ -51,19 +64,22 @@ done < <(git grep -l '^func Fuzz' -- '*_test.go')
 rm -f "$log.fuzz"
 
 if [ "${BENCH:-1}" != 0 ]; then
-	echo "== benchmarks"
+	phase "benchmarks"
 	hack/bench.sh || status=1
 fi
 
-echo "== VM tier: the kernel-facing tests on a real kernel under qemu"
+phase "VM tier: the kernel-facing tests on a real kernel under qemu"
 hack/vm-test.sh || status=1
 
-echo "== kubelet tier: both bases as pods on a real kubelet and containerd"
+phase "kubelet tier: both bases as pods on a real kubelet and containerd"
 LIKEN_SKIP_DEPS=1 hack/kubelet-test.sh || status=1
 
+phase
 echo "== summary"
 grep -E '^(ok|FAIL|---|panic:)' "$log" | grep -v -- '--- PASS' || true
 passed=$(grep -c '^ok' "$log" || true)
 failed=$(grep -c '^FAIL' "$log" || true)
 echo "packages passed: $passed, failed: $failed"
+echo "wall time of each phase:"
+printf '%s\n' "${phases[@]}"
 exit $status
