@@ -11,6 +11,8 @@
 #
 # Prints the directory holding the binaries on its last line.
 set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/env.sh
 
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 STAGING_VERSION="v0${K8S_VERSION#v1}"
@@ -47,8 +49,8 @@ log() { echo "build-control-plane: $*" >&2; }
 
 cd "$OUT/k8s"
 if [ ! -f go.sum ]; then
-	log "resolving k8s.io/kubernetes@$K8S_VERSION"
-	go mod download -json "k8s.io/kubernetes@$K8S_VERSION" >/dev/null
+	with_progress "resolving k8s.io/kubernetes@$K8S_VERSION through the Go module proxy" \
+		go mod download -json "k8s.io/kubernetes@$K8S_VERSION" >/dev/null
 	upstream="$(go env GOMODCACHE)/k8s.io/kubernetes@$K8S_VERSION/go.mod"
 	{
 		echo "module liken.sh/controlplane"
@@ -75,12 +77,12 @@ import (
 	_ "k8s.io/kubernetes/cmd/kubectl"
 )
 GO
-	go mod tidy
+	with_progress "downloading the control plane's modules" go mod tidy
 fi
 for b in kube-apiserver kube-scheduler kube-controller-manager kubectl; do
 	[ -x "$OUT/bin/$b" ] && continue
-	log "building $b (a cold build of all four takes about 15 to 20 minutes on 2 cores)"
-	go build -trimpath -ldflags="$LDF" -o "$OUT/bin/$b.tmp" "k8s.io/kubernetes/cmd/$b"
+	with_progress "building $b $K8S_VERSION (a cold build of all four takes about 15 to 20 minutes on 2 cores; later runs reuse them)" \
+		go build -trimpath -ldflags="$LDF" -o "$OUT/bin/$b.tmp" "k8s.io/kubernetes/cmd/$b"
 	mv "$OUT/bin/$b.tmp" "$OUT/bin/$b"
 done
 
@@ -90,10 +92,9 @@ if [ ! -x "$OUT/bin/etcd" ]; then
 	# leaves a go.mod without it.
 	if ! grep -q "^tool go.etcd.io/etcd/server/v3" go.mod 2>/dev/null; then
 		[ -f go.mod ] || go mod init liken.sh/etcdbin >/dev/null 2>&1
-		go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+		with_progress "resolving etcd $ETCD_VERSION" go get -tool "go.etcd.io/etcd/server/v3@$ETCD_VERSION"
 	fi
-	log "building etcd $ETCD_VERSION"
-	go build -trimpath -ldflags=-s -o "$OUT/bin/etcd.tmp" go.etcd.io/etcd/server/v3
+	with_progress "building etcd $ETCD_VERSION" go build -trimpath -ldflags=-s -o "$OUT/bin/etcd.tmp" go.etcd.io/etcd/server/v3
 	mv "$OUT/bin/etcd.tmp" "$OUT/bin/etcd"
 fi
 have_all

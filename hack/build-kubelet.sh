@@ -16,6 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPO="$PWD"
+. hack/env.sh
 
 K8S_VERSION="${K8S_VERSION:-v1.37.2}"
 CONTAINERD_VERSION="${CONTAINERD_VERSION:-v2.4.2}"
@@ -51,8 +52,7 @@ log() { echo "build-kubelet: $*" >&2; }
 cd "$OUT"
 for b in containerd containerd-shim-runc-v2 ctr; do
 	[ -x "$OUT/bin/$b" ] && continue
-	log "building $b $CONTAINERD_VERSION (containerd's three take about 10 minutes on 2 cores)"
-	GOFLAGS= GOBIN="$OUT/bin.tmp" go install -trimpath -tags no_btrfs,no_devmapper,no_zfs \
+	GOFLAGS= GOBIN="$OUT/bin.tmp" with_progress "building $b $CONTAINERD_VERSION (containerd's three take about 10 minutes on 2 cores; later runs reuse them)" go install -trimpath -tags no_btrfs,no_devmapper,no_zfs \
 		-ldflags="-s -X github.com/containerd/containerd/v2/version.Version=$CONTAINERD_VERSION" \
 		"github.com/containerd/containerd/v2/cmd/$b@$CONTAINERD_VERSION"
 	mv "$OUT/bin.tmp/$b" "$OUT/bin/$b"
@@ -76,12 +76,11 @@ package tools
 
 import _ "k8s.io/kubernetes/cmd/kubelet"
 GO
-		GOFLAGS=-mod=mod go mod tidy
+		GOFLAGS=-mod=mod with_progress "downloading the kubelet's modules" go mod tidy
 	fi
 	minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
 	LDF="-s -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
-	log "building kubelet $K8S_VERSION (a few minutes with the control plane's build cache)"
-	GOFLAGS=-mod=mod go build -trimpath -ldflags="$LDF" -o "$OUT/bin/kubelet.tmp" k8s.io/kubernetes/cmd/kubelet
+	GOFLAGS=-mod=mod with_progress "building kubelet $K8S_VERSION (a few minutes with the control plane's build cache)" go build -trimpath -ldflags="$LDF" -o "$OUT/bin/kubelet.tmp" k8s.io/kubernetes/cmd/kubelet
 	mv "$OUT/bin/kubelet.tmp" "$OUT/bin/kubelet"
 fi
 have_all

@@ -13,6 +13,6 @@ out="${LIKEN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/liken}/bin"
 mkdir -p "$out"
 # Built and exec'd rather than `go run`, so that Ctrl-C reaches the demo and
 # it stops the control plane it started.
-echo "demo.sh: building the demo (test/e2e/cmd/demo) into $out/liken-demo; the first build compiles client-go and the drivers and takes minutes on 2 cores, later ones seconds" >&2
-go build -trimpath -o "$out/liken-demo" ./test/e2e/cmd/demo
+with_progress "building the demo (test/e2e/cmd/demo) into $out/liken-demo (the first build compiles client-go and the drivers: minutes on 2 cores; later ones seconds)" \
+	go build -trimpath -o "$out/liken-demo" ./test/e2e/cmd/demo
 LIKEN_CONTROL_PLANE_BIN="$bin" exec "$out/liken-demo" "$@"

@@ -16,3 +16,30 @@ export GOTOOLCHAIN="${GOTOOLCHAIN:-auto}"
 # context's before that child is cancelled (src/internal/fuzz/fuzz.go,
 # go.dev/issue/75804, fixed in 1.27). Everything else builds on go.mod's Go.
 export LIKEN_FUZZ_TOOLCHAIN="${LIKEN_FUZZ_TOOLCHAIN:-go1.27.3}"
+
+# with_progress WHAT CMD [ARG...]: runs CMD, saying on stderr that WHAT
+# starts, then every 30 s that it goes on and for how long, and when it
+# ended; returns CMD's exit status. For the steps that are long on a
+# machine's first run (a build from the module proxy, a download), so that
+# nobody watches a silent terminal for minutes.
+with_progress() {
+	local what="$1" began=$SECONDS rc=0 ticker
+	shift
+	echo "${0##*/}: $what ..." >&2
+	(
+		# The sleep runs in the background and is waited for, so that the
+		# TERM below ends this loop at once, not after the sleep.
+		trap 'kill $s 2>/dev/null; exit 0' TERM
+		while :; do
+			sleep 30 & s=$!
+			wait $s
+			echo "${0##*/}:   ... still $what ($(( SECONDS - began )) s so far)" >&2
+		done
+	) &
+	ticker=$!
+	"$@" || rc=$?
+	kill "$ticker" 2>/dev/null || true
+	wait "$ticker" 2>/dev/null || true
+	echo "${0##*/}: $what: $( [ $rc = 0 ] && echo done || echo "failed (exit $rc)" ) in $(( SECONDS - began )) s" >&2
+	return $rc
+}

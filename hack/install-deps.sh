@@ -10,6 +10,7 @@
 # installed and new enough it changes nothing and does not touch the network.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. hack/env.sh
 
 log() { echo "install-deps: $*" >&2; }
 SUDO=""
@@ -76,15 +77,15 @@ if [ -z "$gobin" ] || [ "$(go_minor "$gobin")" -lt 21 ] 2>/dev/null || [ -z "$(g
 fi
 
 if [ ${#missing[@]} -gt 0 ] || [ ${#backported[@]} -gt 0 ]; then
-	$SUDO apt-get update -qq
+	with_progress "reading Debian's package lists (apt-get update)" $SUDO apt-get update -qq
 	export DEBIAN_FRONTEND=noninteractive
 	if [ ${#missing[@]} -gt 0 ]; then
-		log "installing ${missing[*]}"
-		$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+		with_progress "installing ${missing[*]}" \
+			$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	fi
 	if [ ${#backported[@]} -gt 0 ]; then
-		log "installing from ${codename}-backports: ${backported[*]}"
-		$SUDO apt-get install -y -qq --no-install-recommends -t "${codename}-backports" "${backported[@]}" >/dev/null
+		with_progress "installing from ${codename}-backports: ${backported[*]}" \
+			$SUDO apt-get install -y -qq --no-install-recommends -t "${codename}-backports" "${backported[@]}" >/dev/null
 	fi
 fi
 if $need_go; then

@@ -14,6 +14,6 @@ GOLANGCI_LINT_VERSION=v2.15.0
 bin="$HOME/.cache/liken/bin/golangci-lint-$GOLANGCI_LINT_VERSION"
 if [ ! -x "$bin/golangci-lint" ]; then
 	mkdir -p "$bin"
-	GOFLAGS=-trimpath GOBIN="$bin" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
+	GOFLAGS=-trimpath GOBIN="$bin" with_progress "building golangci-lint $GOLANGCI_LINT_VERSION (once)" go install "github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$GOLANGCI_LINT_VERSION"
 fi
 exec nice "$bin/golangci-lint" run --allow-parallel-runners --max-issues-per-linter 0 --max-same-issues 0 "$@" ./...
