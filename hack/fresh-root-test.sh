@@ -99,6 +99,10 @@ cleanup() {
 	fi
 }
 trap cleanup EXIT
+# The EXIT trap runs on these too: hack/test.sh stops a tier it started
+# with TERM.
+trap 'exit 130' INT
+trap 'exit 143' TERM
 
 tar -C "$root" -xf "$tarball"
 # The network's part of a fresh machine: its resolver and its CA trust.

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The short fuzz pass of hack/test.sh: every fuzz target of the repository
+# for FUZZTIME (default 10s), on the toolchain hack/env.sh names for
+# fuzzing. Each package's test binary is built once with the fuzzer's
+# instrumentation (go test -c -fuzz) and run once per target of it, in the
+# package's directory and with the fuzz cache go test would give it, so a
+# package's targets share one build and one link instead of one each.
+#
+#   hack/fuzz-pass.sh build DIR   # only build the binaries into DIR
+#   hack/fuzz-pass.sh run DIR     # build what is missing, then run every target
+#
+# "build" is what hack/test.sh starts in the background while the tests
+# run, at the lowest CPU priority. "run" prints "ok" or "FAIL" per target,
+# the last lines of a failure, and exits 1 if one failed; a crash's input
+# is written to <package>/testdata/fuzz/<Target>/ as go test writes it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. hack/env.sh
+mode="${1:-}" dir="${2:-}"
+case "$mode" in build|run) ;; *) echo "usage: hack/fuzz-pass.sh build|run DIR" >&2; exit 2 ;; esac
+[ -n "$dir" ] || { echo "hack/fuzz-pass.sh: no DIR" >&2; exit 2; }
+mkdir -p "$dir"
+dir="$(cd "$dir" && pwd)"
+export GOTOOLCHAIN="$LIKEN_FUZZ_TOOLCHAIN"
+module="$(go list -m)"
+fuzzcache="$(go env GOCACHE)/fuzz"
+
+# The packages with fuzz targets, one a line, relative to the root.
+packages() { git grep -l '^func Fuzz' -- '*_test.go' | xargs -n1 dirname | sort -u; }
+# binary PKG: where PKG's instrumented test binary goes.
+binary() { echo "$dir/${1//\//_}.test"; }
+
+# build PKG: builds PKG's binary unless it is there; a failed build leaves
+# its output in the binary's place with .err appended.
+build() {
+	local bin
+	bin="$(binary "$1")"
+	[ -x "$bin" ] && return 0
+	# "run" may reach a package the background "build" is building.
+	exec 8>"$bin.lock"
+	flock 8
+	if [ -x "$bin" ]; then exec 8>&-; return 0; fi
+	if go test -trimpath -c -fuzz=. -o "$bin.tmp" "./$1" >"$bin.err" 2>&1; then
+		mv "$bin.tmp" "$bin"
+		rm -f "$bin.err"
+		exec 8>&-
+	else
+		exec 8>&-
+		return 1
+	fi
+}
+
+if [ "$mode" = build ]; then
+	failed=0
+	for pkg in $(packages); do build "$pkg" || failed=1; done
+	exit $failed
+fi
+
+status=0
+out="$dir/run.log"
+for pkg in $(packages); do
+	if ! build "$pkg"; then
+		echo "FAIL  ./$pkg (build)"; tail -20 "$(binary "$pkg").err"; status=1
+		continue
+	fi
+	for target in $(grep -hoE '^func (Fuzz[A-Za-z0-9_]+)' "$pkg"/*_test.go | cut -d' ' -f2); do
+		if (cd "$pkg" && "$(binary "$pkg")" -test.run='^$' -test.fuzz="^$target\$" \
+			-test.fuzztime="${FUZZTIME:-10s}" -test.fuzzcachedir="$fuzzcache/$module/$pkg" \
+			-test.paniconexit0 -test.timeout=10m) >"$out" 2>&1; then
+			echo "ok    ./$pkg $target"
+		else
+			echo "FAIL  ./$pkg $target"; tail -20 "$out"; status=1
+		fi
+	done
+done
+exit $status
