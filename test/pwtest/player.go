@@ -62,7 +62,7 @@ func (p *Player) Pid() int { return p.cmd.Process.Pid }
 func (p *Player) Done() <-chan struct{} { return p.done }
 
 // Stop ends pw-play (SIGINT, then SIGKILL if it has not exited within
-// 5 s) and waits for it. It is an error if pw-play had exited before
+// 30 s) and waits for it. It is an error if pw-play had exited before
 // Stop (the error carries its status and stderr) or needed the SIGKILL.
 // Stopping twice is harmless.
 func (p *Player) Stop() error {
@@ -82,7 +82,7 @@ func (p *Player) Stop() error {
 	select {
 	case <-p.done:
 		return nil
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-p.done
 		return errors.New("pw-play did not end on SIGINT")
