@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -88,6 +89,11 @@ func (p *Player) Stop() error {
 		return errors.New("pw-play did not end on SIGINT")
 	}
 }
+
+// Looping returns a reader of pcm over and over, or of silence when pcm
+// is empty, that never ends: the stdin of a pw-play a test starts itself,
+// which then plays for as long as the test needs. pcm holds whole frames.
+func Looping(pcm []byte) io.Reader { return &loop{pcm: pcm} }
 
 // loop reads pcm over and over, or zeros when pcm is empty, forever.
 type loop struct {
