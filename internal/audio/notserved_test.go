@@ -197,8 +197,8 @@ func TestHandMadeObjectsAreMarkedNotServed(t *testing.T) {
 	create(audiov1.SinksResource, "Sink", "kitchen-pci-0000-00-1f-3-hdmi-8")
 	select {
 	case <-kitchen.store.Wake():
-	case <-time.After(10 * time.Second):
-		t.Error("a new hand-made Sink of kitchen's form did not wake kitchen's operator within 10 s")
+	case <-time.After(30 * time.Second):
+		t.Error("a new hand-made Sink of kitchen's form did not wake kitchen's operator within 30 s")
 	}
 	select {
 	case <-kitchenDen.store.Wake():
