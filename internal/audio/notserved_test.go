@@ -110,7 +110,7 @@ func TestHandMadeObjectsAreMarkedNotServed(t *testing.T) {
 			objProblems: map[string]string{}, warned: map[string]bool{}, untrusted: map[string]bool{}}
 	}
 	kitchen, kitchenDen := op("kitchen"), op("kitchen-den")
-	poll.WaitFor(t, ctx, "both stores holding the hand-made Sinks", 20*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "both stores holding the hand-made Sinks", 30*time.Second, func() (bool, string) {
 		a, b := kitchen.store.Unclaimed(objects.SinkKind), kitchenDen.store.Unclaimed(objects.SinkKind)
 		return len(a) == 4 && len(b) == 4, fmt.Sprint(a, b)
 	})
@@ -172,7 +172,7 @@ func TestHandMadeObjectsAreMarkedNotServed(t *testing.T) {
 
 	// At rest: once the stores hold the marks, passes write nothing and
 	// ask nothing.
-	poll.WaitFor(t, ctx, "the stores holding the marks", 20*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the stores holding the marks", 30*time.Second, func() (bool, string) {
 		a, b := kitchen.store.Names(objects.SinkKind), kitchenDen.store.Names(objects.SinkKind)
 		return len(a) == 1 && len(b) == 1 && len(kitchen.store.Unclaimed(objects.SinkKind)) == 2, fmt.Sprint(a, b)
 	})
