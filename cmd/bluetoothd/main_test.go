@@ -236,7 +236,7 @@ func TestBluetoothdWithoutBlueZPolicyControl(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { bus.Process.Kill(); <-busRun.Done() }()
-	if err := dbusd.WaitReady(context.Background(), sock, 10*time.Second, nil); err != nil {
+	if err := dbusd.WaitReady(context.Background(), sock, 30*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	bt := exec.Command(DefaultBluetoothd, "-n")
@@ -286,7 +286,7 @@ func TestExecSignalsAndExitStatus(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%v; stderr:\n%s", err, p.stderr.String())
 		}
-	case <-time.After(20 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatalf("stand-in not ready; stderr:\n%s", p.stderr.String())
 	}
 
@@ -323,7 +323,7 @@ func TestExecSignalsAndExitStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	rest, _ := io.ReadAll(p.stdout)
-	if status := p.wait(t, 10*time.Second); status != standInExit {
+	if status := p.wait(t, 30*time.Second); status != standInExit {
 		t.Errorf("exit status %d, want the stand-in's %d; stderr:\n%s", status, standInExit, p.stderr.String())
 	}
 	if !strings.Contains(string(rest), "standin terminated") {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/liken-sh/operators/internal/alsa/eld"
+	"github.com/liken-sh/operators/test/poll"
 	"golang.org/x/sys/unix"
 )
 
@@ -47,8 +48,8 @@ func readEvents(t testing.TB, c Control) []Event {
 			t.Fatal(r.err)
 		}
 		return r.evs
-	case <-time.After(5 * time.Second):
-		t.Fatal("no event within 5 s")
+	case <-time.After(30 * time.Second):
+		t.Fatal("no event within 30 s")
 		return nil
 	}
 }
@@ -224,7 +225,7 @@ func TestRecordedEvents(t *testing.T) {
 		if !errors.Is(err, os.ErrClosed) {
 			t.Errorf("ReadEvents after Close: %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("Close did not end ReadEvents")
 	}
 	if _, err := sub.CardInfo(); !errors.Is(err, os.ErrClosed) {
@@ -299,9 +300,26 @@ func TestDumpDirWatch(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	watchErr := make(chan error, 1)
-	reloadErrs := make(chan error, 10)
+	reloadErrs := make(chan error, 1000)
 	go func() { watchErr <- dd.Watch(ctx, func(err error) { reloadErrs <- err }) }()
-	time.Sleep(50 * time.Millisecond) // the watch is set up
+	// A write before the watch is set up passes unseen. A broken file is
+	// reported and changes nothing, so one is written until it is
+	// reported: then the watch is up.
+	broken := []byte(`{"card": 0, "bogus": 1}`)
+	poll.Until(t, "a broken card file reported by the watch", 30*time.Second, func() bool {
+		if err := os.WriteFile(DumpPath(dir, 0), broken, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-reloadErrs:
+			return true
+		default:
+			return false
+		}
+	})
+	if _, err := c.ElemInfo(ElemID{NumID: 30}); err != nil {
+		t.Errorf("the broken file changed the card: %v", err)
+	}
 
 	// The U28E590 leaves device 7; Headset Mic Jack (numid 30) goes; a new
 	// element 60 arrives.
@@ -334,7 +352,7 @@ func TestDumpDirWatch(t *testing.T) {
 	}
 
 	// A broken file is reported and changes nothing.
-	if err := os.WriteFile(DumpPath(dir, 0), []byte(`{"card": 0, "bogus": 1}`), 0o644); err != nil {
+	if err := os.WriteFile(DumpPath(dir, 0), broken, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	// An in-place write may be seen half done (truncated: EOF) first.
@@ -342,7 +360,7 @@ func TestDumpDirWatch(t *testing.T) {
 		select {
 		case err := <-reloadErrs:
 			saw = strings.Contains(err.Error(), `unknown field "bogus"`)
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatal("no reload error naming the broken field")
 		}
 	}

@@ -153,10 +153,10 @@ func (r *running) alive(t *testing.T) {
 	}
 }
 
-// wait returns the first slice state that satisfies ok, waiting up to 20 s.
+// wait returns the first slice state that satisfies ok, waiting up to 30 s.
 func (r *running) wait(t *testing.T, what string, ok func(published) bool) published {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		r.mu.Lock()
 		for _, p := range r.writes {
@@ -185,10 +185,10 @@ func (r *running) since(ok func(published) bool) []published {
 	return nil
 }
 
-// waitLog waits up to 20 s for a log line holding every one of parts.
+// waitLog waits up to 30 s for a log line holding every one of parts.
 func (r *running) waitLog(t *testing.T, parts ...string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		for _, line := range strings.Split(r.logs(), "\n") {
 			if containsAll(line, parts...) {
@@ -421,7 +421,7 @@ func TestGarbledGraphIsReportedAndNothingHalfApplied(t *testing.T) {
 	// Running: a garbled batch ends that pw-dump; the next one is
 	// followed, and no state of the slice ever lost a sink.
 	op.waitLog(t, "The PipeWire graph could not be read", "bad pw-dump output", "inARow=1")
-	deadline := time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for runs() < 3 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}

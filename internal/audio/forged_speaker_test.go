@@ -88,7 +88,7 @@ func TestForgedSpeakerNodeIsIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	var forged pipewire.Node
-	poll.WaitFor(t, ctx, "the forged node in the graph", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the forged node in the graph", 30*time.Second, func() (bool, string) {
 		g, err := d.Remote().Dump(ctx)
 		if err != nil {
 			return false, err.Error()

@@ -110,7 +110,7 @@ func TestHandMadeObjectsAreMarkedNotServed(t *testing.T) {
 			objProblems: map[string]string{}, warned: map[string]bool{}, untrusted: map[string]bool{}}
 	}
 	kitchen, kitchenDen := op("kitchen"), op("kitchen-den")
-	poll.WaitFor(t, ctx, "both stores holding the hand-made Sinks", 20*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "both stores holding the hand-made Sinks", 30*time.Second, func() (bool, string) {
 		a, b := kitchen.store.Unclaimed(objects.SinkKind), kitchenDen.store.Unclaimed(objects.SinkKind)
 		return len(a) == 4 && len(b) == 4, fmt.Sprint(a, b)
 	})
@@ -172,7 +172,7 @@ func TestHandMadeObjectsAreMarkedNotServed(t *testing.T) {
 
 	// At rest: once the stores hold the marks, passes write nothing and
 	// ask nothing.
-	poll.WaitFor(t, ctx, "the stores holding the marks", 20*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the stores holding the marks", 30*time.Second, func() (bool, string) {
 		a, b := kitchen.store.Names(objects.SinkKind), kitchenDen.store.Names(objects.SinkKind)
 		return len(a) == 1 && len(b) == 1 && len(kitchen.store.Unclaimed(objects.SinkKind)) == 2, fmt.Sprint(a, b)
 	})
@@ -197,8 +197,8 @@ func TestHandMadeObjectsAreMarkedNotServed(t *testing.T) {
 	create(audiov1.SinksResource, "Sink", "kitchen-pci-0000-00-1f-3-hdmi-8")
 	select {
 	case <-kitchen.store.Wake():
-	case <-time.After(10 * time.Second):
-		t.Error("a new hand-made Sink of kitchen's form did not wake kitchen's operator within 10 s")
+	case <-time.After(30 * time.Second):
+		t.Error("a new hand-made Sink of kitchen's form did not wake kitchen's operator within 30 s")
 	}
 	select {
 	case <-kitchenDen.store.Wake():

@@ -403,7 +403,7 @@ func TestSpeakerSpecFollowsItsNode(t *testing.T) {
 	specPath := filepath.Join(r.cfg.DRA.CDIDir, DriverName+"-"+uid+".json")
 	waitFile := func(what, want string) {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			spec, _ := os.ReadFile(specPath)
 			claims, _ := gate.Claims(remote.RuntimeDir)

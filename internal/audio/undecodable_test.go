@@ -58,7 +58,7 @@ func TestUndecodableSinkIsReadByEveryReader(t *testing.T) {
 	if err := store.Start(ctx, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	poll.WaitFor(t, ctx, "the store holding the Sink", 20*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the store holding the Sink", 30*time.Second, func() (bool, string) {
 		return len(store.Names(objects.SinkKind)) == 1, strings.Join(store.Names(objects.SinkKind), ",")
 	})
 	events := record.NewFakeRecorder(10)

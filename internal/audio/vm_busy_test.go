@@ -57,7 +57,7 @@ func TestVMBusyDeviceGetsItsNode(t *testing.T) {
 		t.Fatalf("card %d PCM %d has no playback substream: %+v", card, device, subs)
 		return alsa.Substream{}
 	}
-	if !guest.WaitFor(10*time.Second, func() bool { s := playback(); return s.Open && s.OwnerPID == holder.Process.Pid }) {
+	if !guest.WaitFor(30*time.Second, func() bool { s := playback(); return s.Open && s.OwnerPID == holder.Process.Pid }) {
 		t.Fatalf("the holder (pid %d) never held %s: %+v", holder.Process.Pid, pcm, playback())
 	}
 

@@ -15,13 +15,34 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	certutil "k8s.io/client-go/util/cert"
+
+	"github.com/liken-sh/operators/test/poll"
 )
+
+// lockedBuffer is a bytes.Buffer the test reads while a command writes.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) Len() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Len()
+}
 
 // fakeAudioAPI starts an API server that serves ConfigMap audio-api-ca
 // and an audio-api that answers every tap with body, or, when cut, with
@@ -294,7 +315,7 @@ func TestCaptureOutputFIFO(t *testing.T) {
 			if !bytes.Equal(b, body) {
 				t.Errorf("-o %s: the reader got %d bytes, want the %d sent", out, len(b), len(body))
 			}
-		case <-time.After(10 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatalf("-o %s: the FIFO's reader got nothing", out)
 		}
 		if fi := mustLstat(t, fifo); fi.Mode()&fs.ModeNamedPipe == 0 {
@@ -327,14 +348,33 @@ func TestCaptureInterruptedBeforeTheSpan(t *testing.T) {
 			args = append(args, "-o", out)
 		}
 		ctx, interrupt := context.WithCancel(context.Background())
+		var stdout lockedBuffer
+		var stderr bytes.Buffer
+		done := make(chan int, 1)
 		go func() {
-			<-sent
-			time.Sleep(200 * time.Millisecond) // the header is read
-			interrupt()
+			done <- Execute(ctx, "v1.2.3", genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr}, args)
 		}()
-		var stdout, stderr bytes.Buffer
-		code := Execute(ctx, "v1.2.3", genericiooptions.IOStreams{In: strings.NewReader(""), Out: &stdout, ErrOut: &stderr}, args)
+		select {
+		case <-sent:
+		case code := <-done:
+			t.Fatalf("-o %v: exit %d before the tap sent the header: %q", toFile, code, stderr.String())
+		}
+		// Ctrl-C comes once the header has been written out: to stdout,
+		// or to the temporary file beside -o's.
+		poll.Until(t, "the header written", 30*time.Second, func() bool {
+			if !toFile {
+				return stdout.Len() == len(header)
+			}
+			temps, _ := filepath.Glob(filepath.Join(filepath.Dir(out), "."+filepath.Base(out)+".*"))
+			for _, name := range temps {
+				if fi, err := os.Stat(name); err == nil && fi.Size() == int64(len(header)) {
+					return true
+				}
+			}
+			return false
+		})
 		interrupt()
+		code := <-done
 		msg := stderr.String()
 		want := "the capture was interrupted before any audio arrived (the span begins 30s in"
 		if code != 1 || !strings.Contains(msg, want) || strings.Contains(msg, "cut short") || strings.Contains(msg, "context canceled") {

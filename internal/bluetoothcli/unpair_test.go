@@ -13,6 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
+	"github.com/liken-sh/operators/test/poll"
 )
 
 // An interrupt while the operator unpairs (a claim holds the device)
@@ -36,15 +37,15 @@ func TestUnpairWaitIsInterrupted(t *testing.T) {
 	cmd.SetArgs([]string{name})
 	done := make(chan error, 1)
 	go func() { done <- cmd.ExecuteContext(ctx) }()
-	for !strings.Contains(out.String(), "waiting for ResourceClaim games/pad") {
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll.Until(t, "unpair waiting for the claim", 30*time.Second, func() bool {
+		return strings.Contains(out.String(), "waiting for ResourceClaim games/pad")
+	})
 	interrupt()
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("unpair still waits 5 s after the interrupt")
+	case <-time.After(30 * time.Second):
+		t.Fatal("unpair still waits 30 s after the interrupt")
 	}
 	for _, want := range []string{"stopped waiting for the unpair of peripheral " + name, "goes on without this command",
 		"waiting for ResourceClaim games/pad", "the device stays disconnected"} {

@@ -71,7 +71,7 @@ func TestPairWaitsForAStartingAdapter(t *testing.T) {
 		_, _ = d.Resource(btv1.AdaptersResource).Update(context.Background(), u, metav1.UpdateOptions{})
 	}()
 	var progress syncWriter
-	got, err := chooseAdapter(t.Context(), d, &progress, "", "", 10*time.Second)
+	got, err := chooseAdapter(t.Context(), d, &progress, "", "", time.Minute)
 	if err != nil || got != testAdapter {
 		t.Fatalf("chooseAdapter = %q, %v; want %s", got, err, testAdapter)
 	}

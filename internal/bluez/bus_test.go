@@ -18,6 +18,7 @@ import (
 	"github.com/godbus/dbus/v5"
 
 	"github.com/liken-sh/operators/internal/tailbuf"
+	"github.com/liken-sh/operators/test/poll"
 )
 
 // testBus is a real dbus-daemon with a system-type configuration on a
@@ -113,20 +114,13 @@ func (b *testBus) startMock() {
 	}
 	b.mock = cmd
 	ctl := b.control()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	poll.WaitFor(b.t, context.Background(), "dbusmock taking org.bluez", time.Minute, func() (bool, string) {
 		var has bool
 		if err := ctl.BusObject().Call("org.freedesktop.DBus.NameHasOwner", 0, Service).Store(&has); err != nil {
 			b.t.Fatal(err)
 		}
-		if has {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.t.Fatalf("dbusmock did not take org.bluez; log: %s", b.logs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return has, fmt.Sprintf("log: %s", b.logs)
+	})
 }
 
 // control returns the test's own connection to the bus.
@@ -184,10 +178,10 @@ func (b *testBus) stopAll() {
 	}
 }
 
-// connect connects a client with short bounds for tests.
+// connect connects a client with bounds that only a failure reaches.
 func (b *testBus) connect(ctx context.Context) *Client {
 	b.t.Helper()
-	c, err := Connect(ctx, Options{Address: b.address, Wait: 10 * time.Second, CallTimeout: 5 * time.Second})
+	c, err := Connect(ctx, Options{Address: b.address, Wait: time.Minute, CallTimeout: 30 * time.Second})
 	if err != nil {
 		b.t.Fatalf("Connect: %v; log: %s", err, b.logs)
 	}

@@ -33,7 +33,7 @@ func TestConnectWaitsForTheBusThenForBlueZ(t *testing.T) {
 	start := time.Now()
 	done := make(chan result, 1)
 	go func() {
-		c, err := Connect(context.Background(), Options{Address: b.address, Wait: 20 * time.Second})
+		c, err := Connect(context.Background(), Options{Address: b.address, Wait: time.Minute})
 		done <- result{c, err, time.Since(start)}
 	}()
 
@@ -79,7 +79,9 @@ func TestConnectIsBounded(t *testing.T) {
 		if !strings.Contains(err.Error(), b.socket) {
 			t.Errorf("error %q does not name the socket", err)
 		}
-		if d := time.Since(start); d > 2*time.Second {
+		// Only a bound other than the 300 ms asked for (DefaultWait)
+		// comes this late; a slow host does not.
+		if d := time.Since(start); d >= DefaultWait {
 			t.Errorf("gave up after %v, bound was 300ms", d)
 		}
 	})
@@ -101,7 +103,7 @@ func TestConnectIsBounded(t *testing.T) {
 		if !errors.Is(err, ErrNoBlueZ) {
 			t.Fatalf("err = %v, want ErrNoBlueZ", err)
 		}
-		if d := time.Since(start); d > 3*time.Second {
+		if d := time.Since(start); d >= DefaultWait {
 			t.Errorf("gave up after %v, bound was 400ms", d)
 		}
 	})
@@ -109,7 +111,7 @@ func TestConnectIsBounded(t *testing.T) {
 		b := newTestBus(t)
 		ctx, cancel := context.WithCancel(context.Background())
 		time.AfterFunc(100*time.Millisecond, cancel)
-		_, err := Connect(ctx, Options{Address: b.address, Wait: 10 * time.Second})
+		_, err := Connect(ctx, Options{Address: b.address, Wait: 2 * time.Minute})
 		if !errors.Is(err, context.Canceled) || errors.Is(err, ErrNoBus) {
 			t.Fatalf("err = %v, want context.Canceled and not ErrNoBus", err)
 		}
@@ -280,8 +282,8 @@ func next(t *testing.T, c *Client) Change {
 			t.Fatalf("changes closed: %v", c.Err())
 		}
 		return ch
-	case <-time.After(5 * time.Second):
-		t.Fatal("no change within 5s")
+	case <-time.After(30 * time.Second):
+		t.Fatal("no change within 30s")
 	}
 	return Change{}
 }
@@ -354,8 +356,8 @@ func TestBluetoothdLeavingTheBusStopsTheClient(t *testing.T) {
 			for range c.Changes() {
 			}
 		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("changes still open 5s after bluetoothd left")
+	case <-time.After(30 * time.Second):
+		t.Fatal("changes still open 30s after bluetoothd left")
 	}
 	<-c.Done()
 	if err := c.Err(); !errors.Is(err, ErrBlueZGone) || errors.Is(err, ErrConnectionLost) {
@@ -376,8 +378,8 @@ func TestALostBusStopsTheClient(t *testing.T) {
 	b.daemon = nil
 	select {
 	case <-c.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("client still running 5s after the bus died")
+	case <-time.After(30 * time.Second):
+		t.Fatal("client still running 30s after the bus died")
 	}
 	if _, ok := <-c.Changes(); ok {
 		t.Error("changes not closed")
@@ -437,11 +439,14 @@ func TestSetConnectable(t *testing.T) {
 func TestCallsAreBounded(t *testing.T) {
 	b := startTestBus(t)
 	b.mockCall("AddAdapter", "hci0", "liken-node")
-	c, err := Connect(context.Background(), Options{Address: b.address, CallTimeout: 300 * time.Millisecond})
+	c, err := Connect(context.Background(), Options{Address: b.address})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
+	// Connect's own calls keep the default bound, which a loaded host
+	// needs; the short one is for the calls to the hung bluetoothd.
+	c.callTimeout = 300 * time.Millisecond
 	// A bluetoothd that hangs: stopped, it keeps its name and never answers.
 	if err := b.mock.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
@@ -457,7 +462,8 @@ func TestCallsAreBounded(t *testing.T) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("%s: err = %v, want a deadline", name, err)
 		}
-		if d > 2*time.Second {
+		// Only another bound (DefaultCallTimeout) ends it this late.
+		if d >= DefaultCallTimeout {
 			t.Errorf("%s returned after %v, bound was 300ms", name, d)
 		}
 		t.Logf("%s: %v after %v", name, err, d)

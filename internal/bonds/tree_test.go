@@ -306,8 +306,8 @@ func TestReadTreeRefusesNamedPipes(t *testing.T) {
 	var r result
 	select {
 	case r = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("ReadTree is still waiting on a named pipe after 10 s")
+	case <-time.After(30 * time.Second):
+		t.Fatal("ReadTree is still waiting on a named pipe after 30 s")
 	}
 	if r.err != nil {
 		t.Fatal(r.err)

@@ -5,6 +5,7 @@ package capture
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/captureapi"
 	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/poll"
 	"github.com/liken-sh/operators/test/pwtest"
 	"github.com/liken-sh/operators/test/secretvolume"
 )
@@ -88,8 +90,7 @@ func (w *world) play(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = p.Stop() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, "the tone's stream linked to the sink", 30*time.Second, func() bool {
 		g, err := w.pw.Remote().Dump(context.Background())
 		if err != nil {
 			t.Fatal(err)
@@ -97,15 +98,12 @@ func (w *world) play(t *testing.T) {
 		if n, ok := g.NodeByName(sinkNode); ok && n.State == pipewire.NodeStateRunning {
 			for _, l := range g.LinksOf(n.ID) {
 				if l.InputNode == n.ID {
-					return
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the tone's stream was never linked to the sink")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 func (w *world) tap(t *testing.T, path string, accept ...string) ([]byte, *http.Response) {
@@ -218,19 +216,12 @@ func TestTapLimit(t *testing.T) {
 	}
 	open[0].Body.Close()
 	// The slot frees when the first tap's handler has stopped its children.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
+	poll.WaitFor(t, context.Background(), "a tap after one left", 30*time.Second, func() (bool, string) {
 		resp := request(t, w.client, http.MethodGet, w.ts.url("/v1/audio/sinks/"+sinkName+"/audio.wav?t=0,0.2"), testToken)
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode == 200 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after one tap left: %d %s", resp.StatusCode, b)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return resp.StatusCode == 200, fmt.Sprintf("%d %s", resp.StatusCode, b)
+	})
 	for _, r := range open[1:] {
 		r.Body.Close()
 	}

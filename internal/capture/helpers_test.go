@@ -19,6 +19,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/captureapi"
 	"github.com/liken-sh/operators/internal/metricsserver"
+	"github.com/liken-sh/operators/test/poll"
 	"github.com/liken-sh/operators/test/secretvolume"
 )
 
@@ -146,19 +147,12 @@ func children(names ...string) []int {
 	return out
 }
 
-// waitNoChildren waits up to 3 s until this process has no child named
+// waitNoChildren waits up to 30 s until this process has no child named
 // in names; it fails the test naming the ones left.
 func waitNoChildren(t testing.TB, names ...string) {
 	t.Helper()
-	deadline := time.Now().Add(3 * time.Second)
-	for {
+	poll.WaitFor(t, context.Background(), "no children "+strings.Join(names, ", "), 30*time.Second, func() (bool, string) {
 		left := children(names...)
-		if len(left) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("children left running: %v", left)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return len(left) == 0, fmt.Sprintf("left running: %v", left)
+	})
 }

@@ -31,7 +31,7 @@ func served(t *testing.T, addr string) *x509.Certificate {
 
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	poll.Until(t, what, 5*time.Second, cond)
+	poll.Until(t, what, 30*time.Second, cond)
 }
 
 func status(t *testing.T, c *http.Client, url string) int {

@@ -4,6 +4,7 @@ package dra
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -16,6 +17,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/klog/v2/ktesting"
 	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
+
+	"github.com/liken-sh/operators/test/poll"
 )
 
 // TestRegistrationRefusedOrUnansweredIsAskedAgain plays the kubelet's
@@ -65,7 +68,7 @@ func TestRegistrationRefusedOrUnansweredIsAskedAgain(t *testing.T) {
 	}
 	registered := func() float64 { return testutil.ToFloat64(d.metrics.registered) }
 
-	if !created(5 * time.Second) {
+	if !created(30 * time.Second) {
 		t.Fatal("with no kubelet answering, the plugin did not ask again")
 	}
 	if registered() != 0 {
@@ -78,25 +81,41 @@ func TestRegistrationRefusedOrUnansweredIsAskedAgain(t *testing.T) {
 	}
 	defer conn.Close()
 	kubelet := registerapi.NewRegistrationClient(conn)
-	if _, err := kubelet.GetInfo(ctx, &registerapi.InfoRequest{}); err != nil {
+	// WaitForReady: a connection tried while the socket is renamed away
+	// for a moment is tried again.
+	if _, err := kubelet.GetInfo(ctx, &registerapi.InfoRequest{}, grpc.WaitForReady(true)); err != nil {
 		t.Fatalf("GetInfo over the renamed socket: %v", err)
 	}
-	_, _ = kubelet.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: false, Error: "version not supported"})
-	if !created(5 * time.Second) {
+	_, _ = kubelet.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: false, Error: "version not supported"}, grpc.WaitForReady(true))
+	if !created(30 * time.Second) {
 		t.Fatal("after the kubelet refused the registration, the plugin did not ask again")
 	}
 
-	if _, err := kubelet.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true}); err != nil {
+	if _, err := kubelet.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{PluginRegistered: true}, grpc.WaitForReady(true)); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for registered() != 1 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if registered() != 1 {
-		t.Fatal("liken_dra_registered did not become 1 once the kubelet acknowledged the registration")
-	}
+	poll.Until(t, "liken_dra_registered 1 once the kubelet acknowledged the registration", 30*time.Second,
+		func() bool { return registered() == 1 })
 	retries := testutil.ToFloat64(d.metrics.registrationRetries)
+	// A request that began before the acknowledgement arrived (on a slow
+	// host the backoff can end first) may still have its create event on
+	// the way. Inotify queues events in order, so once a marker created
+	// now is seen, every create after it is a request made after the
+	// plugin reported itself registered.
+	marker := filepath.Join(opts.RegistrarDir, ".marker")
+	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for seen := false; !seen; {
+		select {
+		case ev := <-watcher.Events:
+			seen = ev.Name == marker && ev.Has(fsnotify.Create)
+		case err := <-watcher.Errors:
+			t.Fatal(err)
+		case <-time.After(30 * time.Second):
+			t.Fatal("no event for the marker file")
+		}
+	}
 	if created(4 * opts.RegistrationTimeout) {
 		t.Error("the plugin asked again after the kubelet acknowledged its registration")
 	}

@@ -113,8 +113,8 @@ func TestFindAdapterRefusesANamedPipe(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), devnum+" is a named pipe (FIFO), not a regular file") {
 			t.Fatalf("FindAdapter with a pipe for devnum: %v", err)
 		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("FindAdapter is still waiting on a named pipe after 10 s")
+	case <-time.After(30 * time.Second):
+		t.Fatal("FindAdapter is still waiting on a named pipe after 30 s")
 	}
 }
 

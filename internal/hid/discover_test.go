@@ -417,8 +417,8 @@ func TestDiscoverRefusesNamedPipes(t *testing.T) {
 	var r result
 	select {
 	case r = <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("Discover is still waiting on a named pipe after 10 s")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Discover is still waiting on a named pipe after 30 s")
 	}
 	if r.err != nil {
 		t.Fatal(r.err)

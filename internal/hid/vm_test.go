@@ -48,7 +48,7 @@ func TestVMDiscoverUHIDGamepad(t *testing.T) {
 	// The evdev node is made by hid-input after the driver started the
 	// device; without udev, devtmpfs makes /dev/input/eventN itself.
 	var events []string
-	if !guest.WaitFor(5*time.Second, func() bool {
+	if !guest.WaitFor(30*time.Second, func() bool {
 		events = guest.Glob("/sys/bus/hid/devices/0005:1D6B:0246.*/input/input*/event*")
 		return len(events) == 1 && guest.Exists(filepath.Join("/dev/input", filepath.Base(events[0])))
 	}) {

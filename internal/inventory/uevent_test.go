@@ -23,7 +23,7 @@ func TestRelevantOnKernelUevents(t *testing.T) {
 	if _, err := os.Stat(platform); err != nil {
 		t.Fatalf("this machine's kernel has no %s to ask a platform uevent of: %v", platform, err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	l, err := uevent.Listen(ctx, uevent.Options{})
 	if err != nil {

@@ -116,7 +116,7 @@ func TestVMDiscoverSoundCards(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	if !guest.WaitFor(5*time.Second, func() bool {
+	if !guest.WaitFor(30*time.Second, func() bool {
 		s, _ := Discover("/sys", nil)
 		return slices.Contains(names(s), "platform-snd-aloop-0")
 	}) {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/liken-sh/operators/test/poll"
 )
 
 func TestServe(t *testing.T) {
@@ -67,15 +69,15 @@ func TestStartServesTheRuntime(t *testing.T) {
 		t.Fatalf("Start: %v", err)
 	}
 	var body []byte
-	for range 50 {
+	poll.WaitFor(t, ctx, "a scrape of "+addr, 30*time.Second, func() (bool, string) {
 		resp, err := http.Get("http://" + addr + "/metrics")
-		if err == nil {
-			body, _ = io.ReadAll(resp.Body)
-			resp.Body.Close()
-			break
+		if err != nil {
+			return false, err.Error()
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		body, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return true, ""
+	})
 	if !strings.Contains(string(body), "go_goroutines") || !strings.Contains(string(body), "process_resident_memory_bytes") {
 		t.Fatalf("scrape lacks the runtime's series:\n%.300s", body)
 	}

@@ -92,7 +92,7 @@ func TestWriteNotifies(t *testing.T) {
 		if len(evs) != 1 || evs[0].ID.Name != "Input Source" || evs[0].Mask&alsa.EventValue == 0 {
 			t.Errorf("events %+v, want a value event on Input Source", evs)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("no event after the write")
 	}
 	if got := find(t, readHDA(t, c).Source(), "Input Source").Format(); got != "Headset Mic" {

@@ -5,6 +5,7 @@ package pipewire_test
 import (
 	"context"
 	"math"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -18,16 +19,20 @@ import (
 
 // linkLog follows PipeWire's registry and keeps, for every link between
 // two nodes, when it appeared and when it went, to the precision of the
-// registry's own events.
+// registry's own events: the time this test read the event (which a
+// loaded host delays) and the event's place in the registry's order
+// (which nothing changes).
 type linkLog struct {
 	mu    sync.Mutex
 	links map[uint32]*linkSpan
+	seq   int // registry events read so far
 }
 
 type linkSpan struct {
-	out, in    uint32
-	lingering  bool // no client.id: made with object.linger
-	added, end time.Time
+	out, in          uint32
+	lingering        bool // no client.id: made with object.linger
+	added, end       time.Time
+	addedSeq, endSeq int
 }
 
 func followLinks(t *testing.T, ctx context.Context, socket string) *linkLog {
@@ -42,16 +47,19 @@ func followLinks(t *testing.T, ctx context.Context, socket string) *linkLog {
 		for ev := range c.Events() {
 			now := time.Now()
 			l.mu.Lock()
+			if ev.Global != nil || ev.Removed != nil {
+				l.seq++
+			}
 			switch {
 			case ev.Global != nil && ev.Global.Type == "PipeWire:Interface:Link":
 				p := ev.Global.Props
 				out, _ := strconv.ParseUint(p["link.output.node"], 10, 32)
 				in, _ := strconv.ParseUint(p["link.input.node"], 10, 32)
 				_, owned := p["client.id"]
-				l.links[ev.Global.ID] = &linkSpan{out: uint32(out), in: uint32(in), lingering: !owned, added: now}
+				l.links[ev.Global.ID] = &linkSpan{out: uint32(out), in: uint32(in), lingering: !owned, added: now, addedSeq: l.seq}
 			case ev.Removed != nil:
 				if s, ok := l.links[*ev.Removed]; ok && s.end.IsZero() {
-					s.end = now
+					s.end, s.endSeq = now, l.seq
 				}
 			}
 			l.mu.Unlock()
@@ -61,13 +69,16 @@ func followLinks(t *testing.T, ctx context.Context, socket string) *linkLog {
 }
 
 // between returns, over [from, to], the longest time no link joined out
-// to in, and the most links that joined them at once.
-func (l *linkLog) between(out, in uint32, from, to time.Time) (gap time.Duration, most int) {
+// to in, the most links that joined them at once, and the most other
+// registry events that came between a removal that left them unlinked
+// and the addition that joined them again.
+func (l *linkLog) between(out, in uint32, from, to time.Time) (gap time.Duration, most, events int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	type edge struct {
-		at time.Time
-		d  int
+		at  time.Time
+		seq int
+		d   int
 	}
 	var edges []edge
 	n := 0
@@ -86,20 +97,17 @@ func (l *linkLog) between(out, in uint32, from, to time.Time) (gap time.Duration
 		if start.Before(from) {
 			n++
 		} else {
-			edges = append(edges, edge{start, +1})
+			edges = append(edges, edge{start, s.addedSeq, +1})
 		}
 		if end.Before(to) {
-			edges = append(edges, edge{end, -1})
+			edges = append(edges, edge{end, s.endSeq, -1})
 		}
 	}
-	// Removals before additions at the same instant: a gap of zero.
-	for i := 1; i < len(edges); i++ {
-		for j := i; j > 0 && (edges[j].at.Before(edges[j-1].at) || edges[j].at.Equal(edges[j-1].at) && edges[j].d < edges[j-1].d); j-- {
-			edges[j], edges[j-1] = edges[j-1], edges[j]
-		}
-	}
+	// In the registry's order.
+	slices.SortFunc(edges, func(a, b edge) int { return a.seq - b.seq })
 	most = n
 	var since time.Time
+	sinceSeq := 0 // the removal that opened the gap; 0: none did
 	if n == 0 {
 		since = from
 	}
@@ -107,16 +115,22 @@ func (l *linkLog) between(out, in uint32, from, to time.Time) (gap time.Duration
 		n += e.d
 		most = max(most, n)
 		if n == 0 && since.IsZero() {
-			since = e.at
+			since, sinceSeq = e.at, e.seq
 		} else if n > 0 && !since.IsZero() {
 			gap = max(gap, e.at.Sub(since))
-			since = time.Time{}
+			if sinceSeq > 0 {
+				events = max(events, e.seq-sinceSeq-1)
+			}
+			since, sinceSeq = time.Time{}, 0
 		}
 	}
 	if !since.IsZero() {
 		gap = max(gap, to.Sub(since))
+		if sinceSeq > 0 {
+			events = max(events, l.seq-sinceSeq)
+		}
 	}
-	return gap, most
+	return gap, most, events
 }
 
 // alive counts the links joining out to in at instant at.
@@ -257,11 +271,15 @@ func TestLiveStreamLinksOutliveWirePlumber(t *testing.T) {
 			}
 		}
 		links.mu.Unlock()
-		gap, _ := links.between(pair[0], pair[1], first, time.Now())
-		t.Logf("FIGURE WirePlumber's links of node %d → %d replaced by lingering ones: longest span unlinked %s (target: well under one quantum, %s)",
+		gap, _, events := links.between(pair[0], pair[1], first, time.Now())
+		t.Logf("FIGURE WirePlumber's links of node %d → %d replaced by lingering ones: longest span unlinked %s as read here (target: well under one quantum, %s)",
 			pair[0], pair[1], gap, 1024*time.Second/rate)
-		if gap > 1024*time.Second/rate {
-			t.Errorf("swapping node %d → %d's links left it unlinked for %s", pair[0], pair[1], gap)
+		// The swap is one batch, handled in one pass of PipeWire's main
+		// loop: nothing else reaches the registry between the old links'
+		// removal and the new ones' addition. How long this test took to
+		// read the two events depends on the host's load, not on the swap.
+		if events > 0 {
+			t.Errorf("swapping node %d → %d's links: %d other registry events while it was unlinked (%s as read here)", pair[0], pair[1], events, gap)
 		}
 	}
 
@@ -283,7 +301,7 @@ func TestLiveStreamLinksOutliveWirePlumber(t *testing.T) {
 		back := time.Now()
 		time.Sleep(2 * time.Second)
 		for _, pair := range [][2]uint32{{stream, sinkNode.ID}, {sinkNode.ID, recorder}} {
-			gap, most := links.between(pair[0], pair[1], went, time.Now())
+			gap, most, _ := links.between(pair[0], pair[1], went, time.Now())
 			t.Logf("FIGURE WirePlumber %s, down %s: node %d → %d longest span unlinked %s (target 0), at most %d links at once (target %d, as before)",
 				how.name, back.Sub(went).Round(time.Millisecond), pair[0], pair[1], gap, most, links.alive(pair[0], pair[1], went))
 			if gap > 0 {

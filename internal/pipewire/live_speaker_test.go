@@ -152,7 +152,7 @@ func TestLiveSpeakerNode(t *testing.T) {
 		return n.Props[pipewire.PropBlueZCodec] == want
 	})
 	t.Logf("switched to %s: node %s id %d", want, switched.Name, switched.ID)
-	tr2, err := sim.WaitTransport(ctx, "hci0", speakerAddr, 10*time.Second, func(t bluezsim.Transport) bool { return t.Path != tr.Path })
+	tr2, err := sim.WaitTransport(ctx, "hci0", speakerAddr, 30*time.Second, func(t bluezsim.Transport) bool { return t.Path != tr.Path })
 	if err != nil {
 		t.Fatal(err)
 	}

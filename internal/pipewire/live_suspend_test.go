@@ -17,7 +17,7 @@ import (
 func TestLiveSuspendNode(t *testing.T) {
 	a := pwtest.NullOutput(0, 3, "liken.audio.card0-pcm3")
 	d := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{a}})
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := ctxFor(t, 90*time.Second)
 	p, err := d.StartPlaying(ctx, a.Name, pwtest.Tone(440, 0.1, 48000, 2, time.Second), 48000, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -50,7 +50,7 @@ func TestLiveDeclaredNodes(t *testing.T) {
 	outputs := []pipewire.Output{sinkA, sinkB, source}
 	d := pwtest.New(t, pwtest.Options{Outputs: outputs})
 
-	g, err := d.Remote().Dump(ctxFor(t, 10*time.Second))
+	g, err := d.Remote().Dump(ctxFor(t, time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,7 +103,7 @@ func TestLiveDeclaredNodes(t *testing.T) {
 // access (the baked access fragment).
 func TestLiveFragmentsLoaded(t *testing.T) {
 	d := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{pwtest.NullOutput(0, 0, "liken.audio.card0-pcm0")}})
-	ctx := ctxFor(t, 20*time.Second)
+	ctx := ctxFor(t, time.Minute)
 	settings, err := d.Metadata(ctx, "sm-settings")
 	if err != nil {
 		t.Fatal(err)
@@ -329,13 +329,13 @@ func TestLiveMonitorFollowsGraph(t *testing.T) {
 }
 
 // waitGraph reads snapshots until ok holds for one, failing the test
-// after 20 s or if the monitor ends.
+// after 30 s or if the monitor ends.
 func waitGraph(t *testing.T, m *pipewire.Monitor, ok func(*pipewire.Graph) bool) *pipewire.Graph {
 	t.Helper()
 	if g := m.Latest(); g != nil && ok(g) {
 		return g
 	}
-	timeout := time.After(20 * time.Second)
+	timeout := time.After(30 * time.Second)
 	for {
 		select {
 		case g, open := <-m.Snapshots():
@@ -346,7 +346,7 @@ func waitGraph(t *testing.T, m *pipewire.Monitor, ok func(*pipewire.Graph) bool)
 				return g
 			}
 		case <-timeout:
-			t.Fatalf("no matching snapshot in 20 s (%d batches)", m.Batches())
+			t.Fatalf("no matching snapshot in 30 s (%d batches)", m.Batches())
 		}
 	}
 }
@@ -357,7 +357,7 @@ func TestLiveDumpWithoutPipeWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := pipewire.Remote{RuntimeDir: t.TempDir()}
-	_, err := r.Dump(ctxFor(t, 10*time.Second))
+	_, err := r.Dump(ctxFor(t, time.Minute))
 	if err == nil || !strings.Contains(err.Error(), "Host is down") {
 		t.Errorf("Dump with no PipeWire: %v, want pw-dump's \"Host is down\"", err)
 	}
@@ -371,7 +371,7 @@ func TestLiveDumpWithoutPipeWire(t *testing.T) {
 func TestLiveClientsInOtherPIDNamespace(t *testing.T) {
 	sink := pwtest.NullOutput(0, 0, "liken.audio.card0-pcm0")
 	d := pwtest.New(t, pwtest.Options{PIDNamespace: true, Outputs: []pipewire.Output{sink}})
-	ctx := ctxFor(t, 30*time.Second)
+	ctx := ctxFor(t, 90*time.Second)
 	g, err := d.Remote().Dump(ctx)
 	if err != nil {
 		t.Fatal(err)

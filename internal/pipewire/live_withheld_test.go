@@ -19,7 +19,7 @@ func TestLiveWithheldOutputHasNoNode(t *testing.T) {
 	w.Withheld = "the monitor's ELD lists no audio format"
 	d := pwtest.New(t, pwtest.Options{Outputs: []pipewire.Output{a, w}})
 
-	g, err := d.Remote().Dump(ctxFor(t, 10*time.Second))
+	g, err := d.Remote().Dump(ctxFor(t, time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}

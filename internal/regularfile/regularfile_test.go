@@ -36,7 +36,7 @@ func TestRead(t *testing.T) {
 			if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), kind) {
 				t.Errorf("%s: %v", kind, err)
 			}
-		case <-time.After(5 * time.Second):
+		case <-time.After(30 * time.Second):
 			t.Fatalf("reading a %s blocked", kind)
 		}
 	}

@@ -59,9 +59,9 @@ func TestBoundChildOutlivesItsCallersThread(t *testing.T) {
 		if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
 			t.Fatalf("the child of a retired thread ended with %v, want SIGKILL", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		naive.Process.Kill()
-		t.Fatal("a child forked with Pdeathsig on a thread that was retired still runs 5 s later: the hazard this test guards against is not reproduced")
+		t.Fatal("a child forked with Pdeathsig on a thread that was retired still runs 30 s later: the hazard this test guards against is not reproduced")
 	}
 
 	var cmd *exec.Cmd
@@ -83,6 +83,8 @@ func TestBoundChildOutlivesItsCallersThread(t *testing.T) {
 	for range 50 {
 		onRetiredThread(func() {})
 	}
+	// A death the retirements cause comes at once, as the naive child's
+	// did; this only fails if one came, however slow the host.
 	time.Sleep(200 * time.Millisecond)
 	if gone(cmd.Process.Pid) {
 		t.Fatalf("a child StartBound started died when threads of this process were retired: %v", b.Wait())
@@ -92,8 +94,8 @@ func TestBoundChildOutlivesItsCallersThread(t *testing.T) {
 	}
 	select {
 	case <-b.Done():
-	case <-time.After(5 * time.Second):
-		t.Fatal("Done was not closed 5 s after the child was sent SIGTERM")
+	case <-time.After(30 * time.Second):
+		t.Fatal("Done was not closed 30 s after the child was sent SIGTERM")
 	}
 	var exit *exec.ExitError
 	if err := b.Wait(); !errors.As(err, &exit) || cmd.ProcessState == nil {

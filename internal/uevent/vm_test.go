@@ -38,10 +38,10 @@ func listen(t *testing.T) *recorder {
 	return &recorder{t: t, l: l}
 }
 
-// until reads events until one matches, or fails the test after 10 s.
+// until reads events until one matches, or fails the test after 30 s.
 func (r *recorder) until(what string, match func(uevent.Event) bool) uevent.Event {
 	r.t.Helper()
-	timeout := time.After(10 * time.Second)
+	timeout := time.After(30 * time.Second)
 	for {
 		select {
 		case ev := <-r.l.Events():
@@ -52,7 +52,7 @@ func (r *recorder) until(what string, match func(uevent.Event) bool) uevent.Even
 		case err := <-r.l.Errors():
 			r.t.Fatalf("listener: %v", err)
 		case <-timeout:
-			r.t.Fatalf("no %s within 10 s; received:\n%s", what, r.dump())
+			r.t.Fatalf("no %s within 30 s; received:\n%s", what, r.dump())
 		}
 	}
 }

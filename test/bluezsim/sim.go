@@ -36,7 +36,7 @@ const Python = "/usr/bin/python3"
 const DefaultStartTimeout = 60 * time.Second
 
 // callTimeout bounds each control call to the simulator.
-const callTimeout = 10 * time.Second
+const callTimeout = 30 * time.Second
 
 // Service is BlueZ's bus name.
 const Service = "org.bluez"

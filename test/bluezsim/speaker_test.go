@@ -4,6 +4,7 @@ package bluezsim
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/godbus/dbus/v5"
+
+	"github.com/liken-sh/operators/test/poll"
 )
 
 const speakerAddr = "A0:AB:51:33:B7:12"
@@ -69,8 +72,12 @@ func (e *sourceEndpoint) register(t *testing.T, c *client, codec byte, caps []by
 	}
 }
 
+// waitTimeout bounds every wait of these tests for something the
+// simulator does on its own time; it only matters when that never comes.
+const waitTimeout = 30 * time.Second
+
 func ctxT(t *testing.T) context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	t.Cleanup(cancel)
 	return ctx
 }
@@ -110,7 +117,7 @@ func TestSpeakerStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The SBC endpoint was registered first, so it is the one configured.
-	tr, err := s.WaitTransport(ctxT(t), "hci0", speakerAddr, 10*time.Second, nil)
+	tr, err := s.WaitTransport(ctxT(t), "hci0", speakerAddr, waitTimeout, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,6 +131,13 @@ func TestSpeakerStream(t *testing.T) {
 	if cfg.RateHz != 44100 || cfg.ChannelMode != "joint" || cfg.Blocks != 16 || cfg.MaxBitpool != 53 {
 		t.Fatalf("configuration %+v", cfg)
 	}
+	// The simulator creates the transport and then calls SetConfiguration
+	// without waiting for it, so the call may still be on its way when
+	// the transport is listed.
+	poll.Until(t, "SetConfiguration on the SBC endpoint", waitTimeout, func() bool {
+		set, _, _ := sbc.snapshot()
+		return len(set) > 0
+	})
 	set, _, props := sbc.snapshot()
 	if len(set) != 1 || set[0] != tr.Path || props["Device"].Value() != dev || props["UUID"].Value() != A2DPSourceUUID {
 		t.Fatalf("SetConfiguration calls %v props %v", set, props)
@@ -152,7 +166,7 @@ func TestSpeakerStream(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.WaitTransport(ctxT(t), "hci0", speakerAddr, 5*time.Second, func(t Transport) bool {
+	if _, err := s.WaitTransport(ctxT(t), "hci0", speakerAddr, waitTimeout, func(t Transport) bool {
 		return t.Packets == 3 && t.Bytes == 3*int64(writeMTU) && t.State == "active" && t.Owner != ""
 	}); err != nil {
 		t.Fatal(err)
@@ -166,7 +180,7 @@ func TestSpeakerStream(t *testing.T) {
 	if err := c.conn.Object(Service, tr.Path).Call(MediaTransportInterface+".Release", 0).Err; err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WaitTransport(ctxT(t), "hci0", speakerAddr, 5*time.Second, func(t Transport) bool {
+	if _, err := s.WaitTransport(ctxT(t), "hci0", speakerAddr, waitTimeout, func(t Transport) bool {
 		return t.State == "idle" && t.Owner == "" && t.Volume == 30
 	}); err != nil {
 		t.Fatal(err)
@@ -178,16 +192,18 @@ func TestSpeakerStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr2, err := s.WaitTransport(ctxT(t), "hci0", speakerAddr, 5*time.Second, func(t Transport) bool { return t.Codec == 0xff })
+	tr2, err := s.WaitTransport(ctxT(t), "hci0", speakerAddr, waitTimeout, func(t Transport) bool { return t.Codec == 0xff })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg, err := tr2.Configuration(); err != nil || cfg.Codec != AptX || cfg.RateHz != 48000 || cfg.Channels != 2 {
 		t.Fatalf("aptX configuration %+v, %v", cfg, err)
 	}
-	if _, cleared, _ := sbc.snapshot(); !slices.Contains(cleared, tr.Path) {
-		t.Fatalf("the SBC transport was not cleared on the switch: %v", cleared)
-	}
+	// ClearConfiguration, like SetConfiguration, is sent without waiting.
+	poll.WaitFor(t, context.Background(), "ClearConfiguration of the SBC transport on the switch", waitTimeout, func() (bool, string) {
+		_, cleared, _ := sbc.snapshot()
+		return slices.Contains(cleared, tr.Path), fmt.Sprintf("cleared %v", cleared)
+	})
 	if all, _ := s.Transports(); len(all) != 1 {
 		t.Fatalf("transports after the switch: %+v", all)
 	}
@@ -209,16 +225,10 @@ func TestSpeakerStream(t *testing.T) {
 	if _, ok := objs[dev+"/sep1"]; ok {
 		t.Fatal("remote endpoint still exported after disconnect")
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, cleared, _ := aptx.snapshot(); slices.Contains(cleared, tr2.Path) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no ClearConfiguration for the aptX transport on disconnect")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.WaitFor(t, context.Background(), "ClearConfiguration of the aptX transport on disconnect", waitTimeout, func() (bool, string) {
+		_, cleared, _ := aptx.snapshot()
+		return slices.Contains(cleared, tr2.Path), fmt.Sprintf("cleared %v", cleared)
+	})
 }
 
 // The bus restarts: the socket is recreated at the same path, clients must
@@ -262,7 +272,7 @@ func TestRestartBusKeepsSpeaker(t *testing.T) {
 	if err := s.Connect("hci0", speakerAddr); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.WaitTransport(ctxT(t), "hci0", speakerAddr, 10*time.Second, nil); err != nil {
+	if _, err := s.WaitTransport(ctxT(t), "hci0", speakerAddr, waitTimeout, nil); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := c2.managedObjects()[dev+"/sep2"][MediaEndpointInterface]; !ok {

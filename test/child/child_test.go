@@ -3,11 +3,14 @@
 package child
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/liken-sh/operators/test/poll"
 )
 
 func TestStartStopTail(t *testing.T) {
@@ -16,13 +19,10 @@ func TestStartStopTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for Tail(log, 1) != "two" && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if got := Tail(log, 1); got != "two" {
-		t.Fatalf("tail %q", got)
-	}
+	poll.WaitFor(t, context.Background(), "the child's second line", 30*time.Second, func() (bool, string) {
+		got := Tail(log, 1)
+		return got == "two", "tail " + got
+	})
 	if p.Exited() {
 		t.Fatal("exited early")
 	}

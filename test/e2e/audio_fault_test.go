@@ -19,6 +19,7 @@ import (
 	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
+	"github.com/liken-sh/operators/test/poll"
 )
 
 // A row of the fault table on real PipeWire and WirePlumber and the real
@@ -74,9 +75,7 @@ func TestAudioPipeWireKilledUnderAClaim(t *testing.T) {
 		g, err := pipewire.ParseDump(out)
 		return err == nil && len(g.Nodes) == 1 && g.Nodes[0].Name == nodeName
 	}
-	if !claimSees() {
-		t.Fatal("before the fault the claim's socket does not serve its node")
-	}
+	poll.Until(t, "the claim's socket serving its node before the fault", 30*time.Second, claimSees)
 
 	// The fault.
 	old := pw.PipeWire()
@@ -119,13 +118,7 @@ func TestAudioPipeWireKilledUnderAClaim(t *testing.T) {
 	if !slices.Equal(again.CdiDeviceIds, dev.CdiDeviceIds) || again.DeviceName != dev.DeviceName {
 		t.Errorf("the repeated prepare answers %+v, was %+v", again, dev)
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for !claimSees() {
-		if time.Now().After(deadline) {
-			t.Fatal("the claim's socket never served the new PipeWire's node")
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	poll.Until(t, "the claim's socket serving the new PipeWire's node", 30*time.Second, claimSees)
 
 	// The kubelet restarts.
 	must(t, kl.Close())

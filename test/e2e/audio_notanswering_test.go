@@ -85,6 +85,7 @@ func TestAudioPipeWireNotAnswering(t *testing.T) {
 	// sampled every 100 ms.
 	var mu sync.Mutex
 	seen := map[string]resourceapi.DeviceTaintEffect{}
+	samples := 0
 	stopWatch := make(chan struct{})
 	watched := make(chan struct{})
 	go func() {
@@ -100,6 +101,7 @@ func TestAudioPipeWireNotAnswering(t *testing.T) {
 						}
 					}
 				}
+				samples++
 				mu.Unlock()
 			}
 			select {
@@ -110,7 +112,12 @@ func TestAudioPipeWireNotAnswering(t *testing.T) {
 		}
 	}()
 	var before map[string]resourceapi.DeviceTaintEffect
-	time.Sleep(300 * time.Millisecond)
+	// The taints from before the stop are those of the first sample.
+	poll.Until(t, "a first sample of the slice's taints", 60*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return samples > 0
+	})
 	mu.Lock()
 	before = map[string]resourceapi.DeviceTaintEffect{}
 	for k, v := range seen {

@@ -248,7 +248,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	must(t, pw.Play(ctx, byOutput[dp].Name, pwtest.Tone(440, 0.1, 48000, 2, 300*time.Millisecond), 48000, 2))
 	began := time.Now()
 	patchSpec(dp, `{"volume":40,"mute":true}`)
-	poll.WaitFor(t, ctx, "the DP node at 40% and muted in pw-dump", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the DP node at 40% and muted in pw-dump", 30*time.Second, func() (bool, string) {
 		g, err := pw.Remote().Dump(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -290,7 +290,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	if !found {
 		t.Errorf("the recorded card has no %s", masterName)
 	}
-	poll.WaitFor(t, ctx, "an UnknownControl Event in default", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "an UnknownControl Event in default", 30*time.Second, func() (bool, string) {
 		evs, err := cluster.Client().CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -314,7 +314,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 		!strings.Contains(m, "only to a Bluetooth speaker") || !strings.Contains(m, "wired analog output") {
 		t.Errorf("SpecApplied message %q: want it to name spec.codec, why it is ignored and what the Sink is", m)
 	}
-	poll.WaitFor(t, ctx, "a CodecNotSupported Event in default", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "a CodecNotSupported Event in default", 30*time.Second, func() (bool, string) {
 		evs, err := cluster.Client().CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -342,7 +342,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	// reaches the status), and the field is named in SpecApplied and a
 	// Warning Event until it is fixed.
 	must(t, cluster.Client().AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Delete(ctx, "audio-endpoint-controls", metav1.DeleteOptions{}))
-	poll.WaitFor(t, ctx, "a control value past int32 accepted without the policy", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "a control value past int32 accepted without the policy", 30*time.Second, func() (bool, string) {
 		_, err := sinks.Patch(ctx, dp, types.MergePatchType, []byte(`{"spec":{"volume":55,"controls":{"PCM Playback Volume":2147483648}}}`), metav1.PatchOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
@@ -366,7 +366,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	if m := meta.FindStatusCondition(undecodable.Conditions, audiov1.ConditionSpecApplied).Message; !strings.Contains(m, bad) || !strings.Contains(m, "2147483648") {
 		t.Errorf("SpecApplied message %q: want it to name %s and its value", m, bad)
 	}
-	poll.WaitFor(t, ctx, "an InvalidSpec Event naming the field", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "an InvalidSpec Event naming the field", 30*time.Second, func() (bool, string) {
 		evs, err := cluster.Client().CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -392,7 +392,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	go func() {
 		played <- pw.Play(playCtx, byOutput[dp].Name, pwtest.Tone(440, 0.1, 48000, 2, 60*time.Second), 48000, 2)
 	}()
-	poll.WaitFor(t, ctx, "the stream linked", 15*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the stream linked", 30*time.Second, func() (bool, string) {
 		g, err := pw.Remote().Dump(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -410,7 +410,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	}
 	stopPlay()
 	<-played
-	poll.WaitFor(t, ctx, "the declaration rewritten with the new layout", 15*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the declaration rewritten with the new layout", 30*time.Second, func() (bool, string) {
 		now, err := pipewire.ReadDeclaration(pw.DeclarationPath())
 		if err == nil && slices.Equal(declaredPositions(now, dp), []string{"FL", "FR", "RL", "RR", "FC", "LFE"}) {
 			return true, ""
@@ -427,7 +427,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 	})
 	// PipeWire restarts on the newer declaration: FollowDeclaration does
 	// what the pod's pipewire sidecar does (proven in internal/audio/modes).
-	poll.WaitFor(t, ctx, "the DP node with six channel positions", 20*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the DP node with six channel positions", 30*time.Second, func() (bool, string) {
 		g, err := pw.Remote().Dump(ctx)
 		if err != nil {
 			return false, err.Error()
@@ -440,7 +440,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 		return meta.IsStatusConditionTrue(s.Status.Conditions, audiov1.ConditionLayoutApplied) &&
 			s.Status.LayoutSource == audiov1.LayoutFromSpec
 	})
-	poll.WaitFor(t, ctx, "a LayoutChanged Event", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "a LayoutChanged Event", 30*time.Second, func() (bool, string) {
 		evs, err := cluster.Client().CoreV1().Events("default").List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, err.Error()
@@ -502,7 +502,7 @@ func TestAudioSinksAndSources(t *testing.T) {
 		{"audio_endpoint_connected", "endpoint", razer, 0},
 		{"audio_observation_valid", "source", "pipewire", 1},
 	}
-	poll.WaitFor(t, ctx, "the metrics saying what the objects say", 15*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the metrics saying what the objects say", 30*time.Second, func() (bool, string) {
 		scrape = scrapeMetrics(t, "http://"+lis.Addr().String()+"/metrics")
 		var wrong []string
 		for _, m := range metrics {

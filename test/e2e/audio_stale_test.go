@@ -223,7 +223,7 @@ func TestAudioStuckGraphMonitor(t *testing.T) {
 	if err != nil {
 		t.Fatalf("pw-cli destroy: %v: %s", err, out)
 	}
-	poll.WaitFor(t, ctx, "a graph pass after the DP node went, and the DP Sink Ready again", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "a graph pass after the DP node went, and the DP Sink Ready again", 30*time.Second, func() (bool, string) {
 		if n := counterValue(t, reg, "audio_passes_total", "trigger", "graph"); n <= graphPasses {
 			return false, "no graph pass since the destroy"
 		}

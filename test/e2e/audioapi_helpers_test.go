@@ -241,9 +241,9 @@ func disconnectAndDrain(t testing.TB, ctx context.Context, dyn dynamic.Interface
 	var err error
 	select {
 	case err = <-done:
-	case <-time.After(20 * time.Second):
+	case <-time.After(30 * time.Second):
 		resp.Body.Close()
-		t.Fatalf("the tap of %s still streams 20 s after the Sink became disconnected", name)
+		t.Fatalf("the tap of %s still streams 30 s after the Sink became disconnected", name)
 	}
 	resp.Body.Close()
 	return resp.Trailer.Get(captureapi.TrailerEnded), err

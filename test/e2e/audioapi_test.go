@@ -377,7 +377,7 @@ func TestAudioAPI(t *testing.T) {
 			if span != "" && err == nil {
 				t.Errorf("tap with an end: the body ended cleanly (trailer %q), want it cut", ended)
 			}
-			poll.WaitFor(t, ctx, "the capture container's tap stopped", 10*time.Second, func() (bool, string) {
+			poll.WaitFor(t, ctx, "the capture container's tap stopped", 30*time.Second, func() (bool, string) {
 				n := standIn.taps.Load()
 				return n == 0, fmt.Sprintf("%d taps", n)
 			})
@@ -502,14 +502,14 @@ func checkMinted(t *testing.T, ctx context.Context, c *harness.Cluster, ns strin
 	// deleted or its ca.crt edited, without a new CA.
 	cms := c.Client().CoreV1().ConfigMaps(ns)
 	republished := func(what string) {
-		deadline := time.Now().Add(20 * time.Second)
+		deadline := time.Now().Add(30 * time.Second)
 		for {
 			got, err := cms.Get(ctx, audioapi.CAConfigMap, metav1.GetOptions{})
 			if err == nil && got.Data["ca.crt"] == string(sec.Data["ca.crt"]) {
 				return
 			}
 			if time.Now().After(deadline) {
-				t.Errorf("ConfigMap %s %s: not published again within 20s (last: %v)", audioapi.CAConfigMap, what, err)
+				t.Errorf("ConfigMap %s %s: not published again within 30s (last: %v)", audioapi.CAConfigMap, what, err)
 				return
 			}
 			time.Sleep(100 * time.Millisecond)
@@ -750,7 +750,7 @@ func checkCertificates(t *testing.T, ctx context.Context, c *harness.Cluster, ca
 			n.Store(k)
 			done <- err
 		}()
-		poll.WaitFor(t, ctx, "the serving leaf renewed", 20*time.Second, func() (bool, string) { return serving().Cmp(first) != 0, "same serial" })
+		poll.WaitFor(t, ctx, "the serving leaf renewed", 30*time.Second, func() (bool, string) { return serving().Cmp(first) != 0, "same serial" })
 		t.Logf("serving leaf renewed while the tap streams")
 		// A new connection is served the new leaf and verifies.
 		probe := get(t, ctx, clientFor(t, ctx, c, ns, &cert), "https://"+addr+captureapi.Root, "")

@@ -300,7 +300,7 @@ func converseErr(ctx context.Context, cmd *exec.Cmd, onLine func(line string, st
 	case err = <-done:
 	case <-time.After(90 * time.Second):
 		_ = cmd.Process.Kill()
-		err = fmt.Errorf("no end within 60 s")
+		err = fmt.Errorf("no end within 90 s")
 		<-done
 	case <-ctx.Done():
 		err = ctx.Err()

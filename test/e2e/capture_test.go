@@ -50,22 +50,18 @@ func playTone(t *testing.T, pw *pwtest.Daemons) {
 	p, err := pw.StartPlaying(context.Background(), tapSinkNode, pcm, tapRate, 2)
 	must(t, err)
 	t.Cleanup(func() { _ = p.Stop() })
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	poll.Until(t, "the tone's stream linked to the sink", 30*time.Second, func() bool {
 		g, err := pw.Remote().Dump(context.Background())
 		must(t, err)
 		if n, ok := g.NodeByName(tapSinkNode); ok && n.State == pipewire.NodeStateRunning {
 			for _, l := range g.LinksOf(n.ID) {
 				if l.InputNode == n.ID {
-					return
+					return true
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatal("the tone's stream was never linked to the sink")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // checkTone decodes interleaved s16le PCM and fails unless its spectrum

@@ -211,7 +211,7 @@ func TestInventoryDriver(t *testing.T) {
 	// The prepared claim on the card that left names its nodes without
 	// numbers, so its next container does not start with whatever device
 	// takes them.
-	poll.WaitFor(t, ctx, "the gone card's claim spec", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the gone card's claim spec", 30*time.Second, func() (bool, string) {
 		got := cdiNodes(t, draOpts.CDIDir, soundClaim, prepareOK(t, ctx, plugin, soundClaim).CdiDeviceIds[0])
 		return len(got) == len(wantSound) && strings.HasSuffix(got[0], "(no numbers)"), fmt.Sprint(got)
 	})
@@ -260,7 +260,7 @@ func TestInventoryDriver(t *testing.T) {
 	}
 	// The prepared claims follow: the card's nodes are back, the adapter's
 	// claim names its new usbfs node.
-	poll.WaitFor(t, ctx, "the prepared claims' specs after the storm", 10*time.Second, func() (bool, string) {
+	poll.WaitFor(t, ctx, "the prepared claims' specs after the storm", 30*time.Second, func() (bool, string) {
 		sound := cdiNodes(t, draOpts.CDIDir, soundClaim, prepareOK(t, ctx, plugin, soundClaim).CdiDeviceIds[0])
 		adapter := cdiNodes(t, draOpts.CDIDir, adapterClaim, prepareOK(t, ctx, plugin, adapterClaim).CdiDeviceIds[0])
 		return slices.Equal(sound, wantSound) && adapter[0] == "/dev/bus/usb/001/006", fmt.Sprint(sound, adapter[:1])

@@ -45,7 +45,7 @@ func TestAudioOperatorImage(t *testing.T) {
 		{"/usr/bin/flac", "--version"}, {"/usr/bin/opusenc", "--version"},
 		{"/usr/bin/pw-record", "--version"}, {"/usr/bin/pw-cli", "--version"}, {"/usr/bin/wpctl", "--help"},
 	} {
-		if r := tools.run(t, 10*time.Second, argv...); r.exit != 0 {
+		if r := tools.run(t, time.Minute, argv...); r.exit != 0 {
 			t.Errorf("%s: exit %d (%v)\n%s%s", strings.Join(argv, " "), r.exit, r.err, r.stdout, r.stderr)
 		}
 	}
@@ -80,7 +80,7 @@ func TestAudioOperatorImage(t *testing.T) {
 	// namespace.
 	pw := sandbox{image: img, env: pipewireEnv, binds: []bind{pwConfBind, runtimeBind}}.
 		start(t, "pipewire container", 3*time.Minute, audioOperator, "pipewire")
-	waitFor(t, "PipeWire's socket", 20*time.Second, func() error {
+	waitFor(t, "PipeWire's socket", time.Minute, func() error {
 		c, err := net.Dial("unix", filepath.Join(runtime, "pipewire-0"))
 		if err != nil {
 			return err
@@ -88,7 +88,7 @@ func TestAudioOperatorImage(t *testing.T) {
 		return c.Close()
 	}, pw)
 	client := sandbox{image: img, env: pipewireEnv, binds: []bind{runtimeBind}}
-	if r := client.run(t, 15*time.Second, audioOperator, "graph-answers"); r.exit != 0 || !strings.Contains(r.stdout, "PipeWire answered") {
+	if r := client.run(t, time.Minute, audioOperator, "graph-answers"); r.exit != 0 || !strings.Contains(r.stdout, "PipeWire answered") {
 		t.Fatalf("graph-answers: exit %d (%v)\n%s%s", r.exit, r.err, r.stdout, r.stderr)
 	}
 
@@ -104,7 +104,7 @@ func TestAudioOperatorImage(t *testing.T) {
 		}
 	})
 	waitFor(t, "every declared sink and WirePlumber's default sink", 30*time.Second, func() error {
-		r := client.run(t, 10*time.Second, "/usr/bin/pw-dump")
+		r := client.run(t, time.Minute, "/usr/bin/pw-dump")
 		if r.exit != 0 {
 			return fmt.Errorf("pw-dump: exit %d (%v): %s", r.exit, r.err, r.stderr)
 		}
@@ -112,7 +112,7 @@ func TestAudioOperatorImage(t *testing.T) {
 		return checkDump([]byte(r.stdout), outputs)
 	}, pw, wp)
 	t.Logf("pw-dump from the image shows the %d declared sinks; WirePlumber's default sink is one of them", len(outputs))
-	if r := client.run(t, 15*time.Second, audioOperator, "graph-answers"); r.exit != 0 {
+	if r := client.run(t, time.Minute, audioOperator, "graph-answers"); r.exit != 0 {
 		t.Errorf("graph-answers with WirePlumber running: exit %d (%v)\n%s%s", r.exit, r.err, r.stdout, r.stderr)
 	}
 
@@ -125,13 +125,13 @@ func TestAudioOperatorImage(t *testing.T) {
 	if err := gate.WriteClaim(runtime, gate.Claim{UID: uid, Nodes: []string{claimed}}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "the claim's socket", 20*time.Second, func() error {
+	waitFor(t, "the claim's socket", time.Minute, func() error {
 		_, err := os.Stat(gate.SocketPath(runtime, uid))
 		return err
 	}, pw)
 	consumer := sandbox{image: img, env: []string{"PIPEWIRE_REMOTE=/run/audio.liken.sh/pipewire-0"},
 		binds: []bind{{host: gate.SocketDir(runtime, uid), path: "/run/audio.liken.sh", readOnly: true}}}
-	r = consumer.run(t, 15*time.Second, "/usr/bin/pw-dump")
+	r = consumer.run(t, time.Minute, "/usr/bin/pw-dump")
 	if r.exit != 0 {
 		t.Fatalf("pw-dump through the claim socket: exit %d (%v)\n%s", r.exit, r.err, r.stderr)
 	}

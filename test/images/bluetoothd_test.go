@@ -42,7 +42,7 @@ func TestBluetoothdImage(t *testing.T) {
 		{"/usr/bin/dbus-daemon", "--version"}, {"/usr/libexec/bluetooth/bluetoothd", "--version"},
 		{"/usr/bin/bluetoothctl", "--version"}, {"/usr/bin/btmon", "--version"}, {"/usr/bin/btmgmt", "--version"},
 	} {
-		if r := tools.run(t, 10*time.Second, argv...); r.exit != 0 {
+		if r := tools.run(t, time.Minute, argv...); r.exit != 0 {
 			t.Errorf("%s: exit %d (%v)\n%s%s", strings.Join(argv, " "), r.exit, r.err, r.stdout, r.stderr)
 		}
 	}

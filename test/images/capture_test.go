@@ -133,7 +133,7 @@ func captureContainer(t *testing.T, img unpacked, runtime bind, sinks []pipewire
 	pool := x509.NewCertPool()
 	pool.AddCert(ca.Cert)
 	trusted := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, ServerName: "audio-capture"}}}
-	waitFor(t, "the leaf served and /readyz", 10*time.Second, func() error {
+	waitFor(t, "the leaf served and /readyz", time.Minute, func() error {
 		code, _, _, err := get(trusted, "/readyz", "")
 		if err != nil || code != 200 {
 			return fmt.Errorf("%d %v", code, err)

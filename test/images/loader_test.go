@@ -27,7 +27,7 @@ func TestEveryLibraryResolvesInTheImage(t *testing.T) {
 			}
 			s := sandbox{image: img}
 			for _, obj := range objects {
-				r := s.run(t, 10*time.Second, "/lib64/ld-linux-x86-64.so.2", "--list", obj)
+				r := s.run(t, time.Minute, "/lib64/ld-linux-x86-64.so.2", "--list", obj)
 				if r.exit != 0 || strings.Contains(r.stdout, "not found") {
 					t.Errorf("%s: exit %d (%v)\n%s%s", obj, r.exit, r.err, r.stdout, r.stderr)
 				}

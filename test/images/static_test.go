@@ -27,11 +27,11 @@ func TestStaticImages(t *testing.T) {
 				t.Fatalf("entrypoint %q, want [%s]", got, tc.entry)
 			}
 			s := sandbox{image: img}
-			r := s.run(t, 10*time.Second, tc.entry, "--help")
+			r := s.run(t, time.Minute, tc.entry, "--help")
 			if r.exit != 0 || !strings.Contains(r.stderr, "Usage of") || !strings.Contains(r.stderr, tc.flag) {
 				t.Errorf("--help: exit %d (%v), want 0 and the usage naming %s:\n%s%s", r.exit, r.err, tc.flag, r.stdout, r.stderr)
 			}
-			r = s.run(t, 10*time.Second, tc.entry)
+			r = s.run(t, time.Minute, tc.entry)
 			if r.exit != 1 || !strings.Contains(r.stderr, tc.missing) {
 				t.Errorf("without its environment: exit %d (%v), want 1 and %q:\n%s%s", r.exit, r.err, tc.missing, r.stdout, r.stderr)
 			}
@@ -64,11 +64,11 @@ func TestCLIImage(t *testing.T) {
 				t.Fatalf("entrypoint %q, want [/usr/local/bin/%s]", entry, tc.binary)
 			}
 			s := sandbox{image: img}
-			r := s.run(t, 10*time.Second, entry[0], "--version")
+			r := s.run(t, time.Minute, entry[0], "--version")
 			if v, ok := strings.CutPrefix(strings.TrimSpace(r.stdout), tc.binary+" "); r.exit != 0 || !ok || v == "" || strings.ContainsAny(v, " \n") {
 				t.Errorf("--version: exit %d (%v):\n%s%s", r.exit, r.err, r.stdout, r.stderr)
 			}
-			r = s.run(t, 10*time.Second, append([]string{entry[0]}, tc.bad...)...)
+			r = s.run(t, time.Minute, append([]string{entry[0]}, tc.bad...)...)
 			if r.exit != 1 || !strings.Contains(r.stderr, tc.want) {
 				t.Errorf("%q: exit %d, want 1 and %q:\n%s%s", tc.bad, r.exit, tc.want, r.stdout, r.stderr)
 			}

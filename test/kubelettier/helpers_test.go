@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/liken-sh/operators/test/kubelettier/report"
+	testpoll "github.com/liken-sh/operators/test/poll"
 )
 
 const ns = "liken-system"
@@ -33,23 +34,11 @@ func must(t testing.TB, err error) {
 	}
 }
 
-// poll calls check every 200 ms until it is done, failing the test after
-// timeout with the last state it reported.
+// poll calls check until it is done, failing the test after timeout
+// with the last state it reported: test/poll's WaitFor.
 func poll(t testing.TB, what string, timeout time.Duration, check func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	state := "not checked"
-	for {
-		done, s := check()
-		if done {
-			return
-		}
-		state = s
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not after %s; last: %s", what, timeout, state)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	testpoll.WaitFor(t, context.Background(), what, timeout, check)
 }
 
 // podReady reports whether the pod's Ready condition is true.

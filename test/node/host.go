@@ -439,11 +439,11 @@ func (h *Host) removeCgroups() error {
 	return errors.Join(errs...)
 }
 
-// rmdirRetry removes an empty cgroup, waiting briefly while the kernel
-// still counts an exiting process in it (EBUSY).
+// rmdirRetry removes an empty cgroup, waiting (30 s at most) while the
+// kernel still counts an exiting process in it (EBUSY).
 func rmdirRetry(dir string) error {
 	var err error
-	for range 50 {
+	for range 300 {
 		err = syscall.Rmdir(dir)
 		if err == nil || errors.Is(err, syscall.ENOENT) {
 			return nil
@@ -533,10 +533,10 @@ func runProcesses(binDir string) ([]proc, error) {
 	return out, nil
 }
 
-// killRunProcesses SIGKILLs every process of the run and waits (10 s at
+// killRunProcesses SIGKILLs every process of the run and waits (30 s at
 // most) until none is left.
 func killRunProcesses(binDir string) error {
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		procs, err := runProcesses(binDir)
 		if err != nil {

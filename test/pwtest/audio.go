@@ -11,6 +11,7 @@ import (
 	"math"
 	"os/exec"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -97,10 +98,36 @@ func (d *Daemons) Play(ctx context.Context, target string, pcm []byte, rate, cha
 // monitor ports) or Record (a source).
 type Recording struct {
 	cmd    *exec.Cmd
-	out    bytes.Buffer
+	out    lockedBuffer
 	stderr bytes.Buffer
 	done   chan struct{}
 	err    error
+}
+
+// lockedBuffer is pw-record's stdout, which the test may measure while
+// pw-record writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Len()
+}
+
+// Bytes is the whole capture; call it once pw-record has exited.
+func (l *lockedBuffer) Bytes() []byte {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Bytes()
 }
 
 // RecordMonitor starts recording what the sink named target plays (its
@@ -138,6 +165,10 @@ func (d *Daemons) record(ctx context.Context, args []string, rate, channels int)
 // application.process.id.
 func (r *Recording) Pid() int { return r.cmd.Process.Pid }
 
+// Recorded returns how many bytes pw-record has captured so far: a test
+// waits for as much as it needs rather than for a fixed time.
+func (r *Recording) Recorded() int { return r.out.Len() }
+
 // Stop ends the recording (SIGINT, which pw-record takes as the end) and
 // returns what was captured. pw-record having exited early, or on a
 // signal other than the one sent, is an error.
@@ -150,7 +181,7 @@ func (r *Recording) Stop() ([]byte, error) {
 	_ = r.cmd.Process.Signal(syscall.SIGINT)
 	select {
 	case <-r.done:
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		_ = r.cmd.Process.Kill()
 		<-r.done
 		return r.out.Bytes(), errors.New("pw-record did not end on SIGINT")

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -62,7 +63,7 @@ func (p *Player) Pid() int { return p.cmd.Process.Pid }
 func (p *Player) Done() <-chan struct{} { return p.done }
 
 // Stop ends pw-play (SIGINT, then SIGKILL if it has not exited within
-// 5 s) and waits for it. It is an error if pw-play had exited before
+// 30 s) and waits for it. It is an error if pw-play had exited before
 // Stop (the error carries its status and stderr) or needed the SIGKILL.
 // Stopping twice is harmless.
 func (p *Player) Stop() error {
@@ -82,12 +83,17 @@ func (p *Player) Stop() error {
 	select {
 	case <-p.done:
 		return nil
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		_ = p.cmd.Process.Kill()
 		<-p.done
 		return errors.New("pw-play did not end on SIGINT")
 	}
 }
+
+// Looping returns a reader of pcm over and over, or of silence when pcm
+// is empty, that never ends: the stdin of a pw-play a test starts itself,
+// which then plays for as long as the test needs. pcm holds whole frames.
+func Looping(pcm []byte) io.Reader { return &loop{pcm: pcm} }
 
 // loop reads pcm over and over, or zeros when pcm is empty, forever.
 type loop struct {

@@ -41,12 +41,14 @@ import (
 
 // DefaultReadyTimeout bounds the wait for each daemon to answer. PipeWire
 // creates its socket in about 140 ms here and WirePlumber publishes its
-// default metadata within about a second.
-const DefaultReadyTimeout = 15 * time.Second
+// default metadata within about a second; the bound is for a loaded host,
+// where both take many times that.
+const DefaultReadyTimeout = 60 * time.Second
 
 // DefaultReadyAttempt bounds one readiness check: pw-dump answers in
-// about 0.1 s here.
-const DefaultReadyAttempt = 2 * time.Second
+// about 0.1 s here. A check cut off is tried again, so a bound a loaded
+// host's pw-dump can exceed would never be met.
+const DefaultReadyAttempt = 15 * time.Second
 
 // Options configures Start.
 type Options struct {

@@ -40,7 +40,7 @@ type ExerciseReport struct {
 }
 
 // EventTimeout bounds the wait for the event a write causes.
-var EventTimeout = 5 * time.Second
+var EventTimeout = 30 * time.Second
 
 // Exercise runs every call of the control interface on one card through
 // two handles from open (OpenControl for a real node) and checks the

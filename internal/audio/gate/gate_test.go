@@ -17,6 +17,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/poll"
 	"github.com/liken-sh/operators/test/pwtest"
 )
 
@@ -51,16 +52,10 @@ func start(t *testing.T, more ...pipewire.Output) *fixture {
 	if err := gate.WriteClaim(d.RuntimeDir, gate.Claim{UID: uidA, Nodes: []string{nodeA}}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if _, err := os.Stat(f.socket); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("no claim socket")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	poll.Until(t, "the claim socket", 30*time.Second, func() bool {
+		_, err := os.Stat(f.socket)
+		return err == nil
+	})
 	return f
 }
 
@@ -238,13 +233,13 @@ func linkedFrom(g *pipewire.Graph, id uint32) bool {
 	return false
 }
 
-// startClaimPlayer plays a long tone through claim uid's socket to
-// target, as that claim's consumer.
+// startClaimPlayer plays a tone without end through claim uid's socket
+// to target, as that claim's consumer.
 func (f *fixture) startClaimPlayer(t *testing.T, ctx context.Context, uid, target string) *exec.Cmd {
 	t.Helper()
 	cmd := f.d.Command(ctx, "pw-play", "--raw", "--format", "s16", "--rate", "48000", "--channels", "2", "-")
 	cmd.Env = append(cmd.Env, "PIPEWIRE_REMOTE="+gate.SocketPath(f.d.RuntimeDir, uid), "PIPEWIRE_NODE="+target)
-	cmd.Stdin = bytes.NewReader(pwtest.Tone(440, 0.2, 48000, 2, 30*time.Second))
+	cmd.Stdin = pwtest.Looping(pwtest.Tone(440, 0.2, 48000, 2, time.Second))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -283,16 +278,10 @@ func (f *fixture) linkedStream(t *testing.T, ctx context.Context, pid int) (pipe
 
 func (f *fixture) waitSocket(t *testing.T, uid string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		if st, err := os.Stat(gate.SocketPath(f.d.RuntimeDir, uid)); err == nil && st.Mode()&os.ModeSocket != 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("claim %s was never served", uid)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, "claim "+uid+" served", 30*time.Second, func() bool {
+		st, err := os.Stat(gate.SocketPath(f.d.RuntimeDir, uid))
+		return err == nil && st.Mode()&os.ModeSocket != 0
+	})
 }
 
 // The attack measured before claim sockets existed, replayed by a
@@ -377,18 +366,13 @@ func TestUnpreparedClaimIsClosed(t *testing.T) {
 	}
 	select {
 	case <-exited:
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 		t.Error("the claim's client is still connected after unprepare")
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; {
-		if _, err := os.Stat(gate.SocketDir(f.d.RuntimeDir, uidA)); os.IsNotExist(err) {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the claim's socket directory is still there")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	poll.Until(t, "the claim's socket directory removed", 30*time.Second, func() bool {
+		_, err := os.Stat(gate.SocketDir(f.d.RuntimeDir, uidA))
+		return os.IsNotExist(err)
+	})
 }
 
 // After PipeWire restarts, the declared nodes are recorded for the new

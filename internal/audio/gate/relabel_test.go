@@ -61,7 +61,7 @@ func TestRelabelledStreamIsDestroyed(t *testing.T) {
 			}
 			// A relabelled stream goes; the retitled one shows its new
 			// title and is still there a while later.
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(30 * time.Second)
 			for {
 				now, there := f.mainGraph(t, ctx).Node(made.ID)
 				if !there && !tc.stays {

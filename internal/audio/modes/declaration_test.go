@@ -4,11 +4,15 @@ package modes
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/liken-sh/operators/test/poll"
 )
 
 func TestDeclarationAfter(t *testing.T) {
@@ -51,6 +55,8 @@ func TestDeclarationAfter(t *testing.T) {
 }
 
 // watch runs watchDeclaration until the test ends and returns its wakes.
+// When path's directory exists it returns once the directory is watched:
+// a write before that passes unseen.
 func watch(t *testing.T, path string, backstop time.Duration) <-chan struct{} {
 	wake := make(chan struct{}, 1)
 	done := make(chan struct{})
@@ -60,8 +66,34 @@ func watch(t *testing.T, path string, backstop time.Duration) <-chan struct{} {
 		watchDeclaration(path, backstop, wake, done, t.Logf)
 	}()
 	t.Cleanup(func() { close(done); <-ended })
-	time.Sleep(50 * time.Millisecond) // the watch is set
+	if _, err := os.Stat(filepath.Dir(path)); err == nil {
+		waitWatched(t, filepath.Dir(path))
+	}
 	return wake
+}
+
+// waitWatched waits until an inotify instance of this process watches
+// dir. proc(5): an inotify descriptor's /proc/self/fdinfo entry has one
+// "inotify wd:... ino:<hex inode> ..." line per watch.
+func waitWatched(t *testing.T, dir string) {
+	t.Helper()
+	fi, err := os.Stat(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf(" ino:%x ", fi.Sys().(*syscall.Stat_t).Ino)
+	poll.Until(t, dir+" watched", 30*time.Second, func() bool {
+		fds, _ := os.ReadDir("/proc/self/fdinfo")
+		for _, fd := range fds {
+			info, _ := os.ReadFile(filepath.Join("/proc/self/fdinfo", fd.Name()))
+			for _, line := range strings.Split(string(info), "\n") {
+				if strings.HasPrefix(line, "inotify wd:") && strings.Contains(line, want) {
+					return true
+				}
+			}
+		}
+		return false
+	})
 }
 
 func woke(wake <-chan struct{}, within time.Duration) bool {
@@ -99,7 +131,7 @@ func TestWatchDeclarationWakesOnItsFileOnly(t *testing.T) {
 		for woke(wake, 50*time.Millisecond) { // drain the last step's events
 		}
 		st.do()
-		if !woke(wake, 5*time.Second) {
+		if !woke(wake, 30*time.Second) {
 			t.Fatalf("declaration %s: no wake", st.what)
 		}
 	}
@@ -109,21 +141,16 @@ func TestWatchDeclarationBackstopCoversALateDirectory(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "pipewire.conf.d")
 	path := filepath.Join(dir, "60-liken-outputs.conf")
 	wake := watch(t, path, 100*time.Millisecond)
-	if !woke(wake, 5*time.Second) {
+	if !woke(wake, 30*time.Second) {
 		t.Fatal("the backstop did not wake with no directory to watch")
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // a backstop tick sets the watch
-	for woke(wake, 10*time.Millisecond) {
-	}
-	writeFile(t, path, "a")
-	// An inotify event arrives within milliseconds; the backstop only
-	// every 100 ms.
-	if !woke(wake, 90*time.Millisecond) {
-		t.Fatal("no prompt wake once the directory exists")
-	}
+	// A backstop tick sets the watch, seen in the kernel's own list of
+	// this process's watches rather than timed against the 100 ms ticks,
+	// which wake too.
+	waitWatched(t, dir)
 }
 
 // A socket at PipeWire's path that the running PipeWire did not bind (one
@@ -136,7 +163,7 @@ func TestPipeWireModeIgnoresASocketItsPipeWireDidNotBind(t *testing.T) {
 	old := s.start(t, "old-pipewire", DefaultPipeWire, nil)
 	eventually(t, 30*time.Second, "old PipeWire answers", func() bool { _, ok := s.dump(); return ok })
 	old.cmd.Process.Kill()
-	old.wait(t, 10*time.Second)
+	old.wait(t, 30*time.Second)
 	time.Sleep(20 * time.Millisecond)
 	s.declare(t, "liken_test_node") // newer than the stale socket
 	if !modTime(t, s.declaration).After(modTime(t, s.socket())) {
@@ -145,15 +172,20 @@ func TestPipeWireModeIgnoresASocketItsPipeWireDidNotBind(t *testing.T) {
 	time.Sleep(20 * time.Millisecond)
 
 	var log strings.Builder
+	out := &syncWriter{w: &log}
+	said := func() string { out.mu.Lock(); defer out.mu.Unlock(); return log.String() }
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan int, 1)
 	go func() {
 		done <- PipeWire(ctx, []string{"60"}, Env{
-			Environ: s.environ(), Stderr: &syncWriter{w: &log},
+			Environ: s.environ(), Stderr: out,
 			PipeWire: "/bin/sleep", Declaration: s.declaration, DeclarationBackstop: 20 * time.Millisecond,
 		})
 	}()
-	time.Sleep(500 * time.Millisecond) // 25 checks
+	eventually(t, 30*time.Second, "the stand-in started", func() bool { return strings.Contains(said(), "started sleep") })
+	// A restart would come at a check, every 20 ms; on a slow host fewer
+	// checks pass, which can only let a restart go unseen.
+	time.Sleep(500 * time.Millisecond)
 	cancel()
 	if code := <-done; code != 128+15 {
 		t.Errorf("stand-in daemon stopped with SIGTERM: %d, want 143", code)

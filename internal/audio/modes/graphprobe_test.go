@@ -76,7 +76,9 @@ func TestGraphAnswersFailsOnASilentSocket(t *testing.T) {
 	if code != 1 || !strings.HasPrefix(stderr, "running pw-dump: no answer within 1s (signal: killed)") {
 		t.Fatalf("silent socket: %d, %q", code, stderr)
 	}
-	if took < time.Second || took > time.Second+waitDelay+time.Second {
+	// Unbounded, pw-dump would wait on the silent socket for ever; a slow
+	// host only takes a little longer than the deadline and waitDelay.
+	if took < time.Second || took > 30*time.Second {
 		t.Fatalf("took %v with a 1 s deadline", took)
 	}
 }

@@ -96,7 +96,7 @@ func TestPipeWireModeIgnoresAStaleSocket(t *testing.T) {
 	old := s.start(t, "old-pipewire", DefaultPipeWire, nil)
 	eventually(t, 30*time.Second, "old PipeWire answers", func() bool { _, ok := s.dump(); return ok })
 	old.cmd.Process.Signal(syscall.SIGKILL) // leaves its socket file behind
-	old.wait(t, 10*time.Second)
+	old.wait(t, 30*time.Second)
 	if _, err := os.Stat(s.socket()); err != nil {
 		t.Fatalf("test set-up: the killed PipeWire left no socket: %v", err)
 	}

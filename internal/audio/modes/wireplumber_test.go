@@ -79,7 +79,8 @@ func TestWirePlumberModeFollowsAPipeWireRestart(t *testing.T) {
 	if got := wpMode.wait(t, 30*time.Second); got != 137 {
 		t.Fatalf("WirePlumber killed: mode exited %d, want 137", got)
 	}
-	if took := time.Since(began); took > 10*time.Second {
+	// Waiting out the limit takes a minute; a slow host does not take 30 s.
+	if took := time.Since(began); took > 30*time.Second {
 		t.Errorf("took %v to see the same PipeWire serving (limit 1m)", took)
 	} else {
 		t.Logf("WirePlumber killed to its first process's exit: %v", took.Round(time.Millisecond))
@@ -101,7 +102,7 @@ func TestWirePlumberModeFollowsACrashedPipeWireBack(t *testing.T) {
 	wpMode, wp1 := startWirePlumberMode(t, s, returnLimitEnv+"=1m")
 
 	pw.cmd.Process.Kill()
-	pw.wait(t, 10*time.Second)
+	pw.wait(t, 30*time.Second)
 	time.Sleep(time.Second) // the kubelet's backoff, shortened
 	if wpMode.exited() {
 		t.Fatalf("the mode ended while PipeWire was down: %d", wpMode.wait(t, 0))
@@ -168,7 +169,7 @@ func TestWirePlumberModeEndsWhenItsMediaBusIsReplaced(t *testing.T) {
 	m := newMediaBus(t)
 	socket := m.bus.SocketPath()
 	wpMode, wp := startWirePlumberMode(t, s, returnLimitEnv+"=1m", EnvSystemBus+"="+m.bus.Address())
-	eventually(t, 10*time.Second, "the mode watches the media bus", func() bool {
+	eventually(t, 30*time.Second, "the mode watches the media bus", func() bool {
 		return strings.Contains(logOf(t, s, "wireplumber"), "watching it")
 	})
 
@@ -193,7 +194,7 @@ func TestWirePlumberModeEndsWhenItsMediaBusIsReplaced(t *testing.T) {
 	}
 	t.Cleanup(func() { bus.Stop() })
 	back := time.Now()
-	if got := wpMode.wait(t, 10*time.Second); got != 0 {
+	if got := wpMode.wait(t, 30*time.Second); got != 0 {
 		t.Errorf("mode exited %d, want WirePlumber's clean 0 after SIGTERM", got)
 	}
 	t.Logf("FIGURE new media bus answers → wireplumber mode ended: %v (target: within a poll period, %v, plus WirePlumber's stop)",

@@ -4,11 +4,13 @@ package speakers
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/test/bluezsim"
+	"github.com/liken-sh/operators/test/poll"
 )
 
 const (
@@ -24,17 +26,13 @@ var speaker = bluezsim.Device{Name: "Living Room", Class: 0x240414,
 // is woken by signals, the poll is only the test's way of looking.
 func waitFor(t *testing.T, r *Reader, what string, ok func([]Speaker, bool) bool) []Speaker {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		got, following := r.Speakers()
-		if ok(got, following) {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: the reader has %+v (following %v)", what, got, following)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var got []Speaker
+	poll.WaitFor(t, context.Background(), what, 30*time.Second, func() (bool, string) {
+		var following bool
+		got, following = r.Speakers()
+		return ok(got, following), fmt.Sprintf("the reader has %+v (following %v)", got, following)
+	})
+	return got
 }
 
 func TestReaderFollowsBlueZ(t *testing.T) {
@@ -139,7 +137,7 @@ func TestNoBus(t *testing.T) {
 	r := Start(context.Background(), Options{})
 	select {
 	case <-r.Done():
-	case <-time.After(time.Second):
+	case <-time.After(30 * time.Second):
 		t.Fatal("a reader with no bus keeps running")
 	}
 	if s, f := r.Speakers(); len(s) != 0 || f {

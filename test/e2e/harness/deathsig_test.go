@@ -73,7 +73,7 @@ func TestChildrenDieWithTest(t *testing.T) {
 	if err := cmd.Wait(); err == nil {
 		t.Fatal("child exited cleanly, want a panic")
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for len(processesIn(t, dir)) > 0 {
 		if time.Now().After(deadline) {
 			t.Fatalf("processes %v outlived the test binary that started them", processesIn(t, dir))

@@ -134,15 +134,15 @@ func (d *daemon) stop() {
 		if err != nil {
 			d.t.Logf("bluetoothd ended: %v", err)
 		}
-	case <-time.After(10 * time.Second):
-		d.t.Errorf("bluetoothd did not end within 10 s of SIGTERM")
+	case <-time.After(30 * time.Second):
+		d.t.Errorf("bluetoothd did not end within 30 s of SIGTERM")
 		d.cmd.Process.Kill()
 		<-done
 	}
 	if d.bus != 0 {
 		syscall.Kill(d.bus, syscall.SIGTERM)
-		if !guest.WaitFor(10*time.Second, func() bool { return gone(d.bus) }) {
-			d.t.Errorf("dbus-daemon %d did not end within 10 s of SIGTERM", d.bus)
+		if !guest.WaitFor(30*time.Second, func() bool { return gone(d.bus) }) {
+			d.t.Errorf("dbus-daemon %d did not end within 30 s of SIGTERM", d.bus)
 			syscall.Kill(d.bus, syscall.SIGKILL)
 		}
 	}

@@ -335,7 +335,7 @@ func pair(t *testing.T, d *daemon, ids []uint16, paths []dbus.ObjectPath, addrs 
 	// wait for both link keys before stopping it.
 	for i, a := range addrs {
 		info := filepath.Join(storage, a.String(), addrs[1-i].String(), "info")
-		if !guest.WaitFor(10*time.Second, func() bool {
+		if !guest.WaitFor(30*time.Second, func() bool {
 			data, err := os.ReadFile(info)
 			return err == nil && bytes.Contains(data, []byte("[LinkKey]"))
 		}) {

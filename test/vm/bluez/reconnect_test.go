@@ -241,7 +241,7 @@ func TestVMReconnectAfterRestart(t *testing.T) {
 		t.Errorf("the adapter's management settings say connectable (%q); BlueZ 5.66 keeps it off, and this test would prove nothing", settings)
 	}
 	var flags string
-	if !guest.WaitFor(10*time.Second, func() bool {
+	if !guest.WaitFor(30*time.Second, func() bool {
 		flags = devInfoWithoutCaps(t, bv.Controllers[0])
 		return strings.Contains(flags, "pscan true")
 	}) {
@@ -256,7 +256,7 @@ func TestVMReconnectAfterRestart(t *testing.T) {
 	// The PS button, once the host's input plugin holds the gamepad (as
 	// a person presses it seconds after the pod came back, not within
 	// the first one): the gamepad pages the host and opens its channels.
-	if !guest.WaitFor(20*time.Second, func() bool { return hasInterface(d, devicePath(paths[0], pad), "org.bluez.Input1") }) {
+	if !guest.WaitFor(30*time.Second, func() bool { return hasInterface(d, devicePath(paths[0], pad), "org.bluez.Input1") }) {
 		t.Fatalf("after the restart bluetoothd's input plugin never took %s (no org.bluez.Input1)\n%s\n%s", pad, deviceState(devicePath(paths[0], pad), host, pad), d.output())
 	}
 	ctrl, intr, err := connectHID(t, pad, host)
@@ -338,7 +338,7 @@ func newPadSide(t *testing.T, adapter dbus.ObjectPath) *padSide {
 
 func (s *padSide) call(path dbus.ObjectPath, method string, args ...any) {
 	s.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.conn.Object("org.bluez", path).CallWithContext(ctx, method, 0, args...).Err; err != nil {
 		s.t.Fatalf("gamepad side: %s %s: %v", path, method, err)

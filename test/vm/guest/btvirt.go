@@ -104,17 +104,17 @@ func startBtvirt(n int) (*Btvirt, error) {
 	return b, nil
 }
 
-// Stop ends btvirt, which unregisters its controllers, and waits up to 5 s
-// until they are gone.
+// Stop ends btvirt, which unregisters its controllers, and waits up to
+// 30 s until they are gone.
 func (b *Btvirt) Stop() error {
 	b.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-b.bound.Done(): // a btvirt stopped on purpose exits by the signal
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second):
 		b.cmd.Process.Kill()
 		<-b.bound.Done()
 	}
-	if !WaitFor(5*time.Second, func() bool {
+	if !WaitFor(30*time.Second, func() bool {
 		for _, id := range controllers() {
 			if slices.Contains(b.Controllers, id) {
 				return false
@@ -180,7 +180,7 @@ func mgmtAddress(id uint16) (string, error) {
 
 // Mgmt runs one btmgmt command on controller id and returns its output.
 func Mgmt(id uint16, args ...string) (string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	args = append([]string{"--index", strconv.Itoa(int(id))}, args...)
 	cmd := exec.CommandContext(ctx, "btmgmt", args...)

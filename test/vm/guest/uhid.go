@@ -123,7 +123,7 @@ type UHID struct {
 }
 
 // StartTimeout bounds the wait for a driver to bind a new device.
-var StartTimeout = 5 * time.Second
+var StartTimeout = 30 * time.Second
 
 // CreateUHID creates the device and waits until a HID driver has bound it
 // (the kernel's UHID_START). A device no driver binds (one whose ids name
