@@ -5,6 +5,7 @@ package bluetoothcli
 import (
 	"context"
 	"fmt"
+	"io"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -12,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
+	"github.com/liken-sh/operators/internal/bdaddr"
 )
 
 // checkAdapterNode is pair's check when both --adapter and --node are
@@ -40,4 +42,40 @@ func checkAdapterNode(ctx context.Context, d dynamic.Interface, adapter, node st
 		return fmt.Errorf("--adapter %s is on no node now, not on --node %s", adapter, quote(node))
 	}
 	return fmt.Errorf("--adapter %s is on node %s, not on --node %s: give the one or the other, or both that agree", adapter, a.Status.Node, quote(node))
+}
+
+// checkNotPaired is pair's check of --device before a window opens: a
+// device whose Peripheral says BlueZ holds its bond is already paired,
+// and a new request would not replace that bond (on the bond's adapter
+// the operator ends it at once, Paired with reason AlreadyPaired), so it
+// is refused, with how to pair it anew: unpair first. A Peripheral whose bond
+// is not held (BlueZ lost it) is no refusal: pairing makes a new bond, and
+// a line on progress says so. A caller who may not read Peripherals is
+// not stopped; the outcome then says whether the device was paired
+// already.
+func checkNotPaired(ctx context.Context, d dynamic.Interface, progress io.Writer, device bdaddr.Address) error {
+	u, err := d.Resource(btv1.PeripheralsResource).Get(ctx, device.Key(), metav1.GetOptions{})
+	if err != nil {
+		// NotFound: never paired. Forbidden or unreachable: the request
+		// itself will tell.
+		return nil
+	}
+	var p btv1.Peripheral
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &p); err != nil {
+		return nil
+	}
+	if p.Status.Bond == nil || !p.Status.Bond.Held {
+		fmt.Fprintf(progress, "peripheral %s exists but BlueZ holds no bond for %s now; pairing makes a new one\n", p.Name, device)
+		return nil
+	}
+	where := ""
+	if p.Status.Adapter != "" {
+		where = " with adapter " + p.Status.Adapter
+		if p.Status.Node != "" {
+			where += " on node " + p.Status.Node
+		}
+	}
+	return fmt.Errorf("%s is already paired%s (peripheral %s): a new window would not replace that bond; "+
+		"to pair it anew (the device forgot its keys, or it should move to another adapter), unpair it first: kubectl liken bluetooth unpair %s",
+		device, where, p.Name, p.Name)
 }

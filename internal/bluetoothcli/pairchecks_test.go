@@ -14,6 +14,7 @@ import (
 	dynamicfake "k8s.io/client-go/dynamic/fake"
 
 	btv1 "github.com/liken-sh/operators/api/bluetooth/v1alpha1"
+	"github.com/liken-sh/operators/internal/bdaddr"
 )
 
 // runPair runs pair against d with args and returns its exit status and
@@ -99,5 +100,55 @@ func TestPairHelpSaysNodeIsChecked(t *testing.T) {
 	code, out := runPair(t, fakeClient(), "--help")
 	if code != 0 || !strings.Contains(out, "with --adapter, check that the adapter is on it") {
 		t.Errorf("pair --help: exit %d, %q; want --node's check described", code, out)
+	}
+}
+
+// A --device whose Peripheral holds a bond is refused, naming the bond
+// and the way to pair it anew, and no window is opened.
+func TestPairRefusesADevicePairedAlready(t *testing.T) {
+	const pad = "E4:17:D8:C5:67:6D"
+	per := object("Peripheral", "e4-17-d8-c5-67-6d", map[string]any{"status": map[string]any{
+		"address": pad, "adapter": testAdapter, "node": "kitchen",
+		"bond": map[string]any{"held": true, "secret": "liken-bluetooth/bond-e4-17-d8-c5-67-6d"},
+	}})
+	d := fakeClient(object("Adapter", testAdapter, presentAdapter("kitchen")), per)
+	code, out := runPair(t, d, "--device", strings.ToLower(pad), "--adapter", testAdapter)
+	for _, want := range []string{pad + " is already paired with adapter " + testAdapter + " on node kitchen", "would not replace that bond",
+		"kubectl liken bluetooth unpair e4-17-d8-c5-67-6d"} {
+		if code != 1 || !strings.Contains(out, want) {
+			t.Errorf("pair --device of a paired device: exit %d, %q; want 1 and %q", code, out, want)
+		}
+	}
+	if n := requests(t, d); n != 0 {
+		t.Errorf("pair --device of a paired device created %d PairingRequests, want none", n)
+	}
+}
+
+// A Peripheral whose bond BlueZ no longer holds is no refusal: pairing
+// makes a new bond, and a line says so.
+func TestPairSaysABondIsGone(t *testing.T) {
+	per := object("Peripheral", "e4-17-d8-c5-67-6d", map[string]any{"status": map[string]any{"bond": map[string]any{"held": false}}})
+	var progress bytes.Buffer
+	if err := checkNotPaired(t.Context(), fakeClient(per), &progress, bdaddr.MustParse("E4:17:D8:C5:67:6D")); err != nil {
+		t.Errorf("checkNotPaired on a bond not held: %v; want no refusal", err)
+	}
+	if !strings.Contains(progress.String(), "BlueZ holds no bond for E4:17:D8:C5:67:6D now; pairing makes a new one") {
+		t.Errorf("checkNotPaired on a bond not held printed %q; want the new bond announced", progress.String())
+	}
+	progress.Reset()
+	if err := checkNotPaired(t.Context(), fakeClient(), &progress, bdaddr.MustParse("E4:17:D8:C5:67:6D")); err != nil || progress.Len() != 0 {
+		t.Errorf("checkNotPaired with no Peripheral: %v, printed %q; want nothing", err, progress.String())
+	}
+}
+
+// A request the operator ends AlreadyPaired is reported as such, not as
+// a new pairing.
+func TestPairReportsAlreadyPaired(t *testing.T) {
+	var out bytes.Buffer
+	s := &session{e: &env{streams: genericiooptions.IOStreams{Out: &out, ErrOut: &out}}}
+	r := &btv1.PairingRequest{Status: btv1.PairingRequestStatus{Phase: btv1.PhasePaired, Peripheral: "e4-17-d8-c5-67-6d",
+		Conditions: []metav1.Condition{{Type: btv1.ConditionPaired, Status: metav1.ConditionTrue, Reason: btv1.ReasonAlreadyPaired}}}}
+	if done, err := s.show(r); !done || err != nil || out.String() != "Paired: peripheral e4-17-d8-c5-67-6d (it was paired already; its bond is unchanged)\n" {
+		t.Errorf("show of an AlreadyPaired request: done %v, %v, printed %q", done, err, out.String())
 	}
 }
