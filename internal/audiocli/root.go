@@ -144,11 +144,11 @@ func Execute(ctx context.Context, version string, streams genericiooptions.IOStr
 
 func newCompletionCommand(root *cobra.Command) *cobra.Command {
 	return &cobra.Command{
-		Use:       "completion bash|zsh|fish",
+		Use:       "completion bash|zsh|fish|powershell",
 		Short:     "Print the shell completion script (names of Sinks and Sources complete too)",
-		Long:      "Prints the completion script for bash, zsh or fish. As a kubectl plugin, install it for kubectl-liken-audio, e.g.\n  kubectl-liken-audio completion bash > /etc/bash_completion.d/kubectl-liken-audio",
+		Long:      "Prints the completion script for bash, zsh, fish or PowerShell. As a kubectl plugin, install it for kubectl-liken-audio, e.g.\n  kubectl-liken-audio completion bash > /etc/bash_completion.d/kubectl-liken-audio",
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"bash", "zsh", "fish"},
+		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			switch args[0] {
@@ -158,8 +158,10 @@ func newCompletionCommand(root *cobra.Command) *cobra.Command {
 				return root.GenZshCompletion(out)
 			case "fish":
 				return root.GenFishCompletion(out, true)
+			case "powershell":
+				return root.GenPowerShellCompletionWithDesc(out)
 			}
-			return fmt.Errorf("no completion for shell %q; the shells are bash, zsh and fish", args[0])
+			return fmt.Errorf("no completion for shell %s; use bash, zsh, fish or powershell", safetext.Quote(args[0]))
 		},
 	}
 }
