@@ -99,7 +99,12 @@ func newCommand(version string, streams genericiooptions.IOStreams) (*cobra.Comm
 	pf.StringVarP(&o.Namespace, "namespace", "n", DefaultNamespace, "the namespace of the audio operator and audio-api")
 	pf.BoolVar(&o.Force, "force", false, "do not warn when the operator's version differs from this plugin's")
 	pf.StringVar(&o.APIAddress, "api-address", "", "dial audio-api at host:port instead of port-forwarding to its pod (its certificate is still verified)")
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return checkAPIAddress(o.APIAddress) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if f := cmd.Flag("api-address"); f != nil && f.Changed && o.APIAddress == "" {
+			return errors.New(`--api-address "": the address is empty; leave it out to reach audio-api through a port-forward to its pod, or give host:port`)
+		}
+		return checkAPIAddress(o.APIAddress)
+	}
 	root.AddCommand(newCaptureCommand(o), newListCommand(o), newCompletionCommand(root))
 	return root, o
 }
