@@ -35,10 +35,19 @@ type captureOptions struct {
 	time    string
 	bitrate int
 	output  string
-	// outputSet is whether -o was given at all, so that -o "" is told
-	// from no -o.
-	outputSet bool
+	// outputSet and timeSet are whether -o and -t were given at all, so
+	// that an explicitly empty one is told from none.
+	outputSet, timeSet bool
 }
+
+// minSpan is the shortest bounded -t span capture asks for. A span
+// shorter than one sample period holds no sample (the tap delivers
+// floor(length × rate) frames) and comes back as a container header
+// without audio. The plugin does not know the node's rate before the tap
+// answers; one millisecond holds a sample at any rate from 1000 Hz up,
+// and 8 at 8000 Hz, telephony's rate (ITU-T G.711), the lowest in
+// common use.
+const minSpan = time.Millisecond
 
 func newCaptureCommand(o *Options) *cobra.Command {
 	c := &captureOptions{Options: o}
@@ -51,14 +60,17 @@ in the format asked for, until the span given by -t ends or you press Ctrl-C.
 A Sink is tapped at its monitor, which is before the Sink's mute and
 volume: a muted Sink still captures what is sent to it.
 
--o PATH writes to PATH instead of stdout (-o - is stdout; -o "" is an
-error). Symbolic links are followed, and a dangling one creates the file
-it points at. A regular file, or a name nothing is at, is written
-beside it and renamed into place once the capture ends, so a capture cut
-short leaves what was there: a new file gets 0666 less your umask, a
-replaced one keeps its mode. A device or FIFO (/dev/null, a named pipe)
-is written into as it is, never replaced. A directory or a terminal is
-refused.`,
+-t and -o given empty (-t "", -o "") are errors, as is a span shorter
+than 1ms, which could hold no sample at all: leave -t out to capture
+until Ctrl-C.
+
+-o PATH writes to PATH instead of stdout (-o - is stdout). Symbolic
+links are followed, and a dangling one creates the file it points at. A
+regular file, or a name nothing is at, is written beside it and renamed
+into place once the capture ends, so a capture cut short leaves what was
+there: a new file gets 0666 less your umask, a replaced one keeps its
+mode. A device or FIFO (/dev/null, a named pipe) is written into as it
+is, never replaced. A directory or a terminal is refused.`,
 		Example: `  kubectl liken audio capture kitchen-pci-0000-00-1f-3-hdmi-3 > now.wav
   kubectl liken audio capture --format opus --source desk-usb-mic -t 10,20 -o clip.opus`,
 		Args: cobra.ExactArgs(1),
@@ -72,14 +84,14 @@ refused.`,
 			if err := checkName(args[0], c.source); err != nil {
 				return err
 			}
-			c.outputSet = cmd.Flags().Changed("output")
+			c.outputSet, c.timeSet = cmd.Flags().Changed("output"), cmd.Flags().Changed("time")
 			return c.run(cmd.Context(), args[0])
 		},
 	}
 	f := cmd.Flags()
 	f.StringVar(&c.format, "format", captureapi.WAV.Name, "wav, flac or opus")
 	f.BoolVar(&c.source, "source", false, "NAME is a Source (a capture input), not a Sink")
-	f.StringVarP(&c.time, "time", "t", "", "the span begin,end in seconds from now (begin at most 60), as Media Fragments write it: 10,20 is from 10 s to 20 s, ,5 the first 5 s, and 5 (a begin alone) from 5 s until Ctrl-C")
+	f.StringVarP(&c.time, "time", "t", "", "the span begin,end in seconds from now (begin at most 60), as Media Fragments write it: 10,20 is from 10 s to 20 s, ,5 the first 5 s, and 5 (a begin alone) from 5 s until Ctrl-C; at least 1ms long")
 	f.IntVar(&c.bitrate, "bitrate", 0, "Opus bitrate in kbit/s (6 to 256 per channel); default: the encoder's")
 	f.StringVarP(&c.output, "output", "o", "", "write to `PATH` instead of stdout (- is stdout): a file is replaced once the capture ends, a device or FIFO written into, a symlink followed")
 	_ = cmd.RegisterFlagCompletionFunc("format", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -119,13 +131,21 @@ func (c *captureOptions) query() (captureapi.Format, url.Values, error) {
 	if c.outputSet && c.output == "" {
 		return f, nil, errors.New(`-o "": the path is empty; give a file to write, or - for stdout`)
 	}
+	if c.timeSet && c.time == "" {
+		return f, nil, errors.New(`-t "": the span is empty; leave -t out to capture until Ctrl-C, or give begin,end in seconds`)
+	}
 	q := url.Values{}
 	if c.time != "" {
-		if _, err := captureapi.ParseTime(c.time); err != nil {
+		span, err := captureapi.ParseTime(c.time)
+		if err != nil {
 			if len(c.time) > safetext.MaxEcho {
 				return f, nil, fmt.Errorf("-t %s is not a span begin,end in seconds", safetext.Quote(c.time))
 			}
 			return f, nil, fmt.Errorf("-t %s: %s", echo(c.time), spanProblem(c.time, err))
+		}
+		if span.Bounded() && span.Length() < minSpan {
+			return f, nil, fmt.Errorf("-t %s: the span lasts %v, shorter than the minimum %v: it could hold no sample (one lasts %v at PipeWire's default 48000 Hz)",
+				echo(c.time), span.Length(), minSpan, time.Second/48000)
 		}
 		q.Set("t", c.time)
 	}

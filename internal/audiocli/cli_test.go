@@ -4,10 +4,15 @@ package audiocli
 
 import (
 	"bytes"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/liken-sh/operators/internal/bluetoothcli"
 )
 
 func TestImageTag(t *testing.T) {
@@ -54,11 +59,39 @@ func TestVersionAndCompletion(t *testing.T) {
 	if code := Execute(t.Context(), "v1.2.3", genericiooptions.IOStreams{Out: &out, ErrOut: &out}, []string{"--version"}); code != 0 || out.String() != "kubectl-liken-audio v1.2.3\n" {
 		t.Errorf("--version: %d %q", code, out.String())
 	}
-	for _, shell := range []string{"bash", "zsh", "fish"} {
+	for _, shell := range []string{"bash", "zsh", "fish", "powershell"} {
 		out.Reset()
 		if code := Execute(t.Context(), "v1", genericiooptions.IOStreams{Out: &out, ErrOut: &out}, []string{"completion", shell}); code != 0 || !strings.Contains(out.String(), "kubectl-liken-audio") {
 			t.Errorf("completion %s: %d %.200q", shell, code, out.String())
 		}
+	}
+	if !strings.Contains(out.String(), "Register-ArgumentCompleter") {
+		t.Errorf("completion powershell: %.200q; want a PowerShell argument completer", out.String())
+	}
+}
+
+// The two plugins complete for the same shells and say the same of one
+// they do not know.
+func TestCompletionShellsMatchTheBluetoothPlugin(t *testing.T) {
+	completion := func(root *cobra.Command) *cobra.Command {
+		t.Helper()
+		c, _, err := root.Find([]string{"completion"})
+		if err != nil || c == root {
+			t.Fatalf("%s has no completion command: %v", root.Name(), err)
+		}
+		return c
+	}
+	streams := genericiooptions.IOStreams{In: strings.NewReader(""), Out: io.Discard, ErrOut: io.Discard}
+	audio := completion(NewCommand("test", streams))
+	bluetooth := completion(bluetoothcli.NewCommand("test", streams))
+	if !slices.Equal(audio.ValidArgs, bluetooth.ValidArgs) || audio.Use != bluetooth.Use {
+		t.Errorf("audio completes %v (%q), bluetooth %v (%q); want the same shells", audio.ValidArgs, audio.Use, bluetooth.ValidArgs, bluetooth.Use)
+	}
+	var a, b bytes.Buffer
+	Execute(t.Context(), "test", genericiooptions.IOStreams{Out: io.Discard, ErrOut: &a}, []string{"completion", "tcsh"})
+	bluetoothcli.Execute(t.Context(), "test", genericiooptions.IOStreams{Out: io.Discard, ErrOut: &b}, []string{"completion", "tcsh"})
+	if a.String() != b.String() {
+		t.Errorf("completion tcsh: audio says %q, bluetooth %q; want the same", a.String(), b.String())
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -242,15 +243,18 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// maxProblemText bounds what of a problem's title or detail, or of a body
-// that is not one, an error repeats: a server that echoes a long request
-// back must not fill the terminal.
-const maxProblemText = 200
+// maxProblemText bounds what of a problem's title or detail, or of a
+// body that is not one, an error repeats: far more than any detail
+// audio-api writes whole (a disconnected Sink's names the condition's
+// message), so that only a body that is truly huge, such as a server
+// echoing a long request back, is cut rather than fill the terminal.
+const maxProblemText = 4096
 
 // problemError turns an answer that is not 2xx into an error carrying the
-// problem document's detail, else its title (RFC 9457), cut short; a body
-// that is not a problem document is named by its status and length, and
-// quoted only when it is short text, never as raw JSON.
+// problem document's detail, else its title (RFC 9457), whole unless it
+// is huge (shortText); a body that is not a problem document is named by
+// its status and length, and quoted only when it is text, never as raw
+// JSON.
 func problemError(resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	var p struct {
@@ -275,14 +279,41 @@ func problemError(resp *http.Response) error {
 	return fmt.Errorf("audio-api answered %s: %s", resp.Status, shortText(text))
 }
 
-// shortText is s made safe for a terminal (safetext.Clean) and cut to
-// maxProblemText bytes, with "..." and the full length where it was cut.
+// shortText is s made safe for a terminal (safetext.Clean), whole when
+// that is at most maxProblemText bytes. A longer one is cut after the
+// last sentence that ends within the bound, or when none ends in its
+// second half after the last word there, or failing that at a character
+// boundary, and says so with how much of it is shown:
+// "... (cut: 4000 of 102400 bytes shown)".
 func shortText(s string) string {
 	c := safetext.Clean(s, len(s)+1)
 	if len(c) <= maxProblemText {
 		return c
 	}
-	return fmt.Sprintf("%s... (%d bytes)", safetext.Clean(c, maxProblemText), len(c))
+	cut := maxProblemText
+	for cut > 0 && !utf8.RuneStart(c[cut]) {
+		cut--
+	}
+	// c[cut] is where the next character starts: a space there ends a
+	// sentence or a word at the bound itself.
+	if end := sentenceEnd(c[:cut+1]); end >= maxProblemText/2 {
+		cut = end
+	} else if sp := strings.LastIndexByte(c[:cut+1], ' '); sp >= maxProblemText/2 {
+		cut = sp
+	}
+	kept := strings.TrimRight(c[:cut], " ")
+	return fmt.Sprintf("%s ... (cut: %d of %d bytes shown)", kept, len(kept), len(c))
+}
+
+// sentenceEnd is the length of s up to and including the last '.', '!'
+// or '?' that a space follows, or 0 when there is none.
+func sentenceEnd(s string) int {
+	for i := len(s) - 2; i >= 0; i-- {
+		if s[i+1] == ' ' && strings.IndexByte(".!?", s[i]) >= 0 {
+			return i + 1
+		}
+	}
+	return 0
 }
 
 // errCut is a body that ended before the span it asked for.

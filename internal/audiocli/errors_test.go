@@ -5,6 +5,8 @@ package audiocli
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -39,23 +41,61 @@ func TestCaptureRefusesNamesThatAreNotDNSLabels(t *testing.T) {
 	}
 }
 
-// A problem document is shown by its detail or title, cut short, and a
-// body that is not one never as raw JSON.
+// A problem document is shown by its detail or title, a huge one cut
+// and said to be, and a body that is not one never as raw JSON.
 func TestProblemErrorIsShort(t *testing.T) {
 	long := strings.Repeat("x", 100<<10)
 	for _, tc := range []struct {
 		ct, body, want string
 	}{
-		{"application/problem+json", `{"title":"Not Found","status":404,"detail":"no Sink named ` + long + `"}`, "no Sink named xxx"},
+		{"application/problem+json", `{"title":"Not Found","status":404,"detail":"no Sink named ` + long + `"}`, "(cut: 4096 of 102414 bytes shown) (404 Not Found)"},
 		{"application/problem+json", `{"title":"Not Found","status":404}`, "Not Found (404 Not Found)"},
 		{"application/problem+json", `{"title":"Not Found","detail":"` + long, "bytes of JSON that is not a problem document"},
-		{"text/plain", long, "... (102400 bytes)"},
+		{"text/plain", long, "(cut: 4096 of 102400 bytes shown)"},
 	} {
 		resp := &http.Response{StatusCode: 404, Status: "404 Not Found", Header: http.Header{"Content-Type": {tc.ct}}, Body: io.NopCloser(strings.NewReader(tc.body))}
 		msg := problemError(resp).Error()
-		if !strings.Contains(msg, tc.want) || len(msg) > 300 || strings.Contains(msg, "{") {
-			t.Errorf("%s %.40q: %q; want a short message with %q and no JSON", tc.ct, tc.body, msg, tc.want)
+		if !strings.Contains(msg, tc.want) || len(msg) > maxProblemText+100 || strings.Contains(msg, "{") {
+			t.Errorf("%s %.40q: %.300q; want a message of at most %d bytes with %q and no JSON", tc.ct, tc.body, msg, maxProblemText+100, tc.want)
 		}
+	}
+}
+
+// A problem of a few hundred bytes is shown whole, its reason at the end
+// included, with control characters still kept from the terminal.
+func TestProblemErrorShowsAllOfALongDetail(t *testing.T) {
+	detail := `Sink "kitchen-pci-0000-00-1f-3-hdmi-3" is disconnected: the monitor behind HDMI 3 stopped answering its EDID ` +
+		`and the ELD the driver reads is empty, so no audio can reach it` + "\u001b[2J" + ` (MonitorAbsent); a tap would open its PCM ` +
+		`and could take the converter a connected output of its card needs.`
+	body, err := json.Marshal(map[string]any{"title": "The output is disconnected", "status": 409, "detail": detail})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp := &http.Response{StatusCode: 409, Status: "409 Conflict", Header: http.Header{"Content-Type": {"application/problem+json"}},
+		Body: io.NopCloser(bytes.NewReader(body))}
+	msg := problemError(resp).Error()
+	want := strings.Replace(detail, "\u001b", "", 1) + " (409 Conflict)"
+	if msg != want {
+		t.Errorf("problemError of a %d-byte detail:\n%s\nwant it whole, without the escape:\n%s", len(detail), msg, want)
+	}
+}
+
+// A huge text is cut after a whole sentence, not within a word.
+func TestShortTextCutsAtASentence(t *testing.T) {
+	var b strings.Builder
+	for i := 0; b.Len() < 3*maxProblemText; i++ {
+		fmt.Fprintf(&b, "Sentence %d says why the tap was refused. ", i)
+	}
+	got := shortText(b.String())
+	kept, note, ok := strings.Cut(got, " ... (cut: ")
+	if !ok || !strings.HasSuffix(kept, " was refused.") || len(kept) > maxProblemText || len(kept) < maxProblemText/2 ||
+		note != fmt.Sprintf("%d of %d bytes shown)", len(kept), len(strings.TrimSpace(b.String()))) {
+		t.Errorf("shortText of %d bytes of sentences: %.80q...%q; want whole sentences up to %d bytes and the cut said", b.Len(), got, got[max(0, len(got)-120):], maxProblemText)
+	}
+	// Words without a sentence end: cut at a word.
+	words := strings.Repeat("refused ", maxProblemText)
+	if got := shortText(words); !strings.HasSuffix(strings.SplitN(got, " ... (cut:", 2)[0], " refused") {
+		t.Errorf("shortText of words: ...%q; want it cut after a whole word", got[max(0, len(got)-80):])
 	}
 }
 

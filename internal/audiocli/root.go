@@ -99,7 +99,12 @@ func newCommand(version string, streams genericiooptions.IOStreams) (*cobra.Comm
 	pf.StringVarP(&o.Namespace, "namespace", "n", DefaultNamespace, "the namespace of the audio operator and audio-api")
 	pf.BoolVar(&o.Force, "force", false, "do not warn when the operator's version differs from this plugin's")
 	pf.StringVar(&o.APIAddress, "api-address", "", "dial audio-api at host:port instead of port-forwarding to its pod (its certificate is still verified)")
-	root.PersistentPreRunE = func(*cobra.Command, []string) error { return checkAPIAddress(o.APIAddress) }
+	root.PersistentPreRunE = func(cmd *cobra.Command, _ []string) error {
+		if f := cmd.Flag("api-address"); f != nil && f.Changed && o.APIAddress == "" {
+			return errors.New(`--api-address "": the address is empty; leave it out to reach audio-api through a port-forward to its pod, or give host:port`)
+		}
+		return checkAPIAddress(o.APIAddress)
+	}
 	root.AddCommand(newCaptureCommand(o), newListCommand(o), newCompletionCommand(root))
 	return root, o
 }
@@ -144,11 +149,11 @@ func Execute(ctx context.Context, version string, streams genericiooptions.IOStr
 
 func newCompletionCommand(root *cobra.Command) *cobra.Command {
 	return &cobra.Command{
-		Use:       "completion bash|zsh|fish",
+		Use:       "completion bash|zsh|fish|powershell",
 		Short:     "Print the shell completion script (names of Sinks and Sources complete too)",
-		Long:      "Prints the completion script for bash, zsh or fish. As a kubectl plugin, install it for kubectl-liken-audio, e.g.\n  kubectl-liken-audio completion bash > /etc/bash_completion.d/kubectl-liken-audio",
+		Long:      "Prints the completion script for bash, zsh, fish or PowerShell. As a kubectl plugin, install it for kubectl-liken-audio, e.g.\n  kubectl-liken-audio completion bash > /etc/bash_completion.d/kubectl-liken-audio",
 		Args:      cobra.ExactArgs(1),
-		ValidArgs: []string{"bash", "zsh", "fish"},
+		ValidArgs: []string{"bash", "zsh", "fish", "powershell"},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out := cmd.OutOrStdout()
 			switch args[0] {
@@ -158,8 +163,10 @@ func newCompletionCommand(root *cobra.Command) *cobra.Command {
 				return root.GenZshCompletion(out)
 			case "fish":
 				return root.GenFishCompletion(out, true)
+			case "powershell":
+				return root.GenPowerShellCompletionWithDesc(out)
 			}
-			return fmt.Errorf("no completion for shell %q; the shells are bash, zsh and fish", args[0])
+			return fmt.Errorf("no completion for shell %s; use bash, zsh, fish or powershell", safetext.Quote(args[0]))
 		},
 	}
 }

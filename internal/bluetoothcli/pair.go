@@ -45,10 +45,13 @@ func newPair(e *env) *cobra.Command {
 		Use:   "pair [--adapter ADAPTER] [--node NODE] [--device MAC]",
 		Short: "Open a pairing window, pick a device that answers, and wait until it is paired",
 		Long: "Creates a PairingRequest for the adapter (the only one there is, or the one on --node, or\n" +
-			"--adapter). Put the device in pairing mode: the devices that answer appear in a table; type\n" +
-			"the number or address of yours (or give --device in advance). A keyboard gets a passkey to type,\n" +
-			"a phone a number to compare, an old device is asked for its PIN. The command ends when the device\n" +
-			"is Paired (exit 0) or the request Failed or Expired (exit 1).",
+			"--adapter; given both, the adapter must be on that node). Put the device in pairing mode: the\n" +
+			"devices that answer appear in a table; type the number or address of yours (or give --device in\n" +
+			"advance). A keyboard gets a passkey to type, a phone a number to compare, an old device is asked\n" +
+			"for its PIN. The command ends when the device is Paired (exit 0) or the request Failed or\n" +
+			"Expired (exit 1).\n\n" +
+			"A --device that is paired already (its Peripheral holds a bond) is refused: a new window would\n" +
+			"not replace the bond. To pair it anew, unpair it first.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, name := range []string{"device", "adapter", "node", "pin"} {
@@ -61,8 +64,8 @@ func newPair(e *env) *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.adapter, "adapter", "", "the Adapter to pair with (its name, or its address with colons)")
-	f.StringVar(&o.node, "node", "", "use the adapter on this node")
-	f.StringVar(&o.device, "device", "", "pair this device (XX:XX:XX:XX:XX:XX) as soon as it answers, without asking")
+	f.StringVar(&o.node, "node", "", "use the adapter on this node; with --adapter, check that the adapter is on it")
+	f.StringVar(&o.device, "device", "", "pair this device (XX:XX:XX:XX:XX:XX) as soon as it answers, without asking; refused when it is paired already")
 	f.StringVar(&o.pin, "pin", "", "the PIN a legacy device asks for (often 0000)")
 	f.DurationVar(&o.window, "window", 180*time.Second, "how long the adapter stays discoverable, "+windowRange)
 	f.BoolVar(&o.keep, "keep", false, "leave the request in place when the command is interrupted (by default it is deleted)")
@@ -99,16 +102,22 @@ func (e *env) pair(ctx context.Context, o pairOptions) error {
 		return fmt.Errorf("--pin %s is not 1 to 16 printable ASCII characters", quote(o.pin))
 	}
 	device := ""
+	var addr bdaddr.Address
 	if o.device != "" {
 		a, err := bdaddr.Parse(o.device)
 		if err != nil {
 			return fmt.Errorf("--device %s is not a Bluetooth address (XX:XX:XX:XX:XX:XX)", quote(o.device))
 		}
-		device = a.String()
+		device, addr = a.String(), a
 	}
 	d, ns, err := e.client()
 	if err != nil {
 		return err
+	}
+	if device != "" {
+		if err := checkNotPaired(ctx, d, e.streams.ErrOut, addr); err != nil {
+			return err
+		}
 	}
 	adapter, err := chooseAdapter(ctx, d, e.streams.ErrOut, o.adapter, o.node, adapterWait)
 	if err != nil {
@@ -157,12 +166,18 @@ const adapterWait = 30 * time.Second
 // chooseAdapter returns the Adapter name to pair with. An Adapter whose
 // status is still empty (the operator created it and has not reported
 // its node and presence yet, as right after an install) is waited for,
-// up to wait, saying so once on progress.
+// up to wait, saying so once on progress. Given both adapter and node,
+// the adapter must be on that node (checkAdapterNode).
 func chooseAdapter(ctx context.Context, d dynamic.Interface, progress io.Writer, adapter, node string, wait time.Duration) (string, error) {
 	if adapter != "" {
 		a, err := bdaddr.Parse(adapter)
 		if err != nil {
 			return "", fmt.Errorf("--adapter %s is neither an Adapter name nor an address", quote(adapter))
+		}
+		if node != "" {
+			if err := checkAdapterNode(ctx, d, a.Key(), node); err != nil {
+				return "", err
+			}
 		}
 		return a.Key(), nil
 	}
@@ -314,6 +329,12 @@ func (s *session) show(r *btv1.PairingRequest) (done bool, err error) {
 	}
 	switch r.Status.Phase {
 	case btv1.PhasePaired:
+		if c := meta.FindStatusCondition(r.Status.Conditions, btv1.ConditionPaired); c != nil && c.Reason == btv1.ReasonAlreadyPaired {
+			// The device was paired before this request: nothing new was
+			// paired, and the bond it had is the one kept.
+			fmt.Fprintf(out, "Paired: peripheral %s (it was paired already; its bond is unchanged)\n", r.Status.Peripheral)
+			return true, nil
+		}
 		fmt.Fprintf(out, "Paired: peripheral %s\n", r.Status.Peripheral)
 		return true, nil
 	case btv1.PhaseFailed, btv1.PhaseExpired:

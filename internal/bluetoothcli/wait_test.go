@@ -25,8 +25,9 @@ const testAdapter = "00-1a-7d-da-71-13"
 
 func fakeClient(objs ...runtime.Object) *dynamicfake.FakeDynamicClient {
 	return dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{
-		btv1.AdaptersResource:    "AdapterList",
-		btv1.PeripheralsResource: "PeripheralList",
+		btv1.AdaptersResource:        "AdapterList",
+		btv1.PeripheralsResource:     "PeripheralList",
+		btv1.PairingRequestsResource: "PairingRequestList",
 	}, objs...)
 }
 

@@ -32,7 +32,7 @@ import (
 // sound hardware with real PipeWire and WirePlumber, then shows a claim on
 // the output whose monitor is a Samsung U28E590, and the monitor being
 // unplugged.
-func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error, sim *bluezsim.Sim) (stop func(), listen func() (stop func(), apiAddress, sink string, err error), err error) {
+func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error, sim *bluezsim.Sim) (stop func(), listen func(capture string) (stop func(), apiAddress, sink string, err error), err error) {
 	root := filepath.Join(c.Dir(), "node")
 	if err := c.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"); err != nil {
 		return nil, nil, err
@@ -90,7 +90,10 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	// pod's pipewire sidecar does it.
 	unfollow := pw.FollowDeclaration(ctx, func(err error) { log.Printf("restarting PipeWire: %v", err) })
 	stop = func() { cancel(); <-done; unfollow(); pw.Stop() } //nolint:errcheck // the demo is ending; the daemons' exits are in their logs
-	fail := func(err error) (func(), func() (func(), string, string, error), error) { stop(); return nil, nil, err }
+	fail := func(err error) (func(), func(string) (func(), string, string, error), error) {
+		stop()
+		return nil, nil, err
+	}
 
 	dp := nodeName + "-pci-0000-00-1f-3-hdmi-3"
 	untainted := func(s *resourceapi.ResourceSlice) bool {
@@ -153,8 +156,8 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	if speaker == "" {
 		return fail(fmt.Errorf("the recorded laptop declared no output for its USB headset"))
 	}
-	listen = func() (func(), string, string, error) {
-		stop, addr, err := listenDemo(ctx, c, pw, nodeName, speaker, sinkNode)
+	listen = func(capture string) (func(), string, string, error) {
+		stop, addr, err := listenDemo(ctx, c, pw, nodeName, speaker, sinkNode, capture)
 		return stop, addr, speaker, err
 	}
 	return stop, listen, nil

@@ -22,15 +22,38 @@ import (
 // demoTone is what the demo plays into the sink it then captures.
 const demoTone = 997
 
+// keptCapture is the path the demo's capture is written to, outside the
+// work directory the demo removes at exit, so that the file it names can
+// be opened afterwards: demo/capture.wav in the cache the hack scripts
+// share, $LIKEN_CACHE, else liken under the user's cache directory
+// ($XDG_CACHE_HOME, else ~/.cache; os.UserCacheDir). Each run replaces
+// the file. It creates the directory, and errors when there is no cache
+// directory or it cannot be created.
+func keptCapture() (string, error) {
+	cache := os.Getenv("LIKEN_CACHE")
+	if cache == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("no directory to keep the capture in (set LIKEN_CACHE): %w", err)
+		}
+		cache = filepath.Join(base, "liken")
+	}
+	dir := filepath.Join(cache, "demo")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("the directory to keep the capture in: %w", err)
+	}
+	return filepath.Join(dir, "capture.wav"), nil
+}
+
 // listenDemo starts audio-api and the capture container, plays a 997 Hz
 // tone into the sink, captures one second of it as the cluster's admin
-// with the kubectl-liken-audio plugin's own code into a WAV file, and
-// prints the file and the spectrum's peak. The demo has no kubelet to
+// with the kubectl-liken-audio plugin's own code into the WAV file path
+// (keptCapture), and prints the file and the spectrum's peak. The demo has no kubelet to
 // port-forward through, so the plugin dials audio-api's loopback address
 // (--api-address). stop ends the tone, audio-api and the capture
 // container; with -wait they keep running until then. apiAddress is
 // audio-api's loopback host:port.
-func listenDemo(ctx context.Context, c *harness.Cluster, pw *pwtest.Daemons, nodeName, sink, sinkNode string) (stop func(), apiAddress string, err error) {
+func listenDemo(ctx context.Context, c *harness.Cluster, pw *pwtest.Daemons, nodeName, sink, sinkNode, path string) (stop func(), apiAddress string, err error) {
 	st, err := capturetest.Start(ctx, capturetest.Options{Cluster: c, Remote: pw.Remote(), Node: nodeName})
 	if err != nil {
 		return nil, "", err
@@ -57,9 +80,8 @@ func listenDemo(ctx context.Context, c *harness.Cluster, pw *pwtest.Daemons, nod
 	}); err != nil {
 		return nil, "", fmt.Errorf("the tone never played: %w", err)
 	}
-	path := filepath.Join(c.Dir(), "capture.wav")
 	args := []string{"--kubeconfig", c.Kubeconfig(), "--api-address", st.APIAddress, "--force", "capture", sink, "-t", "0,1", "-o", path}
-	fmt.Printf("\n$ kubectl liken audio --api-address %s capture %s -t 0,1 -o capture.wav\n", st.APIAddress, sink)
+	fmt.Printf("\n$ kubectl liken audio --api-address %s capture %s -t 0,1 -o %s\n", st.APIAddress, sink, path)
 	start := time.Now()
 	streams := genericiooptions.IOStreams{In: os.Stdin, Out: os.Stdout, ErrOut: os.Stderr}
 	if code := audiocli.Execute(ctx, "demo", streams, args); code != 0 {

@@ -130,7 +130,11 @@ func run(nodeName string, wait bool) error {
 		return err
 	}
 	fmt.Println("\n== Listening: what the USB headset's Sink plays, captured through audio-api")
-	stopListen, listenAddr, listenSink, err := listen()
+	capture, err := keptCapture()
+	if err != nil {
+		return err
+	}
+	stopListen, listenAddr, listenSink, err := listen(capture)
 	if err != nil {
 		return err
 	}
@@ -148,11 +152,12 @@ func run(nodeName string, wait bool) error {
 			"  kubectl liken bluetooth list\n"+
 			"  kubectl liken audio --api-address %s --force capture %s -t 0,5 -o now.wav\n"+
 			"(kubectl liken audio dials audio-api at --api-address, there being no kubelet to port-forward through;"+
-			" --force skips its version check against an operator DaemonSet the demo does not run.)\n",
-			c.Kubeconfig(), plugins, plugins, binDir(ctx), listenAddr, listenSink)
+			" --force skips its version check against an operator DaemonSet the demo does not run.)\n"+
+			"The capture above stays at %s when the demo ends; the cluster and its work directory go.\n",
+			c.Kubeconfig(), plugins, plugins, binDir(ctx), listenAddr, listenSink, capture)
 		<-ctx.Done()
 	} else {
-		fmt.Println("\n(The work directory with these files is removed now; run with -wait to keep the cluster and look around.)")
+		fmt.Print(endNote(capture))
 	}
 	return nil
 }
@@ -176,4 +181,12 @@ func binDir(ctx context.Context) string {
 		return ""
 	}
 	return dir
+}
+
+// endNote is what the demo prints last without -wait: the work directory
+// goes, and the capture, written outside it (keptCapture), stays at path;
+// its last line names the file.
+func endNote(path string) string {
+	return "\n(The work directory with these files is removed now; run with -wait to keep the cluster and look around.)\n" +
+		"The capture is kept, and yours to open or delete: " + path + "\n"
 }

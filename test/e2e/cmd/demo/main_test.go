@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/liken-sh/operators/test/e2e/harness"
@@ -56,5 +57,31 @@ func TestAdmissionPolicyFiles(t *testing.T) {
 		if !slices.Contains(found, f) {
 			t.Errorf("admissionPolicyFiles names %s, which holds no admission policy", f)
 		}
+	}
+}
+
+// The capture goes outside the work directory the demo removes: under
+// $LIKEN_CACHE, else the user's cache directory, and the directory is
+// there for it; the last line printed names that file.
+func TestCaptureIsKept(t *testing.T) {
+	cache := t.TempDir()
+	t.Setenv("LIKEN_CACHE", cache)
+	got, err := keptCapture()
+	if want := filepath.Join(cache, "demo", "capture.wav"); err != nil || got != want {
+		t.Fatalf("keptCapture with LIKEN_CACHE=%s: %q, %v; want %s", cache, got, err, want)
+	}
+	if fi, err := os.Stat(filepath.Dir(got)); err != nil || !fi.IsDir() {
+		t.Errorf("keptCapture did not create %s: %v", filepath.Dir(got), err)
+	}
+	xdg := t.TempDir()
+	t.Setenv("LIKEN_CACHE", "")
+	t.Setenv("XDG_CACHE_HOME", xdg)
+	if got, err := keptCapture(); err != nil || got != filepath.Join(xdg, "liken", "demo", "capture.wav") {
+		t.Errorf("keptCapture with XDG_CACHE_HOME=%s: %q, %v; want it under liken/demo there", xdg, got, err)
+	}
+	note := endNote(got)
+	lines := strings.Split(strings.TrimSuffix(note, "\n"), "\n")
+	if last := lines[len(lines)-1]; !strings.HasSuffix(last, " "+got) || !strings.Contains(last, "kept") {
+		t.Errorf("the demo's last line is %q; want it to say the capture %s is kept", last, got)
 	}
 }
