@@ -108,12 +108,15 @@ func checkPairingSchema(t *testing.T, k *kube) {
 	if _, err := k.run(ctx, strings.NewReader(requestJSON(t, "default", "spelt", spelt)), "create", "-f", "-"); err != nil {
 		t.Errorf("a request with the other spellings: %v", err)
 	}
-	// At update: the adapter cannot change (in any spelling), the window
-	// stays bounded.
+	// At update: the adapter cannot change (in any spelling), nor the
+	// window, even within its bounds: the operator opened it once, for its
+	// first length.
 	for _, p := range []struct{ name, patch, field string }{
 		{"moving to another adapter", `{"spec":{"adapter":"00-1a-7d-da-71-14"}}`, "spec.adapter cannot change"},
 		{"moving to another adapter, spelt with colons", `{"spec":{"adapter":"00:1A:7D:DA:71:14"}}`, "spec.adapter cannot change"},
 		{"a window of a year", `{"spec":{"windowSeconds":31536000}}`, "spec.windowSeconds"},
+		{"a longer window", `{"spec":{"windowSeconds":300}}`, "spec.windowSeconds cannot change"},
+		{"a shorter window", `{"spec":{"windowSeconds":15}}`, "spec.windowSeconds cannot change"},
 	} {
 		_, err := k.run(ctx, nil, "patch", "pairingrequest", "valid", "--type=merge", "-p", p.patch)
 		if err == nil || !strings.Contains(err.Error(), p.field) {
@@ -122,6 +125,30 @@ func checkPairingSchema(t *testing.T, k *kube) {
 	}
 	if got, _ := k.run(ctx, nil, "get", "pairingrequest", "valid", "-o", "jsonpath={.spec.adapter} {.spec.windowSeconds}"); got != adapter+" 180" {
 		t.Errorf("stored spec after the refused updates: %q", got)
+	}
+	// The approval is given once: set where there was none, it may then
+	// be respelt but not moved to another device, emptied or removed.
+	if _, err := k.run(ctx, nil, "patch", "pairingrequest", "valid", "--type=merge", "-p", `{"spec":{"device":"E4:17:D8:C5:67:6D"}}`); err != nil {
+		t.Errorf("approving a device: %v", err)
+	}
+	for _, p := range []struct{ name, patch string }{
+		{"moving the approval to another device", `{"spec":{"device":"E4:17:D8:C5:67:6E"}}`},
+		{"moving the approval, spelt with dashes", `{"spec":{"device":"e4-17-d8-c5-67-6e"}}`},
+		{"emptying the approval", `{"spec":{"device":""}}`},
+		{"removing the approval", `{"spec":{"device":null}}`},
+	} {
+		for _, name := range []string{"valid", "spelt"} {
+			_, err := k.run(ctx, nil, "patch", "pairingrequest", name, "--type=merge", "-p", p.patch)
+			if err == nil || !strings.Contains(err.Error(), "spec.device cannot change once set") {
+				t.Errorf("%s of request %s: %v, want a refusal naming spec.device", p.name, name, err)
+			}
+		}
+	}
+	if _, err := k.run(ctx, nil, "patch", "pairingrequest", "valid", "--type=merge", "-p", `{"spec":{"device":"e4-17-d8-c5-67-6d"}}`); err != nil {
+		t.Errorf("respelling the approval: %v", err)
+	}
+	if got, _ := k.run(ctx, nil, "get", "pairingrequest", "spelt", "-o", "jsonpath={.spec.device}"); got != "e4-17-d8-c5-67-6d" {
+		t.Errorf("request spelt's approval after the refused updates: %q", got)
 	}
 	checkClosesColumn(t, k, "valid")
 

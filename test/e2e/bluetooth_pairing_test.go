@@ -234,6 +234,34 @@ func TestPairingThroughThePlugin(t *testing.T) {
 		}
 	}
 
+	// The gamepad is paired: pair --device refuses it, naming its bond and
+	// how to pair it anew, and --adapter with --node is checked against
+	// the adapter's node; neither opens a window.
+	poll.WaitFor(t, ctx, "the gamepad's bond held", 30*time.Second, func() (bool, string) {
+		u, err := dyn.Resource(btv1.PeripheralsResource).Get(ctx, "e4-17-d8-c5-67-6d", metav1.GetOptions{})
+		if err != nil {
+			return false, errString(err)
+		}
+		held, _, _ := unstructured.NestedBool(u.Object, "status", "bond", "held")
+		return held, fmt.Sprint(u.Object["status"])
+	})
+	before, err := dyn.Resource(btv1.PairingRequestsResource).Namespace("alice").List(ctx, metav1.ListOptions{})
+	must(t, err)
+	again, err := alice.command(ctx, "pair", "--device", gamepad).CombinedOutput()
+	if err == nil || !strings.Contains(string(again), gamepad+" is already paired with adapter "+adapterKey+" on node "+node) ||
+		!strings.Contains(string(again), "kubectl liken bluetooth unpair e4-17-d8-c5-67-6d") {
+		t.Errorf("pair --device of the paired gamepad: %v\n%s", err, again)
+	}
+	elsewhere, err := alice.command(ctx, "pair", "--adapter", adapterAddr, "--node", "elsewhere").CombinedOutput()
+	if err == nil || !strings.Contains(string(elsewhere), "--adapter "+adapterKey+" is on node "+node+`, not on --node "elsewhere"`) {
+		t.Errorf("pair --adapter with another --node: %v\n%s", err, elsewhere)
+	}
+	after, err := dyn.Resource(btv1.PairingRequestsResource).Namespace("alice").List(ctx, metav1.ListOptions{})
+	must(t, err)
+	if len(after.Items) != len(before.Items) {
+		t.Errorf("the refused pairs left %d PairingRequests, were %d", len(after.Items), len(before.Items))
+	}
+
 	// alice may not unpair; the admin may, and the Secret goes.
 	if out, err := alice.command(ctx, "unpair", "e4-17-d8-c5-67-6d").CombinedOutput(); err == nil {
 		t.Errorf("alice unpaired:\n%s", out)

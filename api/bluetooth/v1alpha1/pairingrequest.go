@@ -42,9 +42,14 @@ type PairingRequestList struct {
 }
 
 // PairingRequestSpec is the window a person asks for and, once a device
-// answered, the approval.
+// answered, the approval. The adapter, the window and an approval once
+// given cannot change (the API server refuses the update, naming the
+// field): the operator opens the window once, for its first length, and
+// pairs the device first approved; a different window or device is a new
+// request. Either address may be respelt (case, colons or dashes).
 //
 // +kubebuilder:validation:XValidation:rule="self.adapter.lowerAscii().replace(':', '-') == oldSelf.adapter.lowerAscii().replace(':', '-')",message="spec.adapter cannot change; create another request"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.device) || has(self.device) && self.device.lowerAscii().replace(':', '-') == oldSelf.device.lowerAscii().replace(':', '-')",message="spec.device cannot change once set; create another request to pair another device"
 type PairingRequestSpec struct {
 	// Adapter is the Adapter to pair with: its name, the address in
 	// lowercase with dashes ("00-1a-7d-da-71-13", as `kubectl get
@@ -56,8 +61,9 @@ type PairingRequestSpec struct {
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9A-Fa-f]{2}(-[0-9A-Fa-f]{2}){5}$') || self.matches('^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$')",message="spec.adapter is not an adapter's address: give its name (00-1a-7d-da-71-13) or its address (00:1A:7D:DA:71:13)"
 	Adapter string `json:"adapter"`
 	// WindowSeconds is how long the radio stays discoverable and pairable,
-	// 15 to 900 seconds.
+	// 15 to 900 seconds. It cannot change after creation.
 	// +kubebuilder:default=180
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.windowSeconds cannot change; create another request"
 	// +kubebuilder:validation:Minimum=15
 	// +kubebuilder:validation:Maximum=900
 	// +optional
@@ -65,7 +71,8 @@ type PairingRequestSpec struct {
 	// Device is the approval: the address of the device to pair
 	// ("E4:17:D8:C5:67:6D", or "e4-17-d8-c5-67-6d" as its Peripheral is
 	// named, in either case), usually one of status.seen. Set at
-	// creation, it pairs that device as soon as it answers.
+	// creation, it pairs that device as soon as it answers. Once set it
+	// cannot change or be removed, only be respelt.
 	// +kubebuilder:validation:MaxLength=17
 	// +kubebuilder:validation:XValidation:rule="self.matches('^[0-9A-Fa-f]{2}(:[0-9A-Fa-f]{2}){5}$') || self.matches('^[0-9A-Fa-f]{2}(-[0-9A-Fa-f]{2}){5}$')",message="spec.device is not a Bluetooth address: give it as E4:17:D8:C5:67:6D (or e4-17-d8-c5-67-6d)"
 	// +optional
