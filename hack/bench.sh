@@ -9,11 +9,14 @@
 #
 # REST_WINDOW (default 2m) is how long the operators are watched at rest;
 # the figure they are held to is ten minutes (REST_WINDOW=10m).
+# TONE_WINDOW (default 2m) is how long PipeWire is watched playing the
+# demo's tone (BenchmarkDemoToneCPU says why two minutes tell).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . hack/env.sh
 export LIKEN_CONTROL_PLANE_BIN="${LIKEN_CONTROL_PLANE_BIN:-$(hack/build-control-plane.sh | tail -n 1)}"
 rest_window="${REST_WINDOW:-2m}"
+tone_window="${TONE_WINDOW:-2m}"
 out="$(mktemp -d)"
 trap 'rm -rf "$out"' EXIT
 status=0
@@ -67,6 +70,7 @@ bench bondfetch ./cmd/bluetooth-bondfetch/ 'BondfetchRestore50' 5x
 bench fetch-heap ./internal/bonds/ 'FetchHeap' 1x
 bench rest ./test/e2e/ 'OperatorsAtRest' 1x -rest-window="$rest_window"
 bench fleet ./test/e2e/ 'FleetColdStart' 1x
+bench tone ./test/e2e/ 'DemoToneCPU' 1x -tone-window="$tone_window"
 
 row "claim prepare over gRPC, p50 / p99" "$(m dra PrepareGRPC p50-ms) / $(m dra PrepareGRPC p99-ms) ms" "p99 <= 20 ms" "-"
 row "slice writes, 1,000 device changes in 10 s" "$(m storm SliceWritesEventStorm writes)" "<= $(m storm SliceWritesEventStorm bound) (one a settle window)" "-"
@@ -85,6 +89,7 @@ row "bondfetch restoring 50 bonds, peak RSS" "$(m bondfetch BondfetchRestore50 r
 row "bondfetch's fetch of 100 Secrets of ~1 MiB, peak RSS / heap" "$(m fetch-heap FetchHeap peak-MiB) / $(m fetch-heap FetchHeap peak-heap-MiB) MiB" "< 64 MiB" "64 MiB"
 row "API requests at rest beyond watches ($rest_window), Bluetooth / audio" "$(m rest OperatorsAtRest bluetooth-operator-requests) / $(m rest OperatorsAtRest audio-operator-requests)" "0 (over 10 min)" "-"
 row "CPU at rest, both operators ($rest_window)" "$(m rest OperatorsAtRest cpu-percent-of-a-core) % of a core (Bluetooth $(m rest OperatorsAtRest bluetooth-cpu-percent), audio $(m rest OperatorsAtRest audio-cpu-percent))" "<= 0.2 %" "-"
+row "PipeWire playing the demo's tone ($tone_window)" "$(m tone DemoToneCPU pipewire-cpu-percent) % of a core (largest 30 s $(m tone DemoToneCPU pipewire-cpu-max-percent) %); pace $(m tone DemoToneCPU pace-first) first 30 s, $(m tone DemoToneCPU pace-last) last" "< 5 %, pace 1.0" "-"
 row "fleet cold start, 100 nodes x 2 drivers, 800 Sinks" "$(m fleet FleetColdStart converge-s) s; $(m fleet FleetColdStart 429s) 429s; $(m fleet FleetColdStart 409s-resolved) conflicts resolved, $(m fleet FleetColdStart write-retries) writes made again, $(m fleet FleetColdStart unresolved-errors) unresolved" "<= 30 s, 0 429s, 0 unresolved" "-"
 
 echo "== benchmark figures"

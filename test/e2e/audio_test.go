@@ -30,7 +30,7 @@ import (
 )
 
 // recordedXPS is the recorded Dell XPS 17's sound hardware as a node's.
-func recordedXPS(t *testing.T, dir string) (audio.Hardware, *alsa.DumpDir) {
+func recordedXPS(t testing.TB, dir string) (audio.Hardware, *alsa.DumpDir) {
 	t.Helper()
 	root, err := harness.ModuleRoot()
 	must(t, err)

@@ -44,7 +44,7 @@ func TestToneAndGoertzel(t *testing.T) {
 }
 
 // The player's input repeats its PCM whole frames at a time, or is
-// silence.
+// silence, and counts what it gave.
 func TestLoop(t *testing.T) {
 	l := &loop{pcm: []byte{1, 2, 3}}
 	b := make([]byte, 7)
@@ -54,9 +54,15 @@ func TestLoop(t *testing.T) {
 	if n, _ := l.Read(b[:2]); n != 2 || b[0] != 2 || b[1] != 3 {
 		t.Errorf("next read %v", b[:2])
 	}
+	if n := l.n.Load(); n != 9 {
+		t.Errorf("counted %d bytes read, want 9", n)
+	}
 	z := &loop{}
 	b = []byte{9, 9, 9}
 	if n, err := z.Read(b); n != 3 || err != nil || b[0]|b[1]|b[2] != 0 {
 		t.Errorf("silence: %d %v %v", n, err, b)
+	}
+	if n := z.n.Load(); n != 3 {
+		t.Errorf("counted %d bytes of silence, want 3", n)
 	}
 }

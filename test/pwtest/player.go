@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -24,6 +25,7 @@ type Player struct {
 	stderr bytes.Buffer
 	done   chan struct{}
 	err    error // pw-play's exit, read after done
+	fed    *loop
 
 	mu      sync.Mutex
 	stopped bool
@@ -43,7 +45,8 @@ func (d *Daemons) StartPlaying(ctx context.Context, target string, pcm []byte, r
 	p := &Player{done: make(chan struct{})}
 	p.cmd = d.Command(ctx, "pw-play", "--target", target, "--raw", "--format", "s16",
 		"--rate", strconv.Itoa(rate), "--channels", strconv.Itoa(channels), "-")
-	p.cmd.Stdin = &loop{pcm: pcm[:len(pcm)/frame*frame]}
+	p.fed = &loop{pcm: pcm[:len(pcm)/frame*frame]}
+	p.cmd.Stdin = p.fed
 	p.cmd.Stderr = &p.stderr
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("pw-play: %w", err)
@@ -58,6 +61,13 @@ func (d *Daemons) StartPlaying(ctx context.Context, target string, pcm []byte, r
 // Pid returns pw-play's process id, which its stream node carries as
 // application.process.id.
 func (p *Player) Pid() int { return p.cmd.Process.Pid }
+
+// Fed returns how many bytes of PCM pw-play has been given so far. It
+// reads its input as the graph consumes it, so over a span of seconds
+// the growth of Fed divided by the frame size and the rate is how many
+// seconds of audio the graph played per second; the pipe and os/exec's
+// copy buffer hold up to about 100 KiB more, a constant offset.
+func (p *Player) Fed() int64 { return p.fed.n.Load() }
 
 // Done is closed when pw-play has exited.
 func (p *Player) Done() <-chan struct{} { return p.done }
@@ -95,15 +105,18 @@ func (p *Player) Stop() error {
 // which then plays for as long as the test needs. pcm holds whole frames.
 func Looping(pcm []byte) io.Reader { return &loop{pcm: pcm} }
 
-// loop reads pcm over and over, or zeros when pcm is empty, forever.
+// loop reads pcm over and over, or zeros when pcm is empty, forever,
+// counting the bytes read in n.
 type loop struct {
 	pcm []byte
 	off int
+	n   atomic.Int64
 }
 
 func (l *loop) Read(b []byte) (int, error) {
 	if len(l.pcm) == 0 {
 		clear(b)
+		l.n.Add(int64(len(b)))
 		return len(b), nil
 	}
 	n := 0
@@ -112,5 +125,6 @@ func (l *loop) Read(b []byte) (int, error) {
 		n += c
 		l.off = (l.off + c) % len(l.pcm)
 	}
+	l.n.Add(int64(n))
 	return n, nil
 }

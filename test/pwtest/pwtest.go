@@ -13,8 +13,10 @@
 // WirePlumber merge $XDG_CONFIG_HOME/<name>/<name>.conf.d with their
 // /usr/share ones, where the image puts its baked files, so the baked
 // files go there too under the same names). Where there is no sound
-// card, a declared output's api.alsa.path is "null", ALSA's null device,
-// which drives the graph in real time like a card.
+// card, a declared output's api.alsa.path is "null", ALSA's null device.
+// It has no clock: a null node left to drive the graph runs it faster
+// and faster, by minutes into a spin; LikeHardware makes such nodes
+// follow PipeWire's Dummy-Driver at real time, as cards' nodes would.
 //
 // The daemons die with the test binary (PR_SET_PDEATHSIG) and are stopped
 // by Stop (or the test's cleanup with New).
