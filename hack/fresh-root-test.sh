@@ -75,29 +75,51 @@ if [ ! -s "$tarball" ]; then
 fi
 step "mmdebstrap (once; cached afterwards)"
 
-root="$(mktemp -d /var/tmp/liken-fresh-root.XXXXXX)"
-mounted=()
-# cleanup kills what still runs in the root, unmounts everything mounted
-# into it (innermost first) and removes it, unless -keep.
-cleanup() {
-	local pid
+# release ROOT [keep]: kills what still runs in ROOT, unmounts everything
+# mounted into it (each mount point, innermost first, as /proc/self/mounts
+# lists them) and removes it, unless keep. A mount that will not go is
+# detached (umount -l); the directory is removed only once no mount is
+# left under it, so rm never reaches into the host's /dev or /sys.
+release() {
+	local r="$1" pid m
 	for pid in $(ls /proc | grep -E '^[0-9]+$'); do
 		case "$(readlink "/proc/$pid/root" 2>/dev/null)" in
-		"$root"|"$root"/*) kill -9 "$pid" 2>/dev/null || true ;;
+		"$r"|"$r"/*) kill -9 "$pid" 2>/dev/null || true ;;
 		esac
 	done
-	local i
-	for (( i = ${#mounted[@]} - 1; i >= 0; i-- )); do
-		umount -R "${mounted[$i]}" 2>/dev/null || umount -R -l "${mounted[$i]}" 2>/dev/null || true
+	# Passes, since a point mounted twice (a bind over a bind) shows once
+	# per mount.
+	local pass
+	for pass in 1 2 3 4 5; do
+		for m in $(awk -v r="$r/" 'index($2, r) == 1 { print $2 }' /proc/self/mounts | sort -r | uniq); do
+			umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
+		done
 	done
-	if $keep; then
-		log "kept $root (its mounts are gone)"
+	if [ "${2:-}" = keep ]; then
+		log "kept $r (its mounts are gone)"
+	elif ! awk -v r="$r/" 'index($2, r) == 1 { found = 1 } END { exit !found }' /proc/self/mounts; then
+		rm -rf --one-file-system "$r"
+		rm -f "$r.lock"
 	else
-		# Never follow a mount that survived: -xdev stays on the root's
-		# own filesystem.
-		if ! grep -q " $root/" /proc/self/mounts; then rm -rf --one-file-system "$root"; fi
+		log "left $r: something is still mounted in it"
 	fi
 }
+
+# Each run holds a lock on its root's lock file for its whole life; a
+# root whose lock is free belongs to a run that was killed before its
+# cleanup, and is released here.
+for stale in /var/tmp/liken-fresh-root.*; do
+	[ -d "$stale" ] || continue
+	if flock -n "$stale.lock" true 2>/dev/null; then
+		log "releasing $stale, left by a run that was killed"
+		release "$stale"
+	fi
+done
+
+root="$(mktemp -d /var/tmp/liken-fresh-root.XXXXXX)"
+exec 9>"$root.lock"
+flock 9
+cleanup() { release "$root" "$($keep && echo keep)"; }
 trap cleanup EXIT
 # The EXIT trap runs on these too: hack/test.sh stops a tier it started
 # with TERM.
@@ -122,10 +144,8 @@ bindmount() {
 	mount --rbind "$1" "$root$2"
 	mount --make-rslave "$root$2"
 	[ "${3:-}" != ro ] || mount -o remount,bind,ro "$root$2"
-	mounted+=("$root$2")
 }
 mount -t proc proc "$root/proc"
-mounted+=("$root/proc")
 bindmount /sys /sys
 bindmount /dev /dev
 
