@@ -31,8 +31,11 @@ import (
 )
 
 // buildTimeout bounds one run of the build command, Go compilation
-// included (a cold build cache compiles the Kubernetes client).
-const buildTimeout = 10 * time.Minute
+// included (a cold build cache compiles the Kubernetes client for two
+// platforms, and the first run downloads the arm64 packages): it only
+// tells a hung build from a slow one. A first build on two loaded cores
+// took more than 10 minutes.
+const buildTimeout = 20 * time.Minute
 
 // build is one run of hack/build-images.sh.
 type build struct {
