@@ -14,7 +14,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 . hack/env.sh
-export LIKEN_CONTROL_PLANE_BIN="${LIKEN_CONTROL_PLANE_BIN:-$(hack/build-control-plane.sh | tail -n 1)}"
+if [ -z "${LIKEN_CONTROL_PLANE_BIN:-}" ]; then
+	LIKEN_CONTROL_PLANE_BIN="$(hack/build-control-plane.sh | tail -n 1)" || exit 1
+fi
+export LIKEN_CONTROL_PLANE_BIN
 rest_window="${REST_WINDOW:-2m}"
 tone_window="${TONE_WINDOW:-2m}"
 out="$(mktemp -d)"

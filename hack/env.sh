@@ -28,11 +28,15 @@ with_progress() {
 	echo "${0##*/}: $what ..." >&2
 	(
 		# The sleep runs in the background and is waited for, so that the
-		# TERM below ends this loop at once, not after the sleep.
-		trap 'kill $s 2>/dev/null; exit 0' TERM
-		while :; do
-			sleep 30 & s=$!
-			wait $s
+		# TERM below ends this loop at once, not after the sleep; the trap
+		# kills whatever sleep runs (jobs -p, even before $! is known). $$
+		# is the script's pid: when the script is gone (Ctrl-C, kill), the
+		# loop ends too instead of printing into the terminal for ever.
+		trap 'kill $(jobs -p) 2>/dev/null; exit 0' TERM INT
+		while kill -0 $$ 2>/dev/null; do
+			sleep 30 &
+			wait $!
+			kill -0 $$ 2>/dev/null || break
 			echo "${0##*/}:   ... still $what ($(( SECONDS - began )) s so far)" >&2
 		done
 	) &

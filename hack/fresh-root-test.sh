@@ -37,17 +37,22 @@ cd "$(dirname "$0")/.."
 repo="$PWD"
 . hack/env.sh
 
+[ "$(id -u)" = 0 ] || { echo "fresh-root-test: must run as root (chroot, mount)" >&2; exit 1; }
 keep=false
-commit=HEAD
+commit=""
 for a in "$@"; do
 	case "$a" in
 	-keep) keep=true ;;
 	-*) echo "fresh-root-test: unknown flag $a (only -keep)" >&2; exit 2 ;;
-	*) commit="$a" ;;
+	*)
+		[ -z "$commit" ] || { echo "fresh-root-test: one commit at most (got $commit and $a)" >&2; exit 2; }
+		commit="$a"
+		;;
 	esac
 done
-commit="$(git rev-parse --verify "$commit^{commit}")"
-[ "$(id -u)" = 0 ] || { echo "fresh-root-test: must run as root (chroot, mount)" >&2; exit 1; }
+given="${commit:-HEAD}"
+commit="$(git rev-parse -q --verify "$given^{commit}")" ||
+	{ echo "fresh-root-test: $given is not a commit of this repository" >&2; exit 2; }
 [ "${LIKEN_SKIP_DEPS:-0}" = 1 ] || hack/install-deps.sh
 
 log() { echo "fresh-root-test: $*" >&2; }
@@ -98,6 +103,7 @@ release() {
 	if [ "${2:-}" = keep ]; then
 		log "kept $r (its mounts are gone)"
 	elif ! awk -v r="$r/" 'index($2, r) == 1 { found = 1 } END { exit !found }' /proc/self/mounts; then
+		log "removing $r (a minute or two on a busy disk)"
 		rm -rf --one-file-system "$r"
 		rm -f "$r.lock"
 	else
@@ -161,6 +167,14 @@ inroot() {
 		PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		chroot "$root" /bin/bash -c "cd /root/liken && $1"
 }
+# inroot_logged CMD FILE: inroot CMD with its output shown and kept in
+# FILE. It runs in the background and is waited for, because bash runs a
+# trap only once the foreground command ends: a TERM or INT then reaches
+# the cleanup at once, which kills what runs in the root.
+inroot_logged() {
+	{ inroot "$1" 2>&1 | tee "$2"; } &
+	wait $!
+}
 
 status=0
 out="$root/root/demo.out"
@@ -169,7 +183,7 @@ out="$root/root/demo.out"
 # build still under way on the host. The demo's own run of it must then
 # find everything and change nothing.
 log "README's set-up in the root, step 1: hack/install-deps.sh from nothing"
-if ! inroot 'hack/install-deps.sh' 2>&1 | tee "$out.deps"; then
+if ! inroot_logged 'hack/install-deps.sh' "$out.deps"; then
 	log "hack/install-deps.sh failed in the fresh root"
 	status=1
 fi
@@ -184,7 +198,7 @@ fi
 
 if [ $status = 0 ]; then
 	log "README's command 1 in the root: hack/demo.sh"
-	if ! inroot 'hack/demo.sh' 2>&1 | tee "$out"; then
+	if ! inroot_logged 'hack/demo.sh' "$out"; then
 		log "hack/demo.sh failed in the fresh root"
 		status=1
 	fi

@@ -13,18 +13,31 @@ cd "$(dirname "$0")/.."
 . hack/env.sh
 
 log() { echo "install-deps: $*" >&2; }
-SUDO=""
-if [ "$(id -u)" != 0 ]; then
-	command -v sudo >/dev/null || { log "run as root or install sudo"; exit 1; }
-	SUDO=sudo
-fi
+# asroot CMD...: runs CMD as root, through sudo when this is not root.
+# Asked only when something is to be installed: a machine that has
+# everything needs neither root nor sudo.
+asroot() {
+	if [ "$(id -u)" = 0 ]; then
+		"$@"
+	elif command -v sudo >/dev/null; then
+		sudo "$@"
+	else
+		log "installing needs root: run as root, or install sudo ($*)"
+		exit 1
+	fi
+}
 
 . /etc/os-release
 codename="${VERSION_CODENAME:-bookworm}"
 backports=/etc/apt/sources.list.d/liken-backports.sources
-if [ "${ID:-}" = debian ] && [ ! -f "$backports" ] && ! grep -rqs "${codename}-backports" /etc/apt/sources.list /etc/apt/sources.list.d/; then
+# apt's own view of the configured suites: a commented-out line, a file
+# apt ignores (*.disabled) or a stanza with "Enabled: no" does not count.
+has_backports() {
+	apt-get indextargets --no-release-info --format '$(RELEASE)' 2>/dev/null | grep -qx "${codename}-backports"
+}
+if [ "${ID:-}" = debian ] && [ ! -f "$backports" ] && ! has_backports; then
 	log "adding ${codename}-backports"
-	$SUDO tee "$backports" >/dev/null <<SRC
+	asroot tee "$backports" >/dev/null <<SRC
 Types: deb
 URIs: http://deb.debian.org/debian
 Suites: ${codename}-backports
@@ -68,7 +81,9 @@ done < hack/apt-packages
 # proxy by itself (GOTOOLCHAIN=auto); older ones, like Debian 12's own 1.19,
 # cannot even read go.mod, so a newer Go comes from backports.
 need_go=false
-go_minor() { "$1" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'; }
+# GOTOOLCHAIN=local: the version of this go binary itself, never of the
+# toolchain go.mod would make it fetch first.
+go_minor() { GOTOOLCHAIN=local "$1" env GOVERSION 2>/dev/null | sed -n 's/^go1\.\([0-9]*\).*/\1/p'; }
 gobin="$(command -v go || true)"
 if [ -z "$gobin" ] && [ -x /usr/local/go/bin/go ]; then gobin=/usr/local/go/bin/go; fi
 if [ -z "$gobin" ] || [ "$(go_minor "$gobin")" -lt 21 ] 2>/dev/null || [ -z "$(go_minor "$gobin")" ]; then
@@ -77,15 +92,14 @@ if [ -z "$gobin" ] || [ "$(go_minor "$gobin")" -lt 21 ] 2>/dev/null || [ -z "$(g
 fi
 
 if [ ${#missing[@]} -gt 0 ] || [ ${#backported[@]} -gt 0 ]; then
-	with_progress "reading Debian's package lists (apt-get update)" $SUDO apt-get update -qq
-	export DEBIAN_FRONTEND=noninteractive
+	with_progress "reading Debian's package lists (apt-get update)" asroot apt-get update -qq
 	if [ ${#missing[@]} -gt 0 ]; then
 		with_progress "installing ${missing[*]}" \
-			$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+			asroot env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 	fi
 	if [ ${#backported[@]} -gt 0 ]; then
 		with_progress "installing from ${codename}-backports: ${backported[*]}" \
-			$SUDO apt-get install -y -qq --no-install-recommends -t "${codename}-backports" "${backported[@]}" >/dev/null
+			asroot env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends -t "${codename}-backports" "${backported[@]}" >/dev/null
 	fi
 fi
 if $need_go; then

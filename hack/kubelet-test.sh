@@ -11,8 +11,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/env.sh
 [ "${LIKEN_SKIP_DEPS:-0}" = 1 ] || hack/install-deps.sh
-export LIKEN_CONTROL_PLANE_BIN="${LIKEN_CONTROL_PLANE_BIN:-$(hack/build-control-plane.sh | tail -n 1)}"
-export LIKEN_NODE_BIN="${LIKEN_NODE_BIN:-$(hack/build-kubelet.sh | tail -n 1)}"
+# Assigned, then exported: export would hide a failed build's status.
+[ -n "${LIKEN_CONTROL_PLANE_BIN:-}" ] || LIKEN_CONTROL_PLANE_BIN="$(hack/build-control-plane.sh | tail -n 1)"
+[ -n "${LIKEN_NODE_BIN:-}" ] || LIKEN_NODE_BIN="$(hack/build-kubelet.sh | tail -n 1)"
+export LIKEN_CONTROL_PLANE_BIN LIKEN_NODE_BIN
 export LIKEN_IMAGES="${LIKEN_IMAGES:-$PWD/_output/images}"
 # The node is amd64: it imports the amd64 tarballs alone. hack/test.sh
 # builds them beforehand (LIKEN_IMAGES_BUILT=1) from the same checkout.

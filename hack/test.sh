@@ -13,9 +13,9 @@
 # beside the earlier ones at the lowest CPU priority (nice 19), taking only
 # what they leave: the kubelet and containerd, the kubelet tier's images
 # and the fuzz pass's binaries, from the moment the control plane is built;
-# and the fresh-root tier runs beside everything from the start (its first
-# minutes are downloads and dpkg). The benchmarks, the VM tier and the
-# kubelet tier run alone.
+# and the fresh-root tier runs beside the checks, the tests and the fuzz
+# pass from the start (its first minutes are downloads and dpkg). The
+# benchmarks, the VM tier and the kubelet tier run alone, after both.
 #
 # FUZZTIME (default 10s) bounds each fuzz target; BENCH=0 skips benchmarks;
 # FRESH_ROOT=0 skips the fresh-root tier.
@@ -54,7 +54,9 @@ if [ "${FRESH_ROOT:-1}" != 0 ]; then
 fi
 
 phase "control plane (built once into ~/.cache/liken)"
-export LIKEN_CONTROL_PLANE_BIN="$(hack/build-control-plane.sh | tail -n 1)"
+# Assigned, then exported: export would hide a failed build's status.
+LIKEN_CONTROL_PLANE_BIN="$(hack/build-control-plane.sh | tail -n 1)"
+export LIKEN_CONTROL_PLANE_BIN
 # One set of build flags everywhere: the Go build cache is keyed on them,
 # and the control plane was built with -trimpath.
 flags=(-trimpath)
@@ -70,9 +72,9 @@ status=0
 phase "gofmt, go vet"
 unformatted="$(gofmt -l $(git ls-files '*.go'))"
 if [ -n "$unformatted" ]; then
-	echo "gofmt would change:"; echo "$unformatted"; exit 1
+	echo "gofmt would change:"; echo "$unformatted"; status=1
 fi
-go vet "${flags[@]}" ./...
+go vet "${flags[@]}" ./... || status=1
 
 phase "golangci-lint (.golangci.yml), SPDX headers"
 hack/lint.sh || status=1
@@ -84,13 +86,23 @@ go test "${flags[@]}" -count=1 -timeout 30m ./... 2>&1 | tee "$log" || status=$?
 phase "fuzz (${FUZZTIME:-10s} each)"
 hack/fuzz-pass.sh run "$work/fuzz" || status=1
 
-# The node's binaries and images must be there before the phases that run
-# alone begin, so that none of them shares the cores with a build.
+# The node's binaries and images, and the fresh-root tier, must be done
+# before the phases that run alone begin, so that none of them shares the
+# cores with a build or a demo.
 phase "the kubelet tier's builds (what is left of them)"
 if ! wait "$prebuild"; then
 	echo "building the kubelet, containerd or the images failed:"
 	tail -30 "$work"/prebuild-*.log
 	status=1
+fi
+
+if [ -n "$fresh" ]; then
+	phase "fresh-root tier (what is left of it; it began beside install-deps)"
+	if wait "$fresh"; then
+		sed -n '/^fresh-root tier: wall time/,$p' "$work/fresh-root.log"
+	else
+		echo "fresh-root tier failed:"; tail -60 "$work/fresh-root.log"; status=1
+	fi
 fi
 
 if [ "${BENCH:-1}" != 0 ]; then
@@ -103,15 +115,6 @@ hack/vm-test.sh || status=1
 
 phase "kubelet tier: both bases as pods on a real kubelet and containerd"
 LIKEN_SKIP_DEPS=1 LIKEN_IMAGES_BUILT=1 hack/kubelet-test.sh || status=1
-
-if [ -n "$fresh" ]; then
-	phase "fresh-root tier (what is left of it; it began with install-deps)"
-	if wait "$fresh"; then
-		sed -n '/^fresh-root tier: wall time/,$p' "$work/fresh-root.log"
-	else
-		echo "fresh-root tier failed:"; tail -60 "$work/fresh-root.log"; status=1
-	fi
-fi
 
 phase
 echo "== summary"
