@@ -196,10 +196,9 @@ func TestTapEndsAndLeaves(t *testing.T) {
 // capture-busy with Retry-After, and a slot freed serves again.
 func TestTapLimit(t *testing.T) {
 	// The four taps start their pw-records at once, and each must be
-	// linked within LinkDeadline to answer 200: the test sets its own
-	// bound, generous for a loaded machine, rather than lean on
-	// Config's default.
-	w := newWorld(t, Config{Taps: 4, LinkDeadline: 20 * time.Second})
+	// linked within LinkDeadline to answer 200: startServer's bound,
+	// generous for a loaded machine.
+	w := newWorld(t, Config{Taps: 4})
 	var open []*http.Response
 	for i := range 4 {
 		resp := request(t, w.client, http.MethodGet, w.ts.url("/v1/audio/sinks/"+sinkName+"/audio.wav"), testToken)

@@ -185,8 +185,12 @@ func Start(ctx context.Context, opts Options) (_ *Stack, err error) {
 			}
 		}
 	}()
+	// WirePlumber links a tap's recorder within the default LinkDeadline
+	// (3 s) on an idle machine, not on a loaded one: a test's bound is
+	// generous, and only a link that never comes reaches it.
 	cfg := capture.Config{Address: "127.0.0.1:0", Taps: opts.Taps, TLSDir: tlsDir, Remote: opts.Remote, Namespace: Namespace,
-		PwRecord: capture.DefaultPwRecord, Flac: capture.DefaultFlac, Opusenc: capture.DefaultOpusenc, Stdbuf: capture.DefaultStdbuf}
+		PwRecord: capture.DefaultPwRecord, Flac: capture.DefaultFlac, Opusenc: capture.DefaultOpusenc, Stdbuf: capture.DefaultStdbuf,
+		LinkDeadline: 30 * time.Second}
 	reviewer, err := capture.NewTokenReviewer(As(c, "system:serviceaccount:"+Namespace+":audio-operator", Namespace,
 		map[string][]string{"authentication.kubernetes.io/node-name": {opts.Node}}), cfg.CallerUser())
 	if err != nil {

@@ -103,6 +103,10 @@ func TestAudioStuckGraphMonitor(t *testing.T) {
 	time.Sleep(probe)
 	passes := counterValue(t, reg, "audio_passes_total", "trigger", "graph")
 	observed := gaugeValue(t, reg, "audio_observation_last_success_timestamp_seconds")
+	poll.WaitFor(t, ctx, "a probe finding the idle graph current", 30*time.Second, func() (bool, string) {
+		now := gaugeValue(t, reg, "audio_observation_last_success_timestamp_seconds")
+		return now > observed, fmt.Sprintf("observed at %v, now %v", observed, now)
+	})
 	time.Sleep(3 * probe)
 	if got := staleRestarts(t, reg); got != 0 {
 		t.Fatalf("an idle graph restarted the monitor %v times", got)
@@ -110,11 +114,8 @@ func TestAudioStuckGraphMonitor(t *testing.T) {
 	if age := gaugeValue(t, reg, "audio_observation_age_seconds"); age < 0 || age > (probe+3*time.Second).Seconds() {
 		t.Fatalf("idle graph: audio_observation_age_seconds %v, want within a probe and its grace", age)
 	}
-	if now := gaugeValue(t, reg, "audio_observation_last_success_timestamp_seconds"); now <= observed {
-		t.Fatalf("idle graph: no probe found it current in %s (observed at %v, then %v)", 3*probe, observed, now)
-	}
 	if got := counterValue(t, reg, "audio_passes_total", "trigger", "graph") - passes; got != 0 {
-		t.Errorf("idle graph probed every %s: %v graph passes in %s, want 0", probe, got, 3*probe)
+		t.Errorf("idle graph probed every %s: %v graph passes since, want 0", probe, got)
 	}
 
 	// Every GraphCurrent the DP Sink goes through, as the watch sees it.

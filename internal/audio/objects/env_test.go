@@ -139,7 +139,7 @@ func stored(s *Store, k Kind, name string) (*unstructured.Unstructured, bool) {
 // does not hold it at all when rv is "".
 func waitStored(t *testing.T, s *Store, k Kind, name, rv string) {
 	t.Helper()
-	waitFor(t, "the store's "+k.Name+" "+name+" at resourceVersion "+rv, 20*time.Second, func() (bool, string) {
+	waitFor(t, "the store's "+k.Name+" "+name+" at resourceVersion "+rv, 30*time.Second, func() (bool, string) {
 		u, ok := stored(s, k, name)
 		if !ok {
 			return rv == "", "absent"

@@ -176,7 +176,7 @@ func TestApplySinkCreatesAndWritesOnlyChanges(t *testing.T) {
 	if src.Status.Node != node || src.Name != node+"-mic" || src.UID == "" {
 		t.Errorf("ApplySource returned %+v", src)
 	}
-	waitFor(t, "the Source in the store", 20*time.Second, func() (bool, string) {
+	waitFor(t, "the Source in the store", 30*time.Second, func() (bool, string) {
 		return slices.Contains(s.Names(SourceKind), node+"-mic"), fmt.Sprint(s.Names(SourceKind))
 	})
 }
