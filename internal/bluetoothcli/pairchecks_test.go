@@ -22,20 +22,9 @@ import (
 // that went ahead would wait for ever: it is interrupted after 10 s.
 func runPair(t *testing.T, d *dynamicfake.FakeDynamicClient, args ...string) (int, string) {
 	t.Helper()
-	var out bytes.Buffer
-	e := &env{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}, dyn: d}
-	cmd := newPair(e)
-	cmd.SetArgs(args)
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SilenceUsage, cmd.SilenceErrors = true, true
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	if err := cmd.ExecuteContext(ctx); err != nil {
-		out.WriteString("error: " + err.Error() + "\n")
-		return 1, out.String()
-	}
-	return 0, out.String()
+	return runCommand(ctx, t, d, newPair, args...)
 }
 
 // requests is how many PairingRequests d holds.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -91,16 +92,26 @@ func TestPairGivesUpOnAStartingAdapter(t *testing.T) {
 	}
 }
 
+// runUnpair runs unpair against d with args: runCommand of newUnpair.
 func runUnpair(t *testing.T, d *dynamicfake.FakeDynamicClient, args ...string) (int, string) {
+	t.Helper()
+	return runCommand(t.Context(), t, d, newUnpair, args...)
+}
+
+// runCommand runs the command newCmd makes against d with args, until
+// ctx ends, and returns its exit status (0, or 1 when it returned an
+// error) and everything it printed, the error last. Cobra's own error
+// and usage prints are silenced, so the error shows once.
+func runCommand(ctx context.Context, t *testing.T, d *dynamicfake.FakeDynamicClient, newCmd func(*env) *cobra.Command, args ...string) (int, string) {
 	t.Helper()
 	var out bytes.Buffer
 	e := &env{streams: genericiooptions.IOStreams{In: strings.NewReader(""), Out: &out, ErrOut: &out}, dyn: d}
-	cmd := newUnpair(e)
+	cmd := newCmd(e)
 	cmd.SetArgs(args)
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
-	cmd.SilenceUsage = true
-	if err := cmd.ExecuteContext(t.Context()); err != nil {
+	cmd.SilenceUsage, cmd.SilenceErrors = true, true
+	if err := cmd.ExecuteContext(ctx); err != nil {
 		out.WriteString("error: " + err.Error() + "\n")
 		return 1, out.String()
 	}
