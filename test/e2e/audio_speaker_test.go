@@ -93,12 +93,7 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 	// simulator's socket stands for it.
 	busAddress := sim.Address()
 
-	hw, _ := recordedXPS(t, dir)
-	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: node, PipeWireDir: filepath.Join(dir, "declared"),
-		WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
-	must(t, err)
-	outputs, err := pipewire.ReadDeclaration(res.Declaration)
-	must(t, err)
+	hw, _, outputs := declaredXPS(t, dir)
 	pw := pwtest.New(t, pwtest.Options{Outputs: outputs, MediaBus: busAddress})
 	objs, err := dynamic.NewForConfig(cluster.RESTConfig())
 	must(t, err)

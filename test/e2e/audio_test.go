@@ -29,6 +29,21 @@ import (
 	"github.com/liken-sh/operators/test/pwtest"
 )
 
+// declaredXPS declares the recorded XPS 17's cards (recordedXPS) under
+// dir as the audio pod's declare would, on ALSA's null device at
+// 48 kHz, and returns the hardware, its control dumps and the outputs
+// read back from the declaration PipeWire loads.
+func declaredXPS(t testing.TB, dir string) (audio.Hardware, *alsa.DumpDir, []pipewire.Output) {
+	t.Helper()
+	hw, cards := recordedXPS(t, dir)
+	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: node,
+		PipeWireDir: filepath.Join(dir, "declared"), WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
+	must(t, err)
+	outputs, err := pipewire.ReadDeclaration(res.Declaration)
+	must(t, err)
+	return hw, cards, outputs
+}
+
 // recordedXPS is the recorded Dell XPS 17's sound hardware as a node's.
 func recordedXPS(t testing.TB, dir string) (audio.Hardware, *alsa.DumpDir) {
 	t.Helper()
@@ -94,12 +109,7 @@ func startAudioNode(t *testing.T, opts audioNodeOptions) *audioNode {
 	}
 
 	dir := t.TempDir()
-	hw, cards := recordedXPS(t, dir)
-	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: node,
-		PipeWireDir: filepath.Join(dir, "declared"), WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
-	must(t, err)
-	outputs, err := pipewire.ReadDeclaration(res.Declaration)
-	must(t, err)
+	hw, cards, outputs := declaredXPS(t, dir)
 	pw := pwtest.New(t, pwtest.Options{Outputs: outputs})
 	draOpts := dra.Options{
 		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", audio.DriverName),

@@ -5,12 +5,10 @@ package e2e
 import (
 	"context"
 	"flag"
-	"path/filepath"
 	"slices"
 	"testing"
 	"time"
 
-	"github.com/liken-sh/operators/internal/audio"
 	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/poll"
 	"github.com/liken-sh/operators/test/pwtest"
@@ -53,12 +51,7 @@ const toneSample = 30 * time.Second
 func BenchmarkDemoToneCPU(b *testing.B) {
 	ctx := context.Background()
 	dir := b.TempDir()
-	hw, _ := recordedXPS(b, dir)
-	res, err := audio.Declare(audio.DeclareConfig{Hardware: hw, Node: node,
-		PipeWireDir: filepath.Join(dir, "declared"), WirePlumberDir: filepath.Join(dir, "wp"), ALSAPath: "null", Rate: 48000})
-	must(b, err)
-	declared, err := pipewire.ReadDeclaration(res.Declaration)
-	must(b, err)
+	_, _, declared := declaredXPS(b, dir)
 	outputs := pwtest.LikeHardware(declared)
 	i := slices.IndexFunc(outputs, func(o pipewire.Output) bool { return o.Output == node+"-usb-1532-0526-00000000-usb-audio" })
 	if i < 0 {
