@@ -45,7 +45,6 @@ export GOFLAGS=-mod=mod
 minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
 LDF="-s -X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor -X k8s.io/component-base/version.gitTreeState=clean"
 
-log() { echo "build-control-plane: $*" >&2; }
 
 cd "$OUT/k8s"
 if [ ! -f go.sum ]; then
