@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+
+//go:build linux && (amd64 || arm64)
+
+package evdev
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Open opens an event node read-write (force feedback is uploaded through
+// it), non-blocking and close-on-exec, in Go's poller: a read parks no
+// thread, and Close ends a read in progress. A node that does not answer
+// EVIOCGID (an ordinary file, another device) is refused with an error
+// naming it.
+func Open(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open event node %s: %w", path, err)
+	}
+	f := os.NewFile(uintptr(fd), path)
+	var id inputID
+	if err := ioctl(f, ioctlGetID, unsafe.Pointer(&id)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s is not an event node: %w", path, err)
+	}
+	return f, nil
+}
+
+// ioctl runs one ioctl on f's descriptor with arg pointing at a buffer
+// of the size the request encodes. The pointer becomes a uintptr only in
+// the system call's own argument list, as package unsafe requires.
+func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
+	return control(f, func(fd uintptr) syscall.Errno {
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, fd, req, uintptr(arg))
+		return errno
+	})
+}
+
+// ioctlValue runs one ioctl whose argument is a value, not a pointer.
+func ioctlValue(f *os.File, req, arg uintptr) error {
+	return control(f, func(fd uintptr) syscall.Errno {
+		_, _, errno := unix.Syscall(unix.SYS_IOCTL, fd, req, arg)
+		return errno
+	})
+}
+
+// control runs call on f's descriptor, held open meanwhile.
+func control(f *os.File, call func(fd uintptr) syscall.Errno) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var errno syscall.Errno
+	if err := rc.Control(func(fd uintptr) { errno = call(fd) }); err != nil {
+		return err
+	}
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// ReadCapabilities asks the event node f for the device's identity and
+// capabilities. Strings that are not valid UTF-8 have the bad bytes
+// replaced, and a name longer than NameMax is cut, so the result always
+// passes Validate. An error (ENODEV once the device is gone) names the
+// ioctl that failed.
+func ReadCapabilities(f *os.File) (Capabilities, error) {
+	var c Capabilities
+	var id inputID
+	if err := ioctl(f, ioctlGetID, unsafe.Pointer(&id)); err != nil {
+		return c, fmt.Errorf("EVIOCGID on %s: %w", f.Name(), err)
+	}
+	c.ID = ID{Bus: id.Bustype, Vendor: id.Vendor, Product: id.Product, Version: id.Version}
+	var err error
+	if c.Name, err = readString(f, ioctlGetName, NameMax); err != nil {
+		return c, fmt.Errorf("EVIOCGNAME on %s: %w", f.Name(), err)
+	}
+	if c.Name == "" {
+		c.Name = "unnamed input device"
+	}
+	// A device with no phys or uniq answers ENOENT.
+	if c.Phys, err = readString(f, ioctlGetPhys, 63); err != nil && !errors.Is(err, unix.ENOENT) {
+		return c, fmt.Errorf("EVIOCGPHYS on %s: %w", f.Name(), err)
+	}
+	if c.Uniq, err = readString(f, ioctlGetUniq, 63); err != nil && !errors.Is(err, unix.ENOENT) {
+		return c, fmt.Errorf("EVIOCGUNIQ on %s: %w", f.Name(), err)
+	}
+	if c.Properties, err = readBits(f, ioctlGetProp(PropMax/8+1), PropMax); err != nil {
+		return c, fmt.Errorf("EVIOCGPROP on %s: %w", f.Name(), err)
+	}
+	types, err := readBits(f, ioctlGetBit(0, EvMax/8+1), EvMax)
+	if err != nil {
+		return c, fmt.Errorf("EVIOCGBIT(0) on %s: %w", f.Name(), err)
+	}
+	has := func(t uint16) bool {
+		for _, x := range types {
+			if x == t {
+				return true
+			}
+		}
+		return false
+	}
+	lists := []struct {
+		typ uint16
+		max uint16
+		dst *[]uint16
+	}{
+		{EvKey, KeyMax, &c.Keys}, {EvRel, RelMax, &c.Rel}, {EvMsc, MscMax, &c.Misc},
+		{EvSw, SwMax, &c.Switches}, {EvLed, LedMax, &c.LEDs}, {EvSnd, SndMax, &c.Sounds},
+		{EvFF, FFMax, &c.ForceFeedback},
+	}
+	for _, l := range lists {
+		if !has(l.typ) {
+			continue
+		}
+		if *l.dst, err = readBits(f, ioctlGetBit(uintptr(l.typ), uintptr(l.max)/8+1), l.max); err != nil {
+			return c, fmt.Errorf("EVIOCGBIT(%#x) on %s: %w", l.typ, f.Name(), err)
+		}
+	}
+	if has(EvAbs) {
+		codes, err := readBits(f, ioctlGetBit(EvAbs, AbsMax/8+1), AbsMax)
+		if err != nil {
+			return c, fmt.Errorf("EVIOCGBIT(EV_ABS) on %s: %w", f.Name(), err)
+		}
+		for _, code := range codes {
+			var a Axis
+			a.Code = code
+			if err := ioctl(f, ioctlGetAbs(uintptr(code)), unsafe.Pointer(&a.AbsInfo)); err != nil {
+				return c, fmt.Errorf("EVIOCGABS(%#x) on %s: %w", code, f.Name(), err)
+			}
+			a.Value = min(max(a.Value, a.Minimum), a.Maximum)
+			c.Abs = append(c.Abs, a)
+		}
+	}
+	if has(EvFF) {
+		var n int32
+		if err := ioctl(f, ioctlGetEffects, unsafe.Pointer(&n)); err != nil {
+			return c, fmt.Errorf("EVIOCGEFFECTS on %s: %w", f.Name(), err)
+		}
+		c.FFEffects = uint32(min(max(n, 0), maxFFEffects))
+		if len(c.ForceFeedback) == 0 {
+			c.FFEffects = 0
+		}
+	}
+	c.Repeat = has(EvRep)
+	return c, c.Validate()
+}
+
+// readString reads a NUL-terminated string ioctl into a 256-byte buffer
+// and returns at most limit bytes of valid UTF-8.
+func readString(f *os.File, req func(uintptr) uintptr, limit int) (string, error) {
+	var buf [256]byte
+	if err := ioctl(f, req(uintptr(len(buf))), unsafe.Pointer(&buf[0])); err != nil {
+		return "", err
+	}
+	s, _, _ := bytes.Cut(buf[:], []byte{0})
+	out := strings.ToValidUTF8(string(s), "?")
+	for len(out) > limit {
+		out = strings.ToValidUTF8(out[:limit], "")
+	}
+	return out, nil
+}
+
+// readBits reads a bitmap ioctl of n bytes and returns the set bits up
+// to limit, ascending.
+func readBits(f *os.File, req uintptr, limit uint16) ([]uint16, error) {
+	size := (req >> 16) & 0x3fff
+	buf := make([]byte, size)
+	if err := ioctl(f, req, unsafe.Pointer(&buf[0])); err != nil {
+		return nil, err
+	}
+	return Bits(buf, limit), nil
+}
+
+// Bits returns the positions of the set bits of a kernel bitmap (an
+// array of longs, little-endian on the architectures this is built for,
+// so bit n is bit n%8 of byte n/8) that are at most limit, ascending.
+func Bits(bitmap []byte, limit uint16) []uint16 {
+	var out []uint16
+	for i, b := range bitmap {
+		for j := range 8 {
+			n := i*8 + j
+			if n > int(limit) {
+				return out
+			}
+			if b&(1<<j) != 0 {
+				out = append(out, uint16(n))
+			}
+		}
+	}
+	return out
+}
