@@ -203,3 +203,23 @@ func Bits(bitmap []byte, limit uint16) []uint16 {
 	}
 	return out
 }
+
+// ReadAbs returns the state and range of axis code of the device behind
+// event node f (EVIOCGABS).
+func ReadAbs(f *os.File, code uint16) (AbsInfo, error) {
+	var a AbsInfo
+	if err := ioctl(f, ioctlGetAbs(uintptr(code)), unsafe.Pointer(&a)); err != nil {
+		return a, fmt.Errorf("EVIOCGABS(%#x) on %s: %w", code, f.Name(), err)
+	}
+	return a, nil
+}
+
+// ReadKeys returns the keys and buttons that are down now on the device
+// behind event node f (EVIOCGKEY), ascending.
+func ReadKeys(f *os.File) ([]uint16, error) {
+	keys, err := readBits(f, ioc(iocRead, 'E', 0x18, KeyMax/8+1), KeyMax)
+	if err != nil {
+		return nil, fmt.Errorf("EVIOCGKEY on %s: %w", f.Name(), err)
+	}
+	return keys, nil
+}

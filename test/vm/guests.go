@@ -26,13 +26,14 @@ type Guest struct {
 // here, and any module, host program or file it needs in Modules,
 // Programs or Files below.
 var Guests = []Guest{
-	{"alsa", "./internal/alsa"},     // the control interface's ioctls on three real cards
-	{"audio", "./internal/audio"},   // declare against those cards' /dev/snd; a held PCM's node made once it is free
-	{"mixer", "./internal/mixer"},   // mixer controls read, attached and written on those cards
-	{"uevent", "./internal/uevent"}, // the listener on a module load and on a uhid device
-	{"hid", "./internal/hid"},       // discovery of a uhid Bluetooth gamepad
-	{"hci", "./internal/hci"},       // HCIGETDEVINFO on btvirt's controllers
-	{"bluez", "./test/vm/bluez"},    // the bluetoothd entrypoint, pairing, bonds, the PS button after a restart
+	{"alsa", "./internal/alsa"},             // the control interface's ioctls on three real cards
+	{"audio", "./internal/audio"},           // declare against those cards' /dev/snd; a held PCM's node made once it is free
+	{"mixer", "./internal/mixer"},           // mixer controls read, attached and written on those cards
+	{"uevent", "./internal/uevent"},         // the listener on a module load and on a uhid device
+	{"hid", "./internal/hid"},               // discovery of a uhid Bluetooth gamepad
+	{"inputrelay", "./internal/inputrelay"}, // a consumer reading a uhid pad through its naps, and its rumble
+	{"hci", "./internal/hci"},               // HCIGETDEVINFO on btvirt's controllers
+	{"bluez", "./test/vm/bluez"},            // the bluetoothd entrypoint, pairing, bonds, the PS button after a restart
 	// the liken.sh inventory driver's discovery over the three cards, a
 	// card's uevents, btvirt's controllers; last, since it unloads and
 	// reloads snd-aloop
@@ -45,7 +46,7 @@ var Guests = []Guest{
 var Modules = []string{
 	"9p", "9pnet_virtio",
 	"snd-dummy", "snd-aloop", "snd-hda-intel", "snd-hda-codec-generic",
-	"uhid", "hid-generic", "evdev", "dummy",
+	"uhid", "hid-generic", "evdev", "uinput", "dummy",
 	"hci_vhci", "hidp", "af_alg", "algif_hash", "algif_skcipher", "cmac", "ecb", "aesni-intel",
 }
 

@@ -19,6 +19,7 @@ const UHIDPath = "/dev/uhid"
 // a u32 type, then the request (include/uapi/linux/uhid.h).
 const (
 	uhidDestroy        = 1
+	uhidInput2         = 12 // struct uhid_input2_req: __u16 size, then the report
 	uhidStart          = 2
 	uhidGetReport      = 9
 	uhidGetReportReply = 10
@@ -192,6 +193,23 @@ func (u *UHID) write(ev []byte) error {
 	defer u.wmu.Unlock()
 	_, err := u.f.Write(ev)
 	return err
+}
+
+// Input sends one input report from the device (UHID_INPUT2), as if the
+// hardware had sent it: the HID core parses it with the report
+// descriptor and hid-input turns it into evdev events.
+func (u *UHID) Input(report []byte) error {
+	if len(report) > maxDescriptor {
+		return fmt.Errorf("uhid input report of %d bytes (want at most %d)", len(report), maxDescriptor)
+	}
+	ev := make([]byte, UHIDEventSize)
+	binary.NativeEndian.PutUint32(ev, uhidInput2)
+	binary.NativeEndian.PutUint16(ev[4:], uint16(len(report)))
+	copy(ev[6:], report)
+	if err := u.write(ev); err != nil {
+		return fmt.Errorf("UHID_INPUT2: %w", err)
+	}
+	return nil
 }
 
 // Destroy removes the device (UHID_DESTROY) and closes the node.
