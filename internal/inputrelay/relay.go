@@ -119,6 +119,16 @@ func (r *Relay) Stats() Stats {
 	return r.stats
 }
 
+// Source returns the path of the attached node, or "" when none is.
+func (r *Relay) Source() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.src == nil {
+		return ""
+	}
+	return r.src.Name()
+}
+
 // Attached reports whether a controller node is attached now.
 func (r *Relay) Attached() bool {
 	r.mu.Lock()

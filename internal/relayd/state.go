@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package relayd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/internal/evdev"
+)
+
+// state is the state file's content: the controllers' snapshots by
+// address and the claims' controllers by claim UID.
+type state struct {
+	Snapshots map[string][]evdev.Capabilities `json:"snapshots"`
+	Claims    map[string]string               `json:"claims"`
+}
+
+// maxState bounds the state file: a snapshot is about a kilobyte, and a
+// node holds a handful of controllers and claims.
+const maxState = 4 << 20
+
+// parseState decodes a state file and checks everything in it: each
+// address is a Bluetooth address in BlueZ's spelling, each snapshot
+// passes evdev's checks, each claim UID is a UID and names a controller
+// with a snapshot. The error names the first entry that is wrong.
+func parseState(data []byte) (state, error) {
+	st := state{Snapshots: map[string][]evdev.Capabilities{}, Claims: map[string]string{}}
+	if len(data) > maxState {
+		return st, fmt.Errorf("relay state of %d bytes is over the %d-byte bound", len(data), maxState)
+	}
+	var raw struct {
+		Snapshots map[string][]json.RawMessage `json:"snapshots"`
+		Claims    map[string]string            `json:"claims"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return st, fmt.Errorf("relay state: %w", err)
+	}
+	for address, list := range raw.Snapshots {
+		if a, err := bdaddr.Parse(address); err != nil || a.String() != address {
+			return st, fmt.Errorf("relay state: snapshot key %q is not an address in BlueZ's spelling", address)
+		}
+		for i, item := range list {
+			caps, err := evdev.Parse(item)
+			if err != nil {
+				return st, fmt.Errorf("relay state: controller %s device %d: %w", address, i, err)
+			}
+			st.Snapshots[address] = append(st.Snapshots[address], caps)
+		}
+	}
+	for uid, address := range raw.Claims {
+		if !uidPattern.MatchString(uid) {
+			return st, fmt.Errorf("relay state: claim UID %q is not a UID", uid)
+		}
+		if len(st.Snapshots[address]) == 0 {
+			return st, fmt.Errorf("relay state: claim %s names controller %q, which has no snapshot", uid, address)
+		}
+		st.Claims[uid] = address
+	}
+	return st, nil
+}
+
+// loadState reads the state file at path; a missing file (or path "")
+// is an empty state.
+func loadState(path string) (state, error) {
+	if path == "" {
+		return parseState([]byte(`{}`))
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return parseState([]byte(`{}`))
+	}
+	if err != nil {
+		return state{}, fmt.Errorf("relay state: %w", err)
+	}
+	st, err := parseState(data)
+	if err != nil {
+		return st, fmt.Errorf("%s: %w", path, err)
+	}
+	return st, nil
+}
+
+// saveLocked writes the state file whole, through a temporary file
+// renamed over it, so a crash leaves the old state or the new one.
+func (d *Daemon) saveLocked() error {
+	if d.cfg.StatePath == "" {
+		return nil
+	}
+	st := state{Snapshots: d.snapshots, Claims: map[string]string{}}
+	for uid, c := range d.claims {
+		st.Claims[uid] = c.address
+	}
+	data, err := json.Marshal(st)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(d.cfg.StatePath), ".relay-state-*")
+	if err != nil {
+		return fmt.Errorf("relay state: %w", err)
+	}
+	_, werr := tmp.Write(data)
+	if err := tmp.Sync(); werr == nil {
+		werr = err
+	}
+	if err := tmp.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(tmp.Name(), d.cfg.StatePath)
+	}
+	if werr != nil {
+		os.Remove(tmp.Name())
+		return fmt.Errorf("relay state: %w", werr)
+	}
+	return nil
+}
