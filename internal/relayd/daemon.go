@@ -51,7 +51,7 @@ type Daemon struct {
 	cfg Config
 
 	mu        sync.Mutex
-	claims    map[string]*claim                // by claim UID
+	claims    map[string]*claim               // by claim UID
 	snapshots map[string][]evdev.Capabilities // by controller address, BlueZ spelling
 	lastErr   error
 }
@@ -337,4 +337,3 @@ func (c *claim) attach(nodes []foundNode) error {
 	}
 	return problem
 }
-
