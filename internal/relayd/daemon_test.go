@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: Apache-2.0
+
+package relayd
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/liken-sh/operators/internal/evdev"
+)
+
+// snapshot is a pad's one input device.
+func snapshot() evdev.Capabilities {
+	return evdev.Capabilities{
+		Name: "Wireless Controller", ID: evdev.ID{Bus: 5, Vendor: 0x054c, Product: 0x09cc},
+		Keys: []uint16{0x130, 0x131},
+		Abs:  []evdev.Axis{{Code: 0, AbsInfo: evdev.AbsInfo{Value: 128, Maximum: 255}}},
+	}
+}
+
+func TestParseState(t *testing.T) {
+	good, _ := json.Marshal(state{
+		Snapshots: map[string][]evdev.Capabilities{"A4:C1:38:0E:5F:21": {snapshot()}},
+		Claims:    map[string]string{"c0ffee00-0000-4000-8000-000000000002": "A4:C1:38:0E:5F:21"},
+	})
+	st, err := parseState(good)
+	if err != nil || len(st.Claims) != 1 || len(st.Snapshots["A4:C1:38:0E:5F:21"]) != 1 {
+		t.Fatalf("parseState(good) = %+v, %v", st, err)
+	}
+	for _, c := range []struct{ data, want string }{
+		{`{"snapshots":{"a4:c1:38:0e:5f:21":[]}}`, "BlueZ's spelling"},
+		{`{"snapshots":{"not an address":[]}}`, "not an address"},
+		{`{"snapshots":{"A4:C1:38:0E:5F:21":[{"name":""}]}}`, "device 0"},
+		{`{"claims":{"../x":"A4:C1:38:0E:5F:21"}}`, "not a UID"},
+		{`{"claims":{"c0ffee":"A4:C1:38:0E:5F:21"}}`, "no snapshot"},
+		{`{`, "relay state"},
+		{strings.Repeat(" ", maxState+1), "bound"},
+	} {
+		if _, err := parseState([]byte(c.data)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("parseState(%.40q) = %v, want an error about %q", c.data, err, c.want)
+		}
+	}
+}
+
+func FuzzParseState(f *testing.F) {
+	good, _ := json.Marshal(state{
+		Snapshots: map[string][]evdev.Capabilities{"A4:C1:38:0E:5F:21": {snapshot()}},
+		Claims:    map[string]string{"c0ffee": "A4:C1:38:0E:5F:21"},
+	})
+	f.Add(good)
+	f.Add([]byte(`{"claims":{"x":"y"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		st, err := parseState(data)
+		if err != nil {
+			return
+		}
+		for uid, address := range st.Claims {
+			if !uidPattern.MatchString(uid) || len(st.Snapshots[address]) == 0 {
+				t.Fatalf("claim %q on %q accepted", uid, address)
+			}
+		}
+		for _, list := range st.Snapshots {
+			for _, c := range list {
+				if err := c.Validate(); err != nil {
+					t.Fatalf("snapshot accepted that does not validate: %v", err)
+				}
+			}
+		}
+	})
+}
+
+// A state file that does not parse stops the daemon with its name, and
+// is left as it is.
+func TestNewRefusesBadState(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.json")
+	bad := []byte(`{"claims":{"c0ffee":"A4:C1:38:0E:5F:21"}}`)
+	if err := os.WriteFile(path, bad, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{StatePath: path}); err == nil || !strings.Contains(err.Error(), path) {
+		t.Fatalf("New = %v, want an error naming %s", err, path)
+	}
+	if got, _ := os.ReadFile(path); string(got) != string(bad) {
+		t.Errorf("the state file became %q", got)
+	}
+}
+
+// The API refuses what is malformed with 400 and a controller it never
+// saw with 409, each with a message that says which; nothing is made.
+func TestHandlerRefuses(t *testing.T) {
+	root := t.TempDir()
+	d, err := New(Config{SysRoot: root, DevRoot: root, StatePath: filepath.Join(root, "state.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(root, "relay.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: d.Handler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	client := NewClient(socket)
+	ctx := context.Background()
+	for _, c := range []struct{ uid, address, want string }{
+		{"c0ffee", "not an address", `controller address "not an address"`},
+		{"bad uid!", "A4:C1:38:0E:5F:21", "not a UID"},
+		{"c0ffee", "A4:C1:38:0E:5F:21", "has not connected"},
+	} {
+		if _, err := client.Attach(ctx, c.uid, c.address); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Attach(%q, %q) = %v, want an error about %q", c.uid, c.address, err, c.want)
+		}
+	}
+	for _, body := range []string{`{"address":"A4:C1:38:0E:5F:21","extra":1}`, `not json`} {
+		req, _ := http.NewRequest(http.MethodPut, "http://relay"+ClaimsPath+"c0ffee", strings.NewReader(body))
+		resp, err := client.http.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("PUT %s: %d, want 400", body, resp.StatusCode)
+		}
+	}
+	if err := client.Release(ctx, "c0ffee"); err != nil {
+		t.Errorf("releasing a claim never made: %v", err)
+	}
+	st, err := client.Status(ctx)
+	if err != nil || len(st) != 0 {
+		t.Errorf("Status = %+v, %v; want nothing made", st, err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "state.json")); !os.IsNotExist(err) {
+		t.Errorf("a refused request wrote the state file (%v)", err)
+	}
+}
