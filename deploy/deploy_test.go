@@ -93,8 +93,9 @@ var bases = []base{
 		policy:         "bluetooth-operator-own-node-slices",
 		device:         harness.BluetoothAdapterDevice,
 		// The manifest arrived on one line, with its line breaks lost;
-		// this is the copy with them restored (operator.yaml's header).
-		manifestSHA256: "dff86f262b7f2e1f9574d09cddfdba9bc45098cee27eb84a7c8bad28031380da",
+		// this is the copy with them restored and the input-relay sidecar
+		// added (operator.yaml's header).
+		manifestSHA256: "0c376ec404995bb75f1be8a2ac384bb5b774330023eca243c267caa65bd7d6c8",
 		objects: []string{
 			"CustomResourceDefinition/adapters.bluetooth.liken.sh",
 			"CustomResourceDefinition/peripherals.bluetooth.liken.sh",

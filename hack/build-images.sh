@@ -32,7 +32,7 @@ mkdir -p "$out/bin"
 # where the checkout is.
 export CGO_ENABLED=0
 version="${VERSION:-$(hack/version.sh)}"
-cmds=(audio-operator audio-driver audio-capture bluetooth-operator bluetooth-bondfetch bluetoothd liken-inventory kubectl-liken-audio kubectl-liken-bluetooth)
+cmds=(audio-operator audio-driver audio-capture bluetooth-operator bluetooth-input-relay bluetooth-bondfetch bluetoothd liken-inventory kubectl-liken-audio kubectl-liken-bluetooth)
 # One go build per platform: the commands' shared packages compile once,
 # in parallel.
 gobuild() { # GOARCH OUTDIR

@@ -6,10 +6,11 @@ import "github.com/liken-sh/operators/internal/ocibuild"
 
 // Mount points of the Bluetooth pod (deploy/bluetooth/operator.yaml):
 // the bus directory and BlueZ's storage in every container, and the
-// kubelet's and CDI's directories in the operator's. /var/run is a link
+// kubelet's, CDI's and the input relay's directories in the operator's. /var/run is a link
 // to /run in the images, so the directories are made where it leads.
 const (
 	bluetoothBus   = "/run/bluetooth.liken.sh/dbus"
+	bluetoothRelay = "/run/bluetooth.liken.sh/relay"
 	bluetoothBonds = "/var/lib/bluetooth"
 )
 
@@ -43,13 +44,17 @@ func Bluetoothd(bin, tag string) ocibuild.Spec {
 	})
 }
 
-// BluetoothOperator is the operator container's image: its static binary
-// and the mount points of its volumes.
+// BluetoothOperator is the image of the operator container and of the
+// input-relay sidecar: their static binaries and the mount points of
+// their volumes.
 func BluetoothOperator(bin, tag string) ocibuild.Spec {
 	return with(ocibuild.Spec{
 		Ref: ref("bluetooth-operator", tag),
-		Add: []ocibuild.Add{goBinary(bin, "bluetooth-operator", "bluetooth-operator")},
-		Dirs: mountPoints(bluetoothBus, bluetoothBonds, "/run/cdi",
+		Add: []ocibuild.Add{
+			goBinary(bin, "bluetooth-operator", "bluetooth-operator"),
+			goBinary(bin, "bluetooth-input-relay", "bluetooth-input-relay"),
+		},
+		Dirs: mountPoints(bluetoothBus, bluetoothBonds, "/run/cdi", bluetoothRelay,
 			"/var/lib/kubelet/plugins/bluetooth.liken.sh", "/var/lib/kubelet/plugins_registry"),
 		Entrypoint: []string{"/usr/local/bin/bluetooth-operator"},
 		Labels:     labels("bluetooth-operator"),

@@ -18,7 +18,7 @@ const DefaultTag = "latest"
 // Commands are the Go commands the images carry, by the name `go build`
 // gives their binaries (cmd/<name>). The build compiles each with
 // CGO_ENABLED=0 into one directory and passes it to Specs.
-var Commands = []string{"audio-operator", "audio-driver", "audio-capture", "bluetooth-operator", "bluetooth-bondfetch", "bluetoothd", "liken-inventory", "kubectl-liken-audio", "kubectl-liken-bluetooth"}
+var Commands = []string{"audio-operator", "audio-driver", "audio-capture", "bluetooth-operator", "bluetooth-input-relay", "bluetooth-bondfetch", "bluetoothd", "liken-inventory", "kubectl-liken-audio", "kubectl-liken-bluetooth"}
 
 // Specs returns every image's spec; bin is the directory holding the
 // binaries of Commands, tag the tag to give them.
