@@ -73,6 +73,7 @@ bench api-rss ./test/e2e/ 'AudioAPIRSS4Taps' 1x
 bench bondfetch ./cmd/bluetooth-bondfetch/ 'BondfetchRestore50' 5x
 bench fetch-heap ./internal/bonds/ 'FetchHeap' 1x
 bench fleet ./test/e2e/ 'FleetColdStart' 1x
+bench relay ./internal/inputrelay/ 'RelayCopy' 1s
 # The two long windows run side by side: each watches only its own
 # processes (the operators at rest; PipeWire playing a tone), and neither
 # gives the cores much to do while it watches, so each saves the other's
@@ -104,6 +105,7 @@ row "bondfetch's fetch of 100 Secrets of ~1 MiB, peak RSS / heap" "$(m fetch-hea
 row "API requests at rest beyond watches ($rest_window), Bluetooth / audio" "$(m rest OperatorsAtRest bluetooth-operator-requests) / $(m rest OperatorsAtRest audio-operator-requests)" "0 (over 10 min)" "-"
 row "CPU at rest, both operators ($rest_window)" "$(m rest OperatorsAtRest cpu-percent-of-a-core) % of a core (Bluetooth $(m rest OperatorsAtRest bluetooth-cpu-percent), audio $(m rest OperatorsAtRest audio-cpu-percent))" "<= 0.2 %" "-"
 row "PipeWire playing the demo's tone ($tone_window)" "$(m tone DemoToneCPU pipewire-cpu-percent) % of a core (largest 30 s $(m tone DemoToneCPU pipewire-cpu-max-percent) %); pace $(m tone DemoToneCPU pace-first) first 30 s, $(m tone DemoToneCPU pace-last) last" "< 5 %, pace 1.0" "-"
+row "input relay's own copy of a pad's frame (decode, follow, encode)" "$(m relay RelayCopy us/frame) µs" "<= 20 µs" "-"
 row "fleet cold start, 100 nodes x 2 drivers, 800 Sinks" "$(m fleet FleetColdStart converge-s) s; $(m fleet FleetColdStart 429s) 429s; $(m fleet FleetColdStart 409s-resolved) conflicts resolved, $(m fleet FleetColdStart write-retries) writes made again, $(m fleet FleetColdStart unresolved-errors) unresolved" "<= 30 s, 0 429s, 0 unresolved" "-"
 
 echo "== benchmark figures"

@@ -83,6 +83,14 @@ func New(uinputPath string, caps evdev.Capabilities) (*Relay, error) {
 	if err != nil {
 		return nil, err
 	}
+	r := newRelay(dev, caps)
+	go r.serve()
+	return r, nil
+}
+
+// newRelay is a relay's state for dev, made from caps, with nothing
+// attached and nothing running.
+func newRelay(dev *uinput.Device, caps evdev.Capabilities) *Relay {
 	r := &Relay{
 		dev: dev, caps: caps,
 		keys: map[uint16]bool{}, abs: map[uint16]int32{}, touches: map[int32]bool{},
@@ -94,8 +102,7 @@ func New(uinputPath string, caps evdev.Capabilities) (*Relay, error) {
 			r.abs[a.Code] = a.Value
 		}
 	}
-	go r.serve()
-	return r, nil
+	return r
 }
 
 // Device returns the virtual device.

@@ -65,3 +65,11 @@ func TestCollect(t *testing.T) {
 		t.Errorf("bad's tests = %+v", got)
 	}
 }
+
+func TestFigures(t *testing.T) {
+	r := Result{Log: []byte("=== RUN   TestVMRelayCost\n    vm_test.go:412: figure: relay at 1,000 events/s: 0.1 % of a core (target <= 0.5 %)\n    vm_test.go:413: not a figure\nfigure: not a log line\n--- PASS: TestVMRelayCost (12.00s)\n")}
+	got := r.Figures()
+	if len(got) != 1 || got[0] != "figure: relay at 1,000 events/s: 0.1 % of a core (target <= 0.5 %)" {
+		t.Errorf("Figures() = %q", got)
+	}
+}

@@ -55,3 +55,7 @@ func Exists(path string) bool {
 // Entrypoint is where the VM tier puts the bluetoothd image's entrypoint
 // (cmd/bluetoothd) in the guest.
 const Entrypoint = "/usr/local/bin/liken-bluetoothd"
+
+// InputRelay is where the VM tier puts the input relay sidecar's binary
+// (cmd/bluetooth-input-relay), built as the image builds it.
+const InputRelay = "/usr/local/bin/bluetooth-input-relay"

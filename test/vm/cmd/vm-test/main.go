@@ -79,7 +79,7 @@ func run(cache, only string, timeout time.Duration, keep bool) int {
 	if err := build(ctx, guests, stage); err != nil {
 		return fail(err)
 	}
-	logf("vetted and built %d guest test binaries and the bluetoothd entrypoint", len(guests))
+	logf("vetted and built %d guest test binaries, the bluetoothd entrypoint and the input relay", len(guests))
 
 	nmod, err := fill(ctx, stage, k, guests)
 	if err != nil {
@@ -131,6 +131,9 @@ func run(cache, only string, timeout time.Duration, keep bool) int {
 				failed++
 			}
 			fmt.Printf("%s  %-7s %s (%s)\n", verdict, r.Guest, t.Name, t.Elapsed)
+		}
+		for _, f := range r.Figures() {
+			fmt.Printf("      %-7s %s\n", r.Guest, f)
 		}
 		if err := r.Err(); err != nil {
 			broken++
@@ -187,8 +190,8 @@ func pick(only string) ([]vm.Guest, error) {
 }
 
 // build vets the guest packages with the vmtier tag, and compiles the
-// guest test binaries into /tests and the bluetoothd entrypoint into its
-// guest path: static (CGO_ENABLED=0, the guest has only the libraries
+// guest test binaries into /tests, and the bluetoothd entrypoint and the
+// input relay into their guest paths: static (CGO_ENABLED=0, the guest has only the libraries
 // staged for the host programs), -trimpath like every build here, symbols
 // stripped to keep the initramfs small.
 func build(ctx context.Context, guests []vm.Guest, stage *vm.Stage) error {
@@ -212,6 +215,9 @@ func build(ctx context.Context, guests []vm.Guest, stage *vm.Stage) error {
 		if _, err := os.Stat(filepath.Join(tests, g.Name+".test")); err != nil {
 			return fmt.Errorf("guest %s: no test binary: %w", g.Name, err)
 		}
+	}
+	if err := goCmd(ctx, "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(stage.Dir, guest.InputRelay), "./cmd/bluetooth-input-relay"); err != nil {
+		return err
 	}
 	return goCmd(ctx, "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(stage.Dir, guest.Entrypoint), "./cmd/bluetoothd")
 }
