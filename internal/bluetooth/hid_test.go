@@ -21,8 +21,8 @@ func TestHIDScanAsInputNodes(t *testing.T) {
 	// an evdev node and a joystick node, on this operator's adapter; and a
 	// stale registration of the same peer on another adapter.
 	scan := hid.Scan{Devices: []hid.Device{
-		{Address: padAddress, Adapter: hci0Address, SysName: "0005:2DC8:3820.0006", EventNodes: []string{"/dev/input/event5"}},
-		{Address: padAddress, Adapter: "5C:F3:70:00:00:01", SysName: "0005:2DC8:3820.0007", EventNodes: []string{"/dev/input/event9"}},
+		{Address: padAddress, Adapter: hci0Address, SysName: "0005:2DC8:3820.0006", Nodes: []hid.Node{{Path: "/dev/input/event5", Major: 13, Minor: 69}}},
+		{Address: padAddress, Adapter: "5C:F3:70:00:00:01", SysName: "0005:2DC8:3820.0007", Nodes: []hid.Node{{Path: "/dev/input/event9", Major: 13, Minor: 73}}},
 	}}
 	devs, problems := Build(bluez.Objects{Adapters: []bluez.Adapter{adapter0}, Devices: []bluez.Device{nesPad(t, true)}}, scan)
 	if len(problems) > 0 {
