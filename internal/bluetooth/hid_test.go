@@ -13,8 +13,12 @@ import (
 	cdispec "tags.cncf.io/container-device-interface/specs-go"
 )
 
-// The HID discovery's scan is what the operator passes as InputNodes.
-var _ InputNodes = hid.Scan{}
+// The HID discovery's scan is what the operator passes as InputNodes and
+// what its NodeSource walks.
+var (
+	_ InputNodes = hid.Scan{}
+	_ EvdevNodes = hid.Scan{}
+)
 
 func TestHIDScanAsInputNodes(t *testing.T) {
 	// The pad as the kernel's HIDP registers it (hid/testdata/sysfs.dump):
@@ -41,11 +45,11 @@ func TestHIDScanAsInputNodes(t *testing.T) {
 
 	// Prepare walks without the adapter filter (a claim names a peer, not
 	// a radio) and gives every evdev node of the peer.
-	edits, err := Prepare(published, func(context.Context) (InputNodes, error) { return scan, nil })(context.Background(), request("e4-17-d8-c5-67-6d"))
+	edits, err := Prepare(deliver(func(context.Context) (EvdevNodes, error) { return scan, nil }))(context.Background(), request("e4-17-d8-c5-67-6d"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []*cdispec.DeviceNode{{Path: "/dev/input/event5"}, {Path: "/dev/input/event9"}}
+	want := []*cdispec.DeviceNode{{Path: "/dev/input/event5", Type: "c", Major: 13, Minor: 69}, {Path: "/dev/input/event9", Type: "c", Major: 13, Minor: 73}}
 	if diff := cmp.Diff(edits.DeviceNodes, want); diff != "" {
 		t.Errorf("prepared nodes (-edits.DeviceNodes +want):\n%s", diff)
 	}
