@@ -62,6 +62,11 @@ type Config struct {
 	// and with several it publishes them all and runs no pairing API.
 	Adapter bdaddr.Address
 
+	// Relay gives claims in relay mode (the default) their nodes; nil
+	// means no relay is available, and relay mode delivers the
+	// controller's own nodes as direct mode does.
+	Relay Relay
+
 	Bus       bluez.Options // the bus of the bluetoothd sidecar; Address empty = DBUS_SYSTEM_BUS_ADDRESS
 	BondsRoot string        // BlueZ's storage tree, shared with bluetoothd
 	SysRoot   string        // sysfs, for HID discovery
@@ -131,13 +136,14 @@ func Run(ctx context.Context, cfg Config) error {
 	defer client.Close()
 	logger.Info("bluetoothd is on the bus", "owner", client.Owner())
 
-	discover := func(context.Context) (InputNodes, error) {
+	discover := func(context.Context) (EvdevNodes, error) {
 		scan, err := hid.Discover(cfg.SysRoot, cfg.DevRoot)
 		return scan, err
 	}
 	// Prepare hands out only what the latest pass published.
 	published := &publishedSet{}
-	driver, err := dra.Start(ctx, cfg.DRA, Prepare(published.has, discover))
+	delivery := Delivery{Published: published.has, Nodes: discover, Relay: cfg.Relay}
+	driver, err := dra.Start(ctx, cfg.DRA, Prepare(delivery))
 	if err != nil {
 		return err
 	}
@@ -151,7 +157,7 @@ func Run(ctx context.Context, cfg Config) error {
 		logger.Error(nil, "Not in the initial user namespace: the kernel sends this process no uevents, so controllers appear only at the backstop pass (deploy/bluetooth/operator.yaml sets hostUsers: true)")
 	}
 
-	op := &operator{cfg: cfg, client: client, driver: driver, published: published, tracker: hid.NewTracker(),
+	op := &operator{cfg: cfg, client: client, driver: driver, published: published, delivery: delivery, tracker: hid.NewTracker(),
 		bondWindow: settle.New(cfg.BondSettle, dra.DefaultSettleCap),
 		problems:   newPassProblems(), bondSkips: map[bdaddr.Address]*problemLog{},
 		bondsSeen: map[bdaddr.Address][32]byte{},
@@ -234,10 +240,14 @@ func (o *operator) startPairing(ctx context.Context) error {
 
 // operator is the state of one Run.
 type operator struct {
-	cfg        Config
-	client     *bluez.Client
-	driver     *dra.Driver
-	published  *publishedSet // the names of the set last passed to SetDevices
+	cfg       Config
+	client    *bluez.Client
+	driver    *dra.Driver
+	published *publishedSet // the names of the set last passed to SetDevices
+	delivery  Delivery      // what Prepare was started with
+	// specNodes is the controllers' evdev nodes (nodesKey) the prepared
+	// claims' specs were last brought up to date with; "" until then.
+	specNodes  string
 	tracker    *hid.Tracker
 	inventory  Inventory
 	bondWindow *settle.Window
@@ -366,6 +376,9 @@ func (o *operator) pass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("HID discovery: %w", err)
 	}
+	// First, before anything slower: the time a spec names a number the
+	// kernel has freed is the time until this rewrite.
+	o.refreshSpecs(ctx, scan)
 	o.tracker.Reset(scan.Devices)
 	o.inventory.Observe(objs)
 	devices, problems := o.inventory.Devices(scan)
@@ -427,6 +440,36 @@ func (o *operator) pass(ctx context.Context) error {
 		return fmt.Errorf("adapters %v left bluetoothd", gone)
 	}
 	return pairErr
+}
+
+// refreshSpecs brings the CDI specs of prepared claims on controllers up
+// to date (Delivery.CurrentEdits) when the controllers' evdev nodes differ
+// from those the specs were last brought up to date with, and at the
+// first pass (specs prepared before this process started). A refresh
+// that fails is tried again at the next pass.
+func (o *operator) refreshSpecs(ctx context.Context, scan hid.Scan) {
+	key := nodesKey(scan)
+	if key == o.specNodes {
+		return
+	}
+	if _, err := o.driver.RefreshClaimEdits(ctx, o.delivery.CurrentEdits(ctx)); err != nil {
+		klog.FromContext(ctx).Error(err, "Bringing prepared claims' CDI specs up to date with the controllers' input nodes")
+		return
+	}
+	o.specNodes = key
+}
+
+// nodesKey describes every evdev node of a scan with its device's
+// address and its number, in the scan's order; never "".
+func nodesKey(scan hid.Scan) string {
+	var b strings.Builder
+	b.WriteString("nodes:")
+	for _, d := range scan.Devices {
+		for _, n := range d.Nodes {
+			fmt.Fprintf(&b, " %s=%s", d.Address, n)
+		}
+	}
+	return b.String()
 }
 
 // readPageScan asks the kernel whether the adapter at BlueZ's object path

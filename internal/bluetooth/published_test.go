@@ -13,7 +13,7 @@ import (
 // leaves the set is refused at once, one that joins it is prepared.
 func TestPublishedSetFollowsTheLatestPass(t *testing.T) {
 	var set publishedSet
-	prepare := Prepare(set.has, fixedNodes(NodeMap{padAddress: {"/dev/input/event18"}}, nil))
+	prepare := Prepare(Delivery{Published: set.has, Nodes: fixedNodes(numbered{padAddress: {ev(18)}}, nil)})
 	if _, err := prepare(context.Background(), request(hci0Bus)); err == nil {
 		t.Error("prepared a media bus before any pass published it")
 	}

@@ -18,6 +18,10 @@ import (
 // are.
 type EditsFunc func(device string, prepared ContainerEdits) (edits ContainerEdits, ok bool)
 
+// ClaimEditsFunc is EditsFunc told which claim the device is prepared
+// for, for edits that are the claim's own (a node made for that claim).
+type ClaimEditsFunc func(claim types.UID, device string, prepared ContainerEdits) (edits ContainerEdits, ok bool)
+
 // RefreshEdits brings every prepared claim's CDI spec up to date with the
 // hardware: for each device of each prepared claim it asks current for
 // the device's edits now, and rewrites the spec (then the checkpoint) of
@@ -29,6 +33,16 @@ type EditsFunc func(device string, prepared ContainerEdits) (edits ContainerEdit
 // many claims were rewritten; an error names the claim whose spec or
 // record could not be written, whose old spec then stays.
 func (d *Driver) RefreshEdits(ctx context.Context, current EditsFunc) (int, error) {
+	return d.RefreshClaimEdits(ctx, func(_ types.UID, device string, prepared ContainerEdits) (ContainerEdits, bool) {
+		return current(device, prepared)
+	})
+}
+
+// RefreshClaimEdits is RefreshEdits with the claim's UID handed to
+// current. current runs with the driver's state locked (no prepare or
+// unprepare runs meanwhile, in this process or a rolling update's other
+// one): it must not call the Driver.
+func (d *Driver) RefreshClaimEdits(ctx context.Context, current ClaimEditsFunc) (int, error) {
 	unlock, err := d.lockState()
 	if err != nil {
 		return 0, err
@@ -48,7 +62,7 @@ func (d *Driver) RefreshEdits(ctx context.Context, current EditsFunc) (int, erro
 		devices := slices.Clone(rec.Devices)
 		changed := false
 		for i := range devices {
-			if edits, ok := current(devices[i].Device, devices[i].Edits); ok && !equality.Semantic.DeepEqual(edits, devices[i].Edits) {
+			if edits, ok := current(uid, devices[i].Device, devices[i].Edits); ok && !equality.Semantic.DeepEqual(edits, devices[i].Edits) {
 				devices[i].Edits, changed = edits, true
 			}
 		}

@@ -59,3 +59,36 @@ func TestRefreshEdits(t *testing.T) {
 	f.restart()
 	check("after a restart over a wiped CDI directory")
 }
+
+// RefreshClaimEdits tells current which claim each device is prepared
+// for, and rewrites only the claim whose edits it changed.
+func TestRefreshClaimEdits(t *testing.T) {
+	f := newFixture(t)
+	for _, uid := range []string{"uid-a", "uid-b"} {
+		dev := "dev-" + uid[len(uid)-1:]
+		if res := f.prepare(claim(uid, uid, []resourceapi.DeviceRequestAllocationResult{alloc("r", testDriver, dev)}))[types.UID(uid)]; res.Err != nil {
+			t.Fatal(res.Err)
+		}
+	}
+	asked := map[types.UID]string{}
+	n, err := f.driver.RefreshClaimEdits(f.ctx, func(claim types.UID, device string, prepared ContainerEdits) (ContainerEdits, bool) {
+		asked[claim] = device
+		if claim != "uid-a" {
+			return prepared, false
+		}
+		return ContainerEdits{Env: []string{"CLAIM=" + string(claim)}}, true
+	})
+	if err != nil || n != 1 {
+		t.Fatalf("RefreshClaimEdits rewrote %d claims (%v), want 1", n, err)
+	}
+	if asked["uid-a"] != "dev-a" || asked["uid-b"] != "dev-b" || len(asked) != 2 {
+		t.Errorf("current was asked %v, want uid-a's dev-a and uid-b's dev-b", asked)
+	}
+	spec, err := cdi.ReadSpec(f.specPath("uid-a"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env := spec.GetDevice("uid-a-dev-a").ContainerEdits.Env; len(env) != 1 || env[0] != "CLAIM=uid-a" {
+		t.Errorf("uid-a's spec has env %q, want [CLAIM=uid-a]", env)
+	}
+}

@@ -3,6 +3,7 @@
 package hid
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/liken-sh/operators/internal/regularfile"
@@ -29,19 +31,42 @@ const (
 // come from HID_ID. SysName is the HID bus name ("0005:VVVV:PPPP.NNNN"),
 // which changes at every connection. DevPath is the device directory below
 // the sysfs root with a leading slash, the form of a uevent's DEVPATH.
-// EventNodes are the device's evdev nodes below the /dev root, sorted
-// (e.g. "/dev/input/event18"); empty while no HID driver has bound or the
-// driver made no input device.
+// Nodes are the device's evdev nodes, sorted by path; empty while no HID
+// driver has bound or the driver made no input device.
 type Device struct {
-	Address    string
-	Adapter    string
-	Name       string
-	Vendor     uint32
-	Product    uint32
-	SysName    string
-	DevPath    string
-	EventNodes []string
+	Address string
+	Adapter string
+	Name    string
+	Vendor  uint32
+	Product uint32
+	SysName string
+	DevPath string
+	Nodes   []Node
 }
+
+// Node is one evdev node: Path is its name below the /dev root
+// ("/dev/input/event18"), Major and Minor the character device number the
+// kernel gave it, which is what a container runtime creates the node from.
+// The number names the device, the path only names whatever holds the
+// number now: evdev gives a new input device the lowest free minor
+// (input_get_new_minor in drivers/input/input.c), so once a device is gone
+// its path and number are handed to the next input device that registers.
+type Node struct {
+	Path  string
+	Major uint32
+	Minor uint32
+}
+
+// String returns "PATH (c MAJOR:MINOR)".
+func (n Node) String() string { return fmt.Sprintf("%s (c %d:%d)", n.Path, n.Major, n.Minor) }
+
+// InputMajor is the character major of every evdev node (INPUT_MAJOR in
+// include/uapi/linux/major.h).
+const InputMajor = 13
+
+// inputMinors bounds an evdev node's minor: the input core's minors end
+// at INPUT_MAX_CHAR_DEVICES (drivers/input/input.c).
+const inputMinors = 1024
 
 // Scan is the result of one Discover pass.
 //
@@ -74,15 +99,31 @@ func (e *EntryError) Unwrap() error { return e.Err }
 // with no known adapter are kept. It returns nil when there are none, which
 // is the operator's "no input node" condition.
 func (s Scan) EventNodes(address, adapter string) []string {
-	var nodes []string
+	var paths []string
+	for _, n := range s.Nodes(address, adapter) {
+		paths = append(paths, n.Path)
+	}
+	return slices.Compact(paths)
+}
+
+// Nodes is EventNodes with each node's device number: the evdev nodes of
+// every device with the given address (BlueZ spelling) on the given adapter
+// ("" for any; devices with no known adapter are kept), sorted by path and
+// number, without duplicates. It returns nil when there are none.
+func (s Scan) Nodes(address, adapter string) []Node {
+	var nodes []Node
 	for _, d := range s.Devices {
 		if d.Address != address || (adapter != "" && d.Adapter != "" && d.Adapter != adapter) {
 			continue
 		}
-		nodes = append(nodes, d.EventNodes...)
+		nodes = append(nodes, d.Nodes...)
 	}
-	slices.Sort(nodes)
+	slices.SortFunc(nodes, compareNodes)
 	return slices.Compact(nodes)
+}
+
+func compareNodes(a, b Node) int {
+	return cmp.Or(strings.Compare(a.Path, b.Path), cmp.Compare(a.Major, b.Major), cmp.Compare(a.Minor, b.Minor))
 }
 
 // sysNamePattern is the HID bus name, "%04X:%04X:%04X.%04X" in hid-core.c;
@@ -182,14 +223,14 @@ func readDevice(realRoot, entry, name, devRoot string) (Device, []error, error) 
 	adapter, _ := normalizeAddress(u.Phys) // not every transport puts an address there
 	nodes, problems := eventNodes(dir, devRoot)
 	return Device{
-		Address:    addr,
-		Adapter:    adapter,
-		Name:       u.Name,
-		Vendor:     u.Vendor,
-		Product:    u.Product,
-		SysName:    name,
-		DevPath:    "/" + filepath.ToSlash(rel),
-		EventNodes: nodes,
+		Address: addr,
+		Adapter: adapter,
+		Name:    u.Name,
+		Vendor:  u.Vendor,
+		Product: u.Product,
+		SysName: name,
+		DevPath: "/" + filepath.ToSlash(rel),
+		Nodes:   nodes,
 	}, problems, nil
 }
 
@@ -203,16 +244,17 @@ var (
 
 // eventNodes returns the evdev nodes of the input devices directly below a
 // HID device: <dir>/input/inputN/eventM, each named by the DEVNAME of its
-// uevent. Only this depth is searched, so that the nodes of a child HID
-// device (a receiver's paired devices sit below it) are not counted twice.
-func eventNodes(dir, devRoot string) ([]string, []error) {
+// uevent and numbered by its MAJOR and MINOR. Only this depth is searched,
+// so that the nodes of a child HID device (a receiver's paired devices sit
+// below it) are not counted twice.
+func eventNodes(dir, devRoot string) ([]Node, []error) {
 	inputs, err := os.ReadDir(filepath.Join(dir, "input"))
 	if err != nil {
 		// No input directory: no driver bound yet, or a driver that made
 		// no input device (hidraw only).
 		return nil, nil
 	}
-	var nodes []string
+	var nodes []Node
 	var problems []error
 	for _, in := range inputs {
 		if !inputDirPattern.MatchString(in.Name()) {
@@ -237,25 +279,65 @@ func eventNodes(dir, devRoot string) ([]string, []error) {
 			nodes = append(nodes, node)
 		}
 	}
-	slices.Sort(nodes)
+	slices.SortFunc(nodes, compareNodes)
 	return nodes, problems
 }
 
-// evdevNode reads an eventM directory's uevent and returns devRoot/DEVNAME.
-func evdevNode(path, devRoot string) (string, error) {
+// evdevNode reads an eventM directory's uevent and returns devRoot/DEVNAME
+// with the node's number. The number comes from the same read as the name:
+// the driver core writes MAJOR, MINOR and DEVNAME into the uevent of every
+// device with a device number (dev_uevent in drivers/base/core.c), the
+// same number the directory's dev attribute prints, so name and number
+// are one snapshot of one device. A number that is not an evdev number
+// (major 13, minor below 1024) is refused: the node is handed to
+// containers by this number, and a bad tree must not turn a disk's into
+// a gamepad's.
+func evdevNode(path, devRoot string) (Node, error) {
 	data, err := readSmall(path)
 	if err != nil {
-		return "", err
+		return Node{}, err
 	}
+	return parseEvdevNode(data, devRoot)
+}
+
+// parseEvdevNode decodes an eventM directory's uevent file into the node
+// devRoot/DEVNAME and its number; errors as evdevNode's.
+func parseEvdevNode(data []byte, devRoot string) (Node, error) {
 	vars, err := parseVars(data)
 	if err != nil {
-		return "", err
+		return Node{}, err
 	}
 	name := vars["DEVNAME"]
 	if !evdevNamePattern.MatchString(name) {
-		return "", fmt.Errorf("DEVNAME %q is not input/eventN", clipString(name))
+		return Node{}, fmt.Errorf("DEVNAME %q is not input/eventN", clipString(name))
 	}
-	return filepath.Join(devRoot, name), nil
+	// A Linux device number has a 12-bit major and a 20-bit minor
+	// (MAJOR and MINOR in include/linux/kdev_t.h).
+	major, err := deviceNumber(vars, "MAJOR", 1<<12)
+	if err != nil {
+		return Node{}, err
+	}
+	minor, err := deviceNumber(vars, "MINOR", 1<<20)
+	if err != nil {
+		return Node{}, err
+	}
+	if major != InputMajor || minor >= inputMinors {
+		return Node{}, fmt.Errorf("%s is char %d:%d, not an evdev number (major %d, minor below %d)", name, major, minor, InputMajor, inputMinors)
+	}
+	return Node{Path: filepath.Join(devRoot, name), Major: major, Minor: minor}, nil
+}
+
+// deviceNumber parses a uevent's MAJOR or MINOR: a decimal below limit.
+func deviceNumber(vars map[string]string, key string, limit uint64) (uint32, error) {
+	v, ok := vars[key]
+	if !ok {
+		return 0, fmt.Errorf("uevent has no %s", key)
+	}
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil || n >= limit {
+		return 0, fmt.Errorf("%s %q is not a decimal below %d", key, clipString(v), limit)
+	}
+	return uint32(n), nil
 }
 
 // readSmall reads a sysfs attribute: a regular file of at most one page

@@ -4,6 +4,7 @@ package hid
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -19,24 +20,30 @@ import (
 // sharedFixtures is the repository's copy of the recorded fixtures.
 const sharedFixtures = "../../testdata/fixtures"
 
+// evdev is /dev/input/eventN with the number evdev gives it when no
+// dynamic minor is needed (EVDEV_MINOR_BASE 64 in drivers/input/evdev.c).
+func evdev(n uint32) Node {
+	return Node{Path: fmt.Sprintf("/dev/input/event%d", n), Major: InputMajor, Minor: 64 + n}
+}
+
 var recordedTree = []Device{
 	{
 		Address: "6C:93:08:62:72:16", Adapter: "60:E9:AA:A0:4F:2C", Name: `"Keychron K1 Pro"`,
 		Vendor: 0x3434, Product: 0x0213, SysName: "0005:3434:0213.000A",
-		DevPath:    "/devices/virtual/misc/uhid/0005:3434:0213.000A",
-		EventNodes: []string{"/dev/input/event18"},
+		DevPath: "/devices/virtual/misc/uhid/0005:3434:0213.000A",
+		Nodes:   []Node{evdev(18)},
 	},
 	{
 		Address: "C8:3F:26:10:20:30", Adapter: "80:19:34:4D:31:44", Name: "BluetoothMouse3600",
 		Vendor: 0x045E, Product: 0x0916, SysName: "0005:045E:0916.0004",
-		DevPath:    "/devices/virtual/misc/uhid/0005:045E:0916.0004",
-		EventNodes: []string{"/dev/input/event4", "/dev/input/event6"},
+		DevPath: "/devices/virtual/misc/uhid/0005:045E:0916.0004",
+		Nodes:   []Node{evdev(4), evdev(6)},
 	},
 	{
 		Address: "E4:17:D8:C5:67:6D", Adapter: "00:1A:7D:DA:71:13", Name: "8Bitdo NES30 Pro",
 		Vendor: 0x2DC8, Product: 0x3820, SysName: "0005:2DC8:3820.0006",
-		DevPath:    "/devices/pci0000:00/0000:00:14.0/usb1/1-7/1-7:1.0/bluetooth/hci0/hci0:256/0005:2DC8:3820.0006",
-		EventNodes: []string{"/dev/input/event5"},
+		DevPath: "/devices/pci0000:00/0000:00:14.0/usb1/1-7/1-7:1.0/bluetooth/hci0/hci0:256/0005:2DC8:3820.0006",
+		Nodes:   []Node{evdev(5)},
 	},
 	{
 		Address: "F0:5C:77:E1:02:03", Adapter: "B8:27:EB:30:06:FB", Name: "ortho remote",
@@ -119,8 +126,8 @@ func TestRecordedTreeAgreesWithFixtures(t *testing.T) {
 			handlers = append(handlers, "/dev/input/"+h)
 		}
 	}
-	if diff := cmp.Diff(d.EventNodes, handlers); diff != "" {
-		t.Errorf("EventNodes (-d.EventNodes +handlers):\n%s", diff)
+	if diff := cmp.Diff(scan.EventNodes(d.Address, ""), handlers); diff != "" {
+		t.Errorf("EventNodes (-scan.EventNodes +handlers):\n%s", diff)
 	}
 
 	dmesg, err := os.ReadFile(filepath.Join(sharedFixtures, "uevent/dmesg-bt-hid-uhid-lines.txt"))
@@ -160,8 +167,8 @@ func TestEventNodesOnRecordedSysfs(t *testing.T) {
 	if len(problems) != 0 {
 		t.Errorf("problems: %v", problems)
 	}
-	if !reflect.DeepEqual(nodes, []string{"/dev/input/event11"}) {
-		t.Errorf("nodes = %v, want [/dev/input/event11]", nodes)
+	if !reflect.DeepEqual(nodes, []Node{evdev(11)}) {
+		t.Errorf("nodes = %v, want [/dev/input/event11 (c 13:75)]", nodes)
 	}
 	// The recorded empty uevent file of a sound card parses as no variables.
 	data, err := os.ReadFile(filepath.Join(root, "devices/platform/snd_aloop.0/sound/card2/uevent"))
@@ -250,7 +257,7 @@ func TestDiscoverSkipsMalformed(t *testing.T) {
 				t.Fatal(err)
 			}
 			if len(scan.Devices) != 1 || scan.Devices[0].Address != "A0:5A:5D:00:00:01" ||
-				!reflect.DeepEqual(scan.Devices[0].EventNodes, []string{"/dev/input/event2"}) {
+				!reflect.DeepEqual(scan.Devices[0].Nodes, []Node{evdev(2)}) {
 				t.Errorf("Devices = %+v, want only the good one with event2", scan.Devices)
 			}
 			if len(scan.Skipped) != 1 {
@@ -269,7 +276,8 @@ func TestDiscoverSkipsMalformed(t *testing.T) {
 }
 
 // TestDiscoverBadNodes: an eventN directory whose DEVNAME is not an evdev
-// name is left out, reported, and the device is kept with its other nodes.
+// name, or whose number is missing or not an evdev number (a disk's 8:0),
+// is left out, reported, and the device is kept with its other nodes.
 func TestDiscoverBadNodes(t *testing.T) {
 	dev := "devices/virtual/misc/uhid/0005:054C:0CE6.0001/"
 	root := writeTree(t, map[string]string{
@@ -277,6 +285,10 @@ func TestDiscoverBadNodes(t *testing.T) {
 		dev + "input/input1/event2/uevent":   "MAJOR=13\nMINOR=66\nDEVNAME=input/event2\n",
 		dev + "input/input1/event3/uevent":   "MAJOR=13\nMINOR=67\nDEVNAME=../../etc/passwd\n",
 		dev + "input/input1/event4/uevent":   "MAJOR=13\nMINOR=68\n",
+		dev + "input/input1/event5/uevent":   "MAJOR=8\nMINOR=0\nDEVNAME=input/event5\n",
+		dev + "input/input1/event6/uevent":   "MAJOR=13\nDEVNAME=input/event6\n",
+		dev + "input/input3/event8/uevent":   "MAJOR=13\nMINOR=1024\nDEVNAME=input/event8\n",
+		dev + "input/input3/event9/uevent":   "MAJOR=13\nMINOR=-1\nDEVNAME=input/event9\n",
 		dev + "input/input2/event7/uevent":   "MAJOR=13\nMINOR=71\nDEVNAME=input/event7\n",
 		dev + "input/input2/js1/uevent":      "MAJOR=13\nMINOR=1\nDEVNAME=input/js1\n",
 		dev + "input/notinput/event9/uevent": "DEVNAME=input/event9\n",
@@ -287,13 +299,21 @@ func TestDiscoverBadNodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(scan.Devices) != 1 || !reflect.DeepEqual(scan.Devices[0].EventNodes, []string{"/dev/input/event2", "/dev/input/event7"}) {
+	if len(scan.Devices) != 1 || !reflect.DeepEqual(scan.Devices[0].Nodes, []Node{evdev(2), evdev(7)}) {
 		t.Fatalf("Devices = %+v", scan.Devices)
 	}
-	if len(scan.Skipped) != 2 {
-		t.Fatalf("Skipped = %v, want event3 and event4", scan.Skipped)
+	want := []string{
+		`event3/uevent: DEVNAME "../../etc/passwd" is not input/eventN`,
+		`event4/uevent: DEVNAME "" is not input/eventN`,
+		`event5/uevent: input/event5 is char 8:0, not an evdev number (major 13, minor below 1024)`,
+		`event6/uevent: uevent has no MINOR`,
+		`event8/uevent: input/event8 is char 13:1024, not an evdev number`,
+		`event9/uevent: MINOR "-1" is not a decimal below 1048576`,
 	}
-	for i, want := range []string{`event3/uevent: DEVNAME "../../etc/passwd" is not input/eventN`, `event4/uevent: DEVNAME "" is not input/eventN`} {
+	if len(scan.Skipped) != len(want) {
+		t.Fatalf("Skipped = %v, want %d", scan.Skipped, len(want))
+	}
+	for i, want := range want {
 		if !strings.Contains(scan.Skipped[i].Error(), want) {
 			t.Errorf("Skipped[%d] = %q, want %q", i, scan.Skipped[i], want)
 		}
@@ -335,11 +355,11 @@ func TestDiscoverRoots(t *testing.T) {
 
 func TestScanEventNodes(t *testing.T) {
 	scan := Scan{Devices: []Device{
-		{Address: "A0:5A:5D:00:00:01", Adapter: "AA:BB:CC:DD:EE:01", EventNodes: []string{"/dev/input/event7", "/dev/input/event2"}},
+		{Address: "A0:5A:5D:00:00:01", Adapter: "AA:BB:CC:DD:EE:01", Nodes: []Node{evdev(7), evdev(2)}},
 		// The same pad listed twice for a moment after a quick reconnect.
-		{Address: "A0:5A:5D:00:00:01", Adapter: "AA:BB:CC:DD:EE:01", EventNodes: []string{"/dev/input/event2", "/dev/input/event9"}},
-		{Address: "A0:5A:5D:00:00:01", EventNodes: []string{"/dev/input/event11"}}, // adapter unknown
-		{Address: "A0:5A:5D:00:00:01", Adapter: "AA:BB:CC:DD:EE:02", EventNodes: []string{"/dev/input/event12"}},
+		{Address: "A0:5A:5D:00:00:01", Adapter: "AA:BB:CC:DD:EE:01", Nodes: []Node{evdev(2), evdev(9)}},
+		{Address: "A0:5A:5D:00:00:01", Nodes: []Node{evdev(11)}}, // adapter unknown
+		{Address: "A0:5A:5D:00:00:01", Adapter: "AA:BB:CC:DD:EE:02", Nodes: []Node{evdev(12)}},
 		{Address: "A0:5A:5D:00:00:03"},
 	}}
 	if got, want := scan.EventNodes("A0:5A:5D:00:00:01", "AA:BB:CC:DD:EE:01"),
@@ -348,6 +368,9 @@ func TestScanEventNodes(t *testing.T) {
 	}
 	if got := scan.EventNodes("A0:5A:5D:00:00:01", ""); len(got) != 5 {
 		t.Errorf("any adapter: %v, want 5 nodes", got)
+	}
+	if got, want := scan.Nodes("A0:5A:5D:00:00:01", "AA:BB:CC:DD:EE:01"), []Node{evdev(11), evdev(2), evdev(7), evdev(9)}; !reflect.DeepEqual(got, want) {
+		t.Errorf("adapter 01 with numbers: %v, want %v", got, want)
 	}
 	if got := scan.EventNodes("A0:5A:5D:00:00:03", ""); got != nil {
 		t.Errorf("device without nodes: %v, want nil", got)
@@ -423,7 +446,7 @@ func TestDiscoverRefusesNamedPipes(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if len(r.scan.Devices) != 1 || !reflect.DeepEqual(r.scan.Devices[0].EventNodes, []string{"/dev/input/event5"}) {
+	if len(r.scan.Devices) != 1 || !reflect.DeepEqual(r.scan.Devices[0].Nodes, []Node{evdev(5)}) {
 		t.Errorf("Devices = %+v, want the good one with event5 only", r.scan.Devices)
 	}
 	all := errors.Join(r.scan.Skipped...)

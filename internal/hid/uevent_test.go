@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -99,6 +100,47 @@ func FuzzParseUevent(f *testing.F) {
 		again, err := ParseUevent([]byte(strings.Join(out, "\n") + "\n"))
 		if err != nil || !reflect.DeepEqual(again, u) {
 			t.Fatalf("rewritten file parses as %+v, %v; was %+v", again, err, u)
+		}
+	})
+}
+
+// FuzzParseEvdevNode feeds arbitrary eventN uevent files to
+// parseEvdevNode: no panic, and a node it accepts is an evdev node below
+// the /dev root, numbered as its MAJOR and MINOR say, and only with an
+// evdev number.
+func FuzzParseEvdevNode(f *testing.F) {
+	data, err := os.ReadFile("testdata/sysfs.dump")
+	if err != nil {
+		f.Fatal(err)
+	}
+	// Seed with each evdev node's uevent file of the recorded tree.
+	for _, block := range strings.Split(string(data), "\n/sys/") {
+		if p, content, ok := strings.Cut(block, ": "); ok && strings.HasSuffix(p, "/uevent") && strings.Contains(content, "DEVNAME=input/event") {
+			f.Add([]byte(content + "\n"))
+		}
+	}
+	f.Add([]byte("MAJOR=8\nMINOR=0\nDEVNAME=input/event0\n"))
+	f.Add([]byte("MAJOR=13\nMINOR=1023\nDEVNAME=input/event959\n"))
+	f.Add([]byte("MAJOR=13\nMINOR=+65\nDEVNAME=input/event1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		n, err := parseEvdevNode(b, "/dev")
+		if err != nil {
+			return
+		}
+		vars, err := parseVars(b)
+		if err != nil {
+			t.Fatalf("accepted a file parseVars refuses: %v", err)
+		}
+		if n.Path != "/dev/"+vars["DEVNAME"] || !evdevNamePattern.MatchString(vars["DEVNAME"]) {
+			t.Fatalf("node %v from DEVNAME %q", n, vars["DEVNAME"])
+		}
+		if n.Major != InputMajor || n.Minor >= inputMinors {
+			t.Fatalf("accepted %v, not an evdev number", n)
+		}
+		for key, got := range map[string]uint32{"MAJOR": n.Major, "MINOR": n.Minor} {
+			if v, err := strconv.ParseUint(vars[key], 10, 32); err != nil || uint32(v) != got {
+				t.Fatalf("%s %q read as %d", key, vars[key], got)
+			}
 		}
 	})
 }

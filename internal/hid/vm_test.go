@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/liken-sh/operators/test/vm/guest"
 )
 
@@ -80,8 +82,8 @@ func TestVMDiscoverUHIDGamepad(t *testing.T) {
 	if d.SysName != filepath.Base(entry) || !strings.HasPrefix(d.DevPath, "/devices/virtual/misc/uhid/") {
 		t.Errorf("found %s at %s, want %s below /devices/virtual/misc/uhid", d.SysName, d.DevPath, filepath.Base(entry))
 	}
-	if len(d.EventNodes) != 1 || d.EventNodes[0] != node {
-		t.Errorf("evdev nodes %q, want [%s]", d.EventNodes, node)
+	if len(d.Nodes) != 1 || d.Nodes[0].Path != node {
+		t.Fatalf("evdev nodes %v, want [%s]", d.Nodes, node)
 	}
 	if got := scan.EventNodes(address, adapter); len(got) != 1 || got[0] != node {
 		t.Errorf("Scan.EventNodes(%s, %s) = %q, want [%s]", address, adapter, got, node)
@@ -90,6 +92,10 @@ func TestVMDiscoverUHIDGamepad(t *testing.T) {
 	var st syscall.Stat_t
 	if err := syscall.Stat(node, &st); err != nil || st.Mode&syscall.S_IFMT != syscall.S_IFCHR || st.Rdev>>8&0xfff != 13 {
 		t.Errorf("%s: mode %o rdev %#x (%v), want a character device of major 13", node, st.Mode, st.Rdev, err)
+	}
+	// The number Discover read from sysfs is the node's own.
+	if major, minor := unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev)); d.Nodes[0].Major != major || d.Nodes[0].Minor != minor {
+		t.Errorf("Discover numbers %s as %d:%d, the node is %d:%d", node, d.Nodes[0].Major, d.Nodes[0].Minor, major, minor)
 	}
 
 	if err := pad.Destroy(); err != nil {

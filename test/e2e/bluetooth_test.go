@@ -13,6 +13,7 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
+	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/liken-sh/operators/internal/bluetooth"
 	"github.com/liken-sh/operators/internal/bluez"
@@ -78,8 +79,14 @@ func TestBluetoothOperator(t *testing.T) {
 	}
 	_, _, name, _ := cdiParts(dev.CdiDeviceIds[0])
 	edits := spec.GetDevice(name).ContainerEdits
-	if len(edits.DeviceNodes) != 1 || edits.DeviceNodes[0].Path != "/dev/input/event7" || len(edits.Mounts) != 0 || len(edits.Env) != 0 {
-		t.Fatalf("CDI edits %+v, want exactly the gamepad's event7", edits)
+	// By number, as sysfs gave it: the runtime creates the node from it
+	// and looks no host path up. The variables name the node in the
+	// container and say that it is the pad's own (no relay runs here).
+	suffix := bluetooth.EnvSuffix(mustAddr(t, padAddr))
+	wantEnv := []string{bluetooth.EnvInputPrefix + suffix + "=/dev/input/event7", bluetooth.EnvDeliveryPrefix + suffix + "=direct"}
+	if len(edits.DeviceNodes) != 1 || len(edits.Mounts) != 0 || !slices.Equal(edits.Env, wantEnv) ||
+		*edits.DeviceNodes[0] != (cdispec.DeviceNode{Path: "/dev/input/event7", Type: "c", Major: 13, Minor: 71}) {
+		t.Fatalf("CDI edits %+v (node %+v), want exactly the gamepad's event7 (c 13:71) and %q", edits, edits.DeviceNodes, wantEnv)
 	}
 
 	// A claim allocated by hand to a well-formed name that this operator

@@ -22,7 +22,7 @@ func TestBluetoothHIDIsDiscovered(t *testing.T) {
 		t.Fatalf("scan %+v", scan)
 	}
 	d := scan.Devices[0]
-	if d.Address != "E4:17:D8:C5:67:6D" || d.Adapter != "00:1A:7D:DA:71:13" || len(d.EventNodes) != 1 || d.EventNodes[0] != "/dev/input/event7" {
+	if d.Address != "E4:17:D8:C5:67:6D" || d.Adapter != "00:1A:7D:DA:71:13" || len(d.Nodes) != 1 || d.Nodes[0] != (hid.Node{Path: "/dev/input/event7", Major: 13, Minor: 71}) {
 		t.Fatalf("device %+v", d)
 	}
 	if _, err := BluetoothHID(root, "0003:046D:C52B.0002", "usb", "x", "y", 3); err == nil {

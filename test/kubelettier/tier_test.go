@@ -247,6 +247,15 @@ func bluetoothConsumer(t *testing.T, ctx context.Context) {
 	if !slices.Equal(inputs, want) {
 		t.Errorf("the consumer's /dev/input holds %q, want exactly %q", inputs, want)
 	}
+	// The claim's variables name the node, and say it is the pad's own
+	// (no relay runs in this tier).
+	suffix := bluetooth.EnvSuffix(bdaddr.MustParse(padAddress))
+	if got := r.Env[bluetooth.EnvInputPrefix+suffix]; got != padEventNode {
+		t.Errorf("%s%s = %q, want %q", bluetooth.EnvInputPrefix, suffix, got, padEventNode)
+	}
+	if got := r.Env[bluetooth.EnvDeliveryPrefix+suffix]; got != bluetooth.ModeDirect {
+		t.Errorf("%s%s = %q, want %q", bluetooth.EnvDeliveryPrefix, suffix, got, bluetooth.ModeDirect)
+	}
 	deletePod(t, ctx, "default", "gamepad")
 	poll(t, "the gamepad claim's CDI spec removed", 30*time.Second, func() (bool, string) {
 		specs := cdiSpecs(t, bluetooth.DriverName)
