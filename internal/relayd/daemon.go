@@ -233,7 +233,9 @@ func (d *Daemon) reconcileLocked() error {
 	var problem error
 	byAddress := map[string][]string{}
 	for _, dev := range scan.Devices {
-		byAddress[dev.Address] = append(byAddress[dev.Address], dev.EventNodes...)
+		for _, n := range dev.Nodes {
+			byAddress[dev.Address] = append(byAddress[dev.Address], n.Path)
+		}
 	}
 	changed := false
 	for address, nodes := range byAddress {
