@@ -51,6 +51,7 @@ func main() {
 	registrar := flag.String("kubelet-registry-dir", dra.DefaultRegistrarDir, "kubelet plugin registration directory")
 	plugins := flag.String("kubelet-plugins-dir", dra.DefaultPluginsDir, "kubelet plugins directory; the driver uses <dir>/"+bluetooth.DriverName)
 	cdiDir := flag.String("cdi-dir", dra.DefaultCDIDir, "CDI spec directory")
+	relaySocket := flag.String("input-relay", bluetooth.DefaultRelaySocket, "the input-relay sidecar's socket; empty: no relay, and claims in relay mode get the controller's own nodes")
 	showVersion := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
 	if *showVersion {
@@ -64,7 +65,7 @@ func main() {
 	ctx = klog.NewContext(ctx, logger)
 	logger.Info("bluetooth-operator starting", "version", version)
 	procmem.Fit(ctx) // the Go memory limit from the container's; start-up memory given back
-	if err := run(ctx, *kubeconfig, *sysRoot, *devRoot, *registrar, *plugins, *cdiDir); err != nil {
+	if err := run(ctx, *kubeconfig, *sysRoot, *devRoot, *registrar, *plugins, *cdiDir, *relaySocket); err != nil {
 		logger.Error(err, "bluetooth-operator failed")
 		klog.Flush()
 		os.Exit(1)
@@ -73,7 +74,7 @@ func main() {
 	klog.Flush()
 }
 
-func run(ctx context.Context, kubeconfig, sysRoot, devRoot, registrar, plugins, cdiDir string) error {
+func run(ctx context.Context, kubeconfig, sysRoot, devRoot, registrar, plugins, cdiDir, relaySocket string) error {
 	node, ns := os.Getenv("NODE_NAME"), os.Getenv("POD_NAMESPACE")
 	if node == "" || ns == "" {
 		return errors.New("NODE_NAME and POD_NAMESPACE must be set (deploy/bluetooth/operator.yaml sets both from the downward API)")
@@ -96,7 +97,12 @@ func run(ctx context.Context, kubeconfig, sysRoot, devRoot, registrar, plugins, 
 	}
 	metricsserver.BuildInfo(reg, "bluetooth-operator", version)
 	bondsRoot := os.Getenv("BLUETOOTH_BONDS_ROOT")
+	var relay bluetooth.Relay
+	if relaySocket != "" {
+		relay = bluetooth.NewInputRelay(relaySocket, devRoot)
+	}
 	return bluetooth.Run(ctx, bluetooth.Config{
+		Relay:    relay,
 		NodeName: node, Namespace: ns, KubeClient: client, Dynamic: dyn,
 		BondsRoot: bondsRoot, SysRoot: sysRoot, DevRoot: devRoot,
 		DRA: dra.Options{

@@ -143,6 +143,17 @@ func Run(ctx context.Context, cfg Config) error {
 	// Prepare hands out only what the latest pass published.
 	published := &publishedSet{}
 	delivery := Delivery{Published: published.has, Nodes: discover, Relay: cfg.Relay}
+	// An unprepared claim's virtual devices go at the next pass, which a
+	// change of the prepared claims asks for at once.
+	claimsChanged := make(chan struct{}, 1)
+	if cfg.DRA.OnClaimsChanged == nil {
+		cfg.DRA.OnClaimsChanged = func() {
+			select {
+			case claimsChanged <- struct{}{}:
+			default:
+			}
+		}
+	}
 	driver, err := dra.Start(ctx, cfg.DRA, Prepare(delivery))
 	if err != nil {
 		return err
@@ -157,7 +168,7 @@ func Run(ctx context.Context, cfg Config) error {
 		logger.Error(nil, "Not in the initial user namespace: the kernel sends this process no uevents, so controllers appear only at the backstop pass (deploy/bluetooth/operator.yaml sets hostUsers: true)")
 	}
 
-	op := &operator{cfg: cfg, client: client, driver: driver, published: published, delivery: delivery, tracker: hid.NewTracker(),
+	op := &operator{cfg: cfg, client: client, driver: driver, published: published, delivery: delivery, tracker: hid.NewTracker(), claimsChanged: claimsChanged,
 		bondWindow: settle.New(cfg.BondSettle, dra.DefaultSettleCap),
 		problems:   newPassProblems(), bondSkips: map[bdaddr.Address]*problemLog{},
 		bondsSeen: map[bdaddr.Address][32]byte{},
@@ -247,13 +258,14 @@ type operator struct {
 	delivery  Delivery      // what Prepare was started with
 	// specNodes is the controllers' evdev nodes (nodesKey) the prepared
 	// claims' specs were last brought up to date with; "" until then.
-	specNodes  string
-	tracker    *hid.Tracker
-	inventory  Inventory
-	bondWindow *settle.Window
-	problems   *passProblems                  // the loop's
-	bondSkips  map[bdaddr.Address]*problemLog // by adapter; syncBonds's
-	bondsSeen  map[bdaddr.Address][32]byte    // by adapter: the bonds syncBonds last wrote back without error (bondsDigest)
+	specNodes     string
+	claimsChanged <-chan struct{} // a claim was prepared or unprepared
+	tracker       *hid.Tracker
+	inventory     Inventory
+	bondWindow    *settle.Window
+	problems      *passProblems                  // the loop's
+	bondSkips     map[bdaddr.Address]*problemLog // by adapter; syncBonds's
+	bondsSeen     map[bdaddr.Address][32]byte    // by adapter: the bonds syncBonds last wrote back without error (bondsDigest)
 
 	adapter bdaddr.Address      // the one served; zero: all (no claim known)
 	others  map[string]bool     // adapters left alone, logged once each
@@ -331,6 +343,7 @@ func (o *operator) loop(ctx context.Context, events *uevent.Listener) error {
 				continue
 			}
 			logger.Info("Uevents were lost; rescanning")
+		case <-o.claimsChanged:
 		case <-backstop.C:
 		case <-retry.C:
 		case <-o.follow.C:
@@ -443,12 +456,12 @@ func (o *operator) pass(ctx context.Context) error {
 }
 
 // refreshSpecs brings the CDI specs of prepared claims on controllers up
-// to date (Delivery.CurrentEdits) when the controllers' evdev nodes differ
-// from those the specs were last brought up to date with, and at the
-// first pass (specs prepared before this process started). A refresh
+// to date (Delivery.CurrentEdits) when the controllers' evdev nodes, or
+// the input relay's, differ from those the specs were last brought up to
+// date with, and at the first pass (specs prepared before this process started). A refresh
 // that fails is tried again at the next pass.
 func (o *operator) refreshSpecs(ctx context.Context, scan hid.Scan) {
-	key := nodesKey(scan)
+	key := nodesKey(scan) + o.keepRelayClaims(ctx)
 	if key == o.specNodes {
 		return
 	}

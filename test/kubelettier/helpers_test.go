@@ -19,8 +19,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 
+	"github.com/liken-sh/operators/internal/bluetooth"
 	"github.com/liken-sh/operators/test/kubelettier/report"
 	testpoll "github.com/liken-sh/operators/test/poll"
 )
@@ -276,6 +278,20 @@ func claimFor(name, class, cel string) *resourceapi.ResourceClaim {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
 		Spec:       resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{req}}},
 	}
+}
+
+// directMode asks, through the Bluetooth driver's opaque parameter, for
+// the controller's own input nodes: this host's kernel has no uinput, so
+// the input relay cannot make a claim's devices here (the VM tier proves
+// the relay on a real kernel).
+func directMode(c *resourceapi.ResourceClaim) *resourceapi.ResourceClaim {
+	c.Spec.Devices.Config = append(c.Spec.Devices.Config, resourceapi.DeviceClaimConfiguration{
+		DeviceConfiguration: resourceapi.DeviceConfiguration{Opaque: &resourceapi.OpaqueDeviceConfiguration{
+			Driver:     bluetooth.DriverName,
+			Parameters: runtime.RawExtension{Raw: []byte(`{"mode":"direct"}`)},
+		}},
+	})
+	return c
 }
 
 // startConsumer creates the claim and the pod and waits until the pod

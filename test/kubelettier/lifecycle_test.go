@@ -115,7 +115,7 @@ func gamepadConsumer(t *testing.T, ctx context.Context, name string) {
 	// A consumer that waits for its controller to come back: a bluetooth
 	// pod replaced drops the link until the controller reconnects, and
 	// the disconnected taint (NoExecute) would otherwise evict it.
-	claim := claimFor(name, "bluetooth-input", "")
+	claim := directMode(claimFor(name, "bluetooth-input", ""))
 	claim.Spec.Devices.Requests[0].Exactly.Tolerations = []resourceapi.DeviceToleration{{
 		Key: bluetooth.TaintDisconnected, Operator: resourceapi.DeviceTolerationOpExists, Effect: resourceapi.DeviceTaintEffectNoExecute,
 	}}

@@ -231,7 +231,7 @@ func bluetoothBase(t *testing.T, ctx context.Context) {
 // bluetoothConsumer claims the gamepad and checks that containerd gave the
 // consumer exactly its input node and nothing else from /dev/input.
 func bluetoothConsumer(t *testing.T, ctx context.Context) {
-	r, claim, _, took := startConsumer(t, ctx, claimFor("gamepad", "bluetooth-input", ""), consumerPod("gamepad", "report", "gamepad", false))
+	r, claim, _, took := startConsumer(t, ctx, directMode(claimFor("gamepad", "bluetooth-input", "")), consumerPod("gamepad", "report", "gamepad", false))
 	t.Logf("FIGURE bluetooth consumer: pod with a claim created → running in %s", took.Round(time.Millisecond))
 	if n := len(claim.Status.ReservedFor); n != 1 {
 		t.Errorf("claim reserved for %d consumers", n)
@@ -248,7 +248,7 @@ func bluetoothConsumer(t *testing.T, ctx context.Context) {
 		t.Errorf("the consumer's /dev/input holds %q, want exactly %q", inputs, want)
 	}
 	// The claim's variables name the node, and say it is the pad's own
-	// (no relay runs in this tier).
+	// (the claim asked for direct delivery).
 	suffix := bluetooth.EnvSuffix(bdaddr.MustParse(padAddress))
 	if got := r.Env[bluetooth.EnvInputPrefix+suffix]; got != padEventNode {
 		t.Errorf("%s%s = %q, want %q", bluetooth.EnvInputPrefix, suffix, got, padEventNode)

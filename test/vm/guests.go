@@ -33,6 +33,7 @@ var Guests = []Guest{
 	{"hid", "./internal/hid"},               // discovery of a uhid Bluetooth gamepad
 	{"inputrelay", "./internal/inputrelay"}, // a consumer reading a uhid pad through its naps, and its rumble
 	{"relayd", "./internal/relayd"},         // the relay daemon's claims through naps and its own restart
+	{"bluetooth", "./internal/bluetooth"},   // prepare in relay and direct mode against the real relay
 	{"hci", "./internal/hci"},               // HCIGETDEVINFO on btvirt's controllers
 	{"bluez", "./test/vm/bluez"},            // the bluetoothd entrypoint, pairing, bonds, the PS button after a restart
 	// the liken.sh inventory driver's discovery over the three cards, a
