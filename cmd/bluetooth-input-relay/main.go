@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/liken-sh/operators/internal/hid"
+	"github.com/liken-sh/operators/internal/procmem"
 	"github.com/liken-sh/operators/internal/relayd"
 	"github.com/liken-sh/operators/internal/uevent"
 	"github.com/liken-sh/operators/internal/uinput"
@@ -70,6 +71,9 @@ func main() {
 	log.SetPrefix("bluetooth-input-relay: ")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	// The Go memory limit from the container's (32 MiB), and what start-up
+	// allocated given back to the kernel once it is done.
+	procmem.Fit(ctx)
 	if err := run(ctx, *socket, relayd.Config{UinputPath: *uinputPath, SysRoot: *sysRoot, DevRoot: *devRoot, StatePath: *statePath}); err != nil {
 		log.Print(err)
 		os.Exit(1)
