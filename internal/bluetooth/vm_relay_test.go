@@ -6,6 +6,7 @@ package bluetooth
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -211,4 +212,23 @@ func TestVMPrepareRelayAndDirect(t *testing.T) {
 	if rn.Path != woke.Path || rn.Minor != int64(woke.Minor) || (rn.Major == int64(kn.Major) && rn.Minor == int64(kn.Minor)) {
 		t.Errorf("direct mode refreshed to %+v, want the pad's new %s and never the keyboard's %d:%d", rn, woke, kn.Major, kn.Minor)
 	}
+
+	// Unprepared: the operator's pass lets the relay's devices of a claim
+	// the driver no longer holds go, and keeps a claim's being prepared.
+	key, err := again.Relay.(*InputRelay).Keep(ctx, func() map[types.UID]bool { return map[types.UID]bool{direct.Claim.UID: true} })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err := status.Status(ctx); err != nil || len(st) != 0 {
+		t.Errorf("after Keep without the claim the relay holds %+v (%v), want nothing", st, err)
+	}
+	consumer.SetReadDeadline(time.Now().Add(20 * time.Second))
+	buf := make([]byte, 64*evdev.EventSize)
+	for err == nil {
+		_, err = consumer.Read(buf) // what was queued before the end, then the end
+	}
+	if !errors.Is(err, syscall.ENODEV) {
+		t.Errorf("the consumer of a let-go claim read %v, want ENODEV", err)
+	}
+	t.Logf("relay key after letting the claim go: %q", key)
 }
