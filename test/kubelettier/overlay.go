@@ -96,6 +96,8 @@ patches:
                 imagePullPolicy: Never
                 # No radio: the simulator in bluetoothd's place.
                 args: ["-bluetoothd", "/usr/local/bin/bluezsim-daemon"]
+              - name: input-relay
+                imagePullPolicy: Never
             containers:
               - name: operator
                 imagePullPolicy: Never
