@@ -3,10 +3,12 @@
 package bonds
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/internal/evdev"
 )
 
 // Size limits. A Secret holds at most 1 MiB of data (the API server's
@@ -32,6 +34,49 @@ type Bond struct {
 	Info []byte
 	// Cache is <ADAPTER>/cache/<DEVICE>, or nil when there is none.
 	Cache []byte
+	// Input is what the device is as an input device, when it is one
+	// and has connected: the JSON list of evdev.Capabilities the input
+	// relay recorded, one per input device, or nil. It is not a BlueZ
+	// file: the operator fills it in from the relay, and keeps it with
+	// the bond so a relay in a new pod can make a claim's devices while
+	// the controller sleeps.
+	Input []byte
+}
+
+// MaxInputSize bounds a bond's Input, in bytes: a controller's snapshot
+// is a few kilobytes.
+const MaxInputSize = 64 << 10
+
+// CheckInput returns an error when data cannot be a bond's Input: larger
+// than MaxInputSize, not a JSON list, or holding an entry evdev.Parse
+// refuses (which names what is wrong). Empty data is no Input, and fine.
+func CheckInput(data []byte) error {
+	_, err := ParseInput(data)
+	return err
+}
+
+// ParseInput decodes a bond's Input into its input devices' capabilities,
+// each checked by evdev.Parse; empty data is none.
+func ParseInput(data []byte) ([]evdev.Capabilities, error) {
+	if len(data) == 0 {
+		return nil, nil
+	}
+	if len(data) > MaxInputSize {
+		return nil, fmt.Errorf("input capabilities of %d bytes are over the %d-byte bound", len(data), MaxInputSize)
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, fmt.Errorf("input capabilities: %w", err)
+	}
+	out := make([]evdev.Capabilities, 0, len(raw))
+	for i, r := range raw {
+		c, err := evdev.Parse(r)
+		if err != nil {
+			return nil, fmt.Errorf("input device %d: %w", i, err)
+		}
+		out = append(out, c)
+	}
+	return out, nil
 }
 
 // CheckInfo returns an error when data cannot be a bond's info file: empty,
@@ -99,6 +144,9 @@ func (b Bond) Check() error {
 		return fmt.Errorf("bond %s of adapter %s: %w", b.Device, b.Adapter, err)
 	}
 	if err := CheckCache(b.Cache); err != nil {
+		return fmt.Errorf("bond %s of adapter %s: %w", b.Device, b.Adapter, err)
+	}
+	if err := CheckInput(b.Input); err != nil {
 		return fmt.Errorf("bond %s of adapter %s: %w", b.Device, b.Adapter, err)
 	}
 	return nil

@@ -29,6 +29,9 @@ const (
 	// <device key>.cache.
 	InfoSuffix  = ".info"
 	CacheSuffix = ".cache"
+	// InputSuffix ends the data key of a device's input capabilities
+	// (Bond.Input): <device key>.input.
+	InputSuffix = ".input"
 )
 
 // SecretName returns the name of the Secret that holds the bond between
@@ -51,9 +54,13 @@ func InfoKey(device bdaddr.Address) string { return device.Key() + InfoSuffix }
 // "<device key>.cache".
 func CacheKey(device bdaddr.Address) string { return device.Key() + CacheSuffix }
 
+// InputKey returns the data key of a device's input capabilities,
+// "<device key>.input".
+func InputKey(device bdaddr.Address) string { return device.Key() + InputSuffix }
+
 // EncodeSecret returns the Secret that stores b in namespace: named by
 // SecretName, type Opaque, labelled with AdapterLabel and AppLabel, holding
-// InfoKey and, when b has a cache, CacheKey, byte for byte.
+// InfoKey and, when b has them, CacheKey and InputKey, byte for byte.
 func EncodeSecret(namespace string, b Bond) *corev1.Secret {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
@@ -66,6 +73,9 @@ func EncodeSecret(namespace string, b Bond) *corev1.Secret {
 	}
 	if len(b.Cache) > 0 {
 		s.Data[CacheKey(b.Device)] = bytes.Clone(b.Cache)
+	}
+	if len(b.Input) > 0 {
+		s.Data[InputKey(b.Device)] = bytes.Clone(b.Input)
 	}
 	return s
 }
@@ -138,7 +148,7 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 		device bdaddr.Address
 		key    string
 	}
-	var infos, bare, caches []entry
+	var infos, bare, caches, inputs []entry
 	keys := make([]string, 0, len(s.Data))
 	for k := range s.Data {
 		keys = append(keys, k)
@@ -150,11 +160,13 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 			name, list = base, &infos
 		} else if base, ok := strings.CutSuffix(k, CacheSuffix); ok {
 			name, list = base, &caches
+		} else if base, ok := strings.CutSuffix(k, InputSuffix); ok {
+			name, list = base, &inputs
 		}
 		device, err := bdaddr.Parse(name)
 		switch {
 		case err != nil:
-			skip(k, "not <address>%s, <address>%s or <address>, with a Bluetooth address", InfoSuffix, CacheSuffix)
+			skip(k, "not <address>%s, <address>%s, <address>%s or <address>, with a Bluetooth address", InfoSuffix, CacheSuffix, InputSuffix)
 		case device.IsZero():
 			skip(k, "the zero address names no device")
 		default:
@@ -221,6 +233,29 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 				skip(e.key, "%v", err)
 			} else if len(cache) > 0 {
 				b.Cache = bytes.Clone(cache)
+			}
+		}
+	}
+	withInput := map[bdaddr.Address]string{}
+	sort.SliceStable(inputs, func(i, j int) bool {
+		return inputs[i].key == InputKey(inputs[i].device) && inputs[j].key != InputKey(inputs[j].device)
+	})
+	for _, e := range inputs {
+		b, known := byDevice[e.device]
+		switch {
+		case !known:
+			skip(e.key, "no info for device %s in this secret", e.device)
+		case b == nil:
+			skip(e.key, "the info of device %s was skipped", e.device)
+		case withInput[e.device] != "":
+			skip(e.key, "%s already holds the input capabilities of device %s", withInput[e.device], e.device)
+		default:
+			withInput[e.device] = e.key
+			input := s.Data[e.key]
+			if err := CheckInput(input); err != nil {
+				skip(e.key, "%v", err)
+			} else if len(input) > 0 {
+				b.Input = bytes.Clone(input)
 			}
 		}
 	}
@@ -291,7 +326,7 @@ type conflict struct {
 	names []string
 }
 
-func (c candidate) size() int { return len(c.bond.Info) + len(c.bond.Cache) }
+func (c candidate) size() int { return len(c.bond.Info) + len(c.bond.Cache) + len(c.bond.Input) }
 
 func (c candidate) same(o candidate) bool {
 	return bytes.Equal(c.bond.Info, o.bond.Info) && bytes.Equal(c.bond.Cache, o.bond.Cache)

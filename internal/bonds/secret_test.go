@@ -49,7 +49,15 @@ func TestEncodeSecret(t *testing.T) {
 	}
 }
 
+// padInput is a pad's input capabilities as the relay records them.
+var padInput = []byte(`[{"name":"Wireless Controller","id":{"bus":5,"vendor":1356,"product":2508,"version":33024},"key":[304,305],"abs":[{"code":0,"value":128,"min":0,"max":255}]}]`)
+
 func TestDecodeSecretRoundTrip(t *testing.T) {
+	withInput := recordedBonds(t)[0]
+	withInput.Input = padInput
+	if got, skipped := DecodeSecret(adapter, EncodeSecret("ns", withInput)); len(skipped) != 0 || len(got) != 1 || !bytes.Equal(got[0].Input, padInput) {
+		t.Fatalf("a bond with input capabilities decoded to %+v, skipped %v", got, skipped)
+	}
 	for _, b := range recordedBonds(t) {
 		got, skipped := DecodeSecret(adapter, EncodeSecret("ns", b))
 		if len(skipped) != 0 || len(got) != 1 {
@@ -81,9 +89,14 @@ func hostile(t *testing.T) *corev1.Secret {
 			"aa-bb-cc-dd-ee-04.info":  info,
 			"aa-bb-cc-dd-ee-04.cache": []byte("\xff\xfe binary"), // bad cache, good info
 			"aa-bb-cc-dd-ee-05.info":  info,
-			"aa-bb-cc-dd-ee-05.cache": {},   // empty: no cache
-			"aa-bb-cc-dd-ee-06":       info, // the reference's bare key
-			"aa-bb-cc-dd-ee-04":       info, // bare, but .info already there
+			"aa-bb-cc-dd-ee-05.cache": {},                                        // empty: no cache
+			"aa-bb-cc-dd-ee-06":       info,                                      // the reference's bare key
+			"aa-bb-cc-dd-ee-04":       info,                                      // bare, but .info already there
+			"e4-17-d8-c5-67-6d.input": padInput,                                  // good
+			"aa-bb-cc-dd-ee-05.input": []byte(`[{"name":"x","key":[1024]}]`),     // a code past KEY_MAX
+			"aa-bb-cc-dd-ee-06.input": []byte(`{"not":"a list"}`),                // not a list
+			"aa-bb-cc-dd-ee-03.input": padInput,                                  // no info beside it
+			"aa-bb-cc-dd-ee-07.input": bytes.Repeat([]byte(" "), MaxInputSize+1), // oversized, and no info
 		},
 	}
 }
@@ -107,6 +120,9 @@ func TestDecodeSecretHostile(t *testing.T) {
 		if b.Device != pad && b.Cache != nil {
 			t.Errorf("%s has a cache", b.Device)
 		}
+		if (b.Device == pad) != (b.Input != nil) || (b.Input != nil && !bytes.Equal(b.Input, padInput)) {
+			t.Errorf("%s has input %q", b.Device, b.Input)
+		}
 	}
 	wantSkipped := map[string]string{
 		"E4-17-D8-C5-67-6D.info":  "already holds device",
@@ -119,6 +135,10 @@ func TestDecodeSecretHostile(t *testing.T) {
 		"aa-bb-cc-dd-ee-03.cache": "no info for device",
 		"aa-bb-cc-dd-ee-04.cache": "cache is not a BlueZ key file",
 		"aa-bb-cc-dd-ee-04":       "superseded by aa-bb-cc-dd-ee-04.info",
+		"aa-bb-cc-dd-ee-05.input": "input device 0: input device capabilities: key: code 0x400",
+		"aa-bb-cc-dd-ee-06.input": "cannot unmarshal object",
+		"aa-bb-cc-dd-ee-03.input": "no info for device",
+		"aa-bb-cc-dd-ee-07.input": "no info for device",
 	}
 	if len(skipped) != len(wantSkipped) {
 		t.Errorf("%d skipped, want %d: %v", len(skipped), len(wantSkipped), skipped)
