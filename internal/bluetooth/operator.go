@@ -172,6 +172,7 @@ func Run(ctx context.Context, cfg Config) error {
 		bondWindow: settle.New(cfg.BondSettle, dra.DefaultSettleCap),
 		problems:   newPassProblems(), bondSkips: map[bdaddr.Address]*problemLog{},
 		bondsSeen: map[bdaddr.Address][32]byte{},
+		seeded:    map[bdaddr.Address]bool{},
 		adapter:   cfg.Adapter, others: map[string]bool{}}
 	if op.adapter.IsZero() {
 		a, ok, err := bonds.ReadClaimed(cfg.BondsRoot)
@@ -266,6 +267,7 @@ type operator struct {
 	problems      *passProblems                  // the loop's
 	bondSkips     map[bdaddr.Address]*problemLog // by adapter; syncBonds's
 	bondsSeen     map[bdaddr.Address][32]byte    // by adapter: the bonds syncBonds last wrote back without error (bondsDigest)
+	seeded        map[bdaddr.Address]bool        // by adapter: the input relay has the snapshots kept with its bonds
 
 	adapter bdaddr.Address      // the one served; zero: all (no claim known)
 	others  map[string]bool     // adapters left alone, logged once each
@@ -602,6 +604,7 @@ func bondsDigest(found []bonds.Bond, owners map[bdaddr.Address]metav1.OwnerRefer
 		field([]byte(b.Device.String()))
 		field(b.Info)
 		field(b.Cache)
+		field(b.Input)
 		owner := owners[b.Device]
 		field([]byte(owner.APIVersion + "/" + owner.Kind + "/" + owner.Name + "/" + string(owner.UID)))
 	}
@@ -624,11 +627,18 @@ func (o *operator) syncBonds(ctx context.Context) {
 	edited := o.edited
 	o.edited = nil
 	o.mu.Unlock()
+	inputs := o.relayInputs(ctx)
 	for _, adapter := range live {
+		o.seedRelay(ctx, adapter)
 		found, skipped, err := bonds.ReadTree(o.cfg.BondsRoot, adapter)
 		if err != nil {
 			logger.Error(err, "Reading bonds", "adapter", adapter)
 			continue
+		}
+		// What the input relay knows each controller to be goes with its
+		// bond; without an answer from the relay the Secrets keep theirs.
+		for i := range found {
+			found[i].Input = inputs[found[i].Device]
 		}
 		// A bond being unpaired keeps its Secret as it is until garbage
 		// collection takes it with the Peripheral.

@@ -4,6 +4,7 @@ package bluetooth
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/liken-sh/operators/internal/bdaddr"
+	"github.com/liken-sh/operators/internal/bonds"
 	"github.com/liken-sh/operators/internal/hid"
 	"github.com/liken-sh/operators/internal/relayd"
 	"k8s.io/apimachinery/pkg/types"
@@ -108,4 +110,59 @@ func (o *operator) keepRelayClaims(ctx context.Context) string {
 		return " relay: unreachable"
 	}
 	return " " + key
+}
+
+// relayInputs returns the input relay's snapshots, each encoded as a
+// bond's Input, by controller address; nil with no input relay or when
+// it does not answer.
+func (o *operator) relayInputs(ctx context.Context) map[bdaddr.Address][]byte {
+	r, ok := o.cfg.Relay.(*InputRelay)
+	if !ok || r == nil {
+		return nil
+	}
+	snaps, err := r.client.Snapshots(ctx)
+	if err != nil {
+		klog.FromContext(ctx).Error(err, "Reading the input relay's controllers")
+		return nil
+	}
+	out := map[bdaddr.Address][]byte{}
+	for address, list := range snaps {
+		addr, err := bdaddr.Parse(address)
+		if err != nil || len(list) == 0 {
+			continue
+		}
+		if data, err := json.Marshal(list); err == nil && len(data) <= bonds.MaxInputSize {
+			out[addr] = data
+		}
+	}
+	return out
+}
+
+// seedRelay gives the input relay what the bond Secrets of adapter keep
+// about their controllers (Bond.Input), once per adapter for this
+// process, so that in a new pod a claim on a controller that sleeps still
+// gets its devices. A failure is logged and tried again at the next
+// write-back.
+func (o *operator) seedRelay(ctx context.Context, adapter bdaddr.Address) {
+	r, ok := o.cfg.Relay.(*InputRelay)
+	if !ok || r == nil || o.seeded[adapter] {
+		return
+	}
+	logger := klog.FromContext(ctx)
+	fetched, err := bonds.Fetch(ctx, o.cfg.KubeClient.CoreV1().Secrets(o.cfg.Namespace), o.cfg.Namespace, adapter)
+	if err != nil {
+		logger.Error(err, "Reading the bonds' input capabilities for the input relay", "adapter", adapter)
+		return
+	}
+	for _, b := range fetched.Bonds {
+		caps, err := bonds.ParseInput(b.Input)
+		if err != nil || len(caps) == 0 {
+			continue // DecodeSecret already refused what does not parse
+		}
+		if err := r.client.Seed(ctx, b.Device.String(), caps); err != nil {
+			logger.Error(err, "Giving the input relay a controller's capabilities", "controller", b.Device)
+			return
+		}
+	}
+	o.seeded[adapter] = true
 }

@@ -12,6 +12,8 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/liken-sh/operators/internal/evdev"
 )
 
 // Client talks to a relay daemon over its unix socket.
@@ -50,6 +52,24 @@ func (c *Client) Status(ctx context.Context) (map[string]ClaimStatus, error) {
 	var st map[string]ClaimStatus
 	err := c.do(ctx, http.MethodGet, ClaimsPath, nil, &st)
 	return st, err
+}
+
+// Snapshots returns what the relay knows each controller to be, by
+// address; see Daemon.Snapshots.
+func (c *Client) Snapshots(ctx context.Context) (map[string][]evdev.Capabilities, error) {
+	var out map[string][]evdev.Capabilities
+	err := c.do(ctx, http.MethodGet, SnapshotsPath, nil, &out)
+	return out, err
+}
+
+// Seed gives the relay a controller's snapshot kept with its bond; see
+// Daemon.Seed.
+func (c *Client) Seed(ctx context.Context, address string, snaps []evdev.Capabilities) error {
+	body, err := json.Marshal(snaps)
+	if err != nil {
+		return err
+	}
+	return c.do(ctx, http.MethodPut, SnapshotsPath+url.PathEscape(address), body, nil)
 }
 
 func (c *Client) do(ctx context.Context, method, path string, body []byte, out any) error {

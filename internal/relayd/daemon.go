@@ -214,6 +214,54 @@ func (c *claim) status() (ClaimStatus, error) {
 	return s, nil
 }
 
+// Snapshots returns what the daemon knows each controller to be, by
+// address (BlueZ spelling): the snapshot its first connection gave, with
+// each axis's resting value as the claims' relays learned it.
+func (d *Daemon) Snapshots() map[string][]evdev.Capabilities {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make(map[string][]evdev.Capabilities, len(d.snapshots))
+	for address, snaps := range d.snapshots {
+		out[address] = slices.Clone(snaps)
+	}
+	for _, c := range d.claims {
+		if len(c.relays) != len(out[c.address]) {
+			continue
+		}
+		for i, r := range c.relays {
+			out[c.address][i] = r.Capabilities()
+		}
+	}
+	return out
+}
+
+// Seed gives the daemon a controller's snapshot kept elsewhere (with the
+// controller's bond), so a claim on it gets devices before it connects.
+// A snapshot the daemon already has is kept: the controller's own
+// connection is the better source. Each entry must pass evdev's checks;
+// the error names the first that does not, and nothing is stored.
+func (d *Daemon) Seed(address string, snaps []evdev.Capabilities) error {
+	addr, err := bdaddr.Parse(address)
+	if err != nil {
+		return &badRequest{fmt.Sprintf("controller address %q: %v", address, err)}
+	}
+	if len(snaps) == 0 {
+		return &badRequest{"no input device in the snapshot"}
+	}
+	for i := range snaps {
+		if err := snaps[i].Validate(); err != nil {
+			return &badRequest{fmt.Sprintf("input device %d: %v", i, err)}
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.snapshots[addr.String()]) > 0 {
+		return nil
+	}
+	d.snapshots[addr.String()] = slices.Clone(snaps)
+	return d.saveLocked()
+}
+
 // Reconcile walks the kernel's Bluetooth HID devices once: it records the
 // capabilities of a controller it has no snapshot of, and attaches each
 // controller's nodes to the claims' relays that are waiting for them. It

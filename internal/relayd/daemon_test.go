@@ -140,3 +140,59 @@ func TestHandlerRefuses(t *testing.T) {
 		t.Errorf("a refused request wrote the state file (%v)", err)
 	}
 }
+
+// A snapshot kept with a bond seeds the daemon; a bad one is refused with
+// what is wrong; one the daemon already has is kept; and it is in the
+// state file for the next start.
+func TestSeedSnapshots(t *testing.T) {
+	root := t.TempDir()
+	cfg := Config{SysRoot: root, DevRoot: root, StatePath: filepath.Join(root, "state.json")}
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	socket := filepath.Join(root, "relay.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: d.Handler()}
+	go srv.Serve(ln)
+	defer srv.Close()
+	client := NewClient(socket)
+	ctx := context.Background()
+	bad := snapshot()
+	bad.Keys = []uint16{0x400}
+	for _, c := range []struct {
+		address string
+		snaps   []evdev.Capabilities
+		want    string
+	}{
+		{"not an address", []evdev.Capabilities{snapshot()}, "not an address"},
+		{"A4:C1:38:0E:5F:21", nil, "no input device"},
+		{"A4:C1:38:0E:5F:21", []evdev.Capabilities{bad}, "input device 0: key: code 0x400"},
+	} {
+		if err := client.Seed(ctx, c.address, c.snaps); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("Seed(%q) = %v, want an error about %q", c.address, err, c.want)
+		}
+	}
+	if err := client.Seed(ctx, "a4:c1:38:0e:5f:21", []evdev.Capabilities{snapshot()}); err != nil {
+		t.Fatal(err)
+	}
+	other := snapshot()
+	other.Name = "Another Controller"
+	if err := client.Seed(ctx, "A4:C1:38:0E:5F:21", []evdev.Capabilities{other}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := client.Snapshots(ctx)
+	if err != nil || len(got) != 1 || len(got["A4:C1:38:0E:5F:21"]) != 1 || got["A4:C1:38:0E:5F:21"][0].Name != "Wireless Controller" {
+		t.Fatalf("Snapshots = %+v, %v; want the first seed, kept", got, err)
+	}
+	d2, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := d2.Snapshots(); len(s["A4:C1:38:0E:5F:21"]) != 1 {
+		t.Errorf("a daemon started again knows %+v", s)
+	}
+}

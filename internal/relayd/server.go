@@ -11,13 +11,19 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/liken-sh/operators/internal/evdev"
 	"github.com/liken-sh/operators/internal/hid"
 	"github.com/liken-sh/operators/internal/uevent"
 )
 
 // The API's paths. A claim's devices are PUT (made) and DELETEd
 // (destroyed) at ClaimsPath + its UID; GET ClaimsPath lists them all.
-const ClaimsPath = "/v1/claims/"
+// Controllers' snapshots are read at SnapshotsPath and seeded with a PUT
+// at SnapshotsPath + the address.
+const (
+	ClaimsPath    = "/v1/claims/"
+	SnapshotsPath = "/v1/snapshots/"
+)
 
 // attachRequest is the body of a PUT.
 type attachRequest struct {
@@ -29,6 +35,8 @@ type attachRequest struct {
 //	PUT    /v1/claims/{uid}  {"address": "A4:C1:38:0E:5F:21"} -> 200 ClaimStatus
 //	DELETE /v1/claims/{uid}                                  -> 204
 //	GET    /v1/claims/                                       -> 200 {uid: ClaimStatus}
+//	GET    /v1/snapshots/                                    -> 200 {address: [evdev.Capabilities]}
+//	PUT    /v1/snapshots/{address}  [evdev.Capabilities]     -> 204 (kept if one is known)
 //
 // Errors are 400 for a malformed request, 409 for a controller the daemon
 // has no snapshot of (ErrNoSnapshot) or a claim held for another
@@ -64,6 +72,23 @@ func (d *Daemon) Handler() http.Handler {
 			return
 		}
 		writeJSON(w, st)
+	})
+	mux.HandleFunc("GET "+SnapshotsPath, func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, d.Snapshots())
+	})
+	mux.HandleFunc("PUT "+SnapshotsPath+"{address}", func(w http.ResponseWriter, r *http.Request) {
+		var snaps []evdev.Capabilities
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxState))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&snaps); err != nil {
+			http.Error(w, "body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		if err := d.Seed(r.PathValue("address"), snaps); err != nil {
+			http.Error(w, err.Error(), attachCode(err))
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
 	})
 	return mux
 }

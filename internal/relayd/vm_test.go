@@ -183,4 +183,37 @@ func TestVMDaemonClaimAcrossNapAndRestart(t *testing.T) {
 	if s, _ := d2.Status(); len(s) != 0 {
 		t.Errorf("after release: %+v", s)
 	}
+
+	// A new pod: a daemon with no state, seeded with the snapshot kept
+	// with the pad's bond, makes a claim's device while the pad sleeps
+	// and feeds it once the pad wakes.
+	kept := d2.Snapshots()[padAddress]
+	pad.Destroy()
+	pad = nil
+	d3, err := New(Config{UinputPath: uinput.DefaultPath, SysRoot: "/sys", DevRoot: "/dev", StatePath: filepath.Join(t.TempDir(), "state.json")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d3.Close()
+	if _, err := d3.Attach(uid, padAddress); err == nil {
+		t.Fatal("a daemon with no snapshot made devices for a sleeping pad")
+	}
+	if err := d3.Seed(padAddress, kept); err != nil {
+		t.Fatal(err)
+	}
+	s3, err := d3.Attach(uid, padAddress)
+	if err != nil || len(s3.Nodes) != 1 || s3.Attached {
+		t.Fatalf("seeded, the sleeping pad's claim: %+v (%v), want one device, not fed", s3, err)
+	}
+	consumer3, err := evdev.Open(filepath.Join("/dev/input", s3.Nodes[0].Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer consumer3.Close()
+	pad = connectPad(t)
+	if err := d3.Reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	pad.Input([]byte{8, 0, 0})
+	readKey(t, consumer3, 0x133, 1)
 }
