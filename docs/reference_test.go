@@ -56,23 +56,30 @@ func cell(s string) string {
 
 func TestAttributeReferenceIsCurrent(t *testing.T) {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, generatedNote, "the AttributeReference and TaintReference lists of internal/audio, internal/bluetooth and internal/inventory")
-	b.WriteString("# Device attributes and taints\n\n" +
+	fmt.Fprintf(&b, generatedNote, "the AttributeReference, TaintReference and ProblemReference lists of internal/audio, internal/bluetooth and internal/inventory")
+	b.WriteString("# Device attributes, taints and health\n\n" +
 		"What each driver publishes on its devices in a ResourceSlice, for CEL\n" +
 		"selectors in a ResourceClaim or a DeviceClass. An unqualified name is in\n" +
 		"the driver's own domain: `device.attributes[\"audio.liken.sh\"].monitorName`.\n" +
 		"An attribute whose value is unknown is absent, never empty, so guard a\n" +
 		"selector with `has()`. A taint keeps new claims off a device\n" +
 		"(NoSchedule) or also evicts the pods that use it (NoExecute) unless\n" +
-		"their claim tolerates it; see troubleshooting.md.\n")
+		"their claim tolerates it; see troubleshooting.md.\n\n" +
+		"A tainted device is also reported Unhealthy to the kubelet (KEP-4680,\n" +
+		"DRA resource health) with a health message saying why, which a pod\n" +
+		"using it shows in\n" +
+		"`status.containerStatuses[].allocatedResourcesStatus[].resources[]`\n" +
+		"(`health`, and `message` where the ResourceHealthStatusMessage feature\n" +
+		"is on, as it is by default from Kubernetes 1.36); see design.md.\n")
 	drivers := []struct {
 		name, what string
 		attrs      []dra.AttributeDoc
 		taints     []dra.TaintDoc
+		problems   []dra.ProblemDoc
 	}{
-		{audio.DriverName, "one device per playback output (a Sink) and per capture input (a Source) of the node's sound cards", audio.AttributeReference, audio.TaintReference},
-		{bluetooth.DriverName, "one device per paired peripheral, named by its address, and one media bus per adapter", bluetooth.AttributeReference(), bluetooth.TaintReference},
-		{inventory.DriverName, "the raw hardware the two operators claim (sound controllers and Bluetooth adapters), published by `deploy/inventory` on clusters without liken's own driver", inventory.AttributeReference, nil},
+		{audio.DriverName, "one device per playback output (a Sink) and per capture input (a Source) of the node's sound cards", audio.AttributeReference, audio.TaintReference, audio.ProblemReference},
+		{bluetooth.DriverName, "one device per paired peripheral, named by its address, and one media bus per adapter", bluetooth.AttributeReference(), bluetooth.TaintReference, bluetooth.ProblemReference},
+		{inventory.DriverName, "the raw hardware the two operators claim (sound controllers and Bluetooth adapters), published by `deploy/inventory` on clusters without liken's own driver", inventory.AttributeReference, nil, nil},
 	}
 	for _, d := range drivers {
 		fmt.Fprintf(&b, "\n## %s\n\n%s.\n\n| Attribute | Type | Meaning |\n|---|---|---|\n", d.name, strings.ToUpper(d.what[:1])+d.what[1:])
@@ -86,6 +93,10 @@ func TestAttributeReferenceIsCurrent(t *testing.T) {
 		b.WriteString("\n| Taint | Effect | When |\n|---|---|---|\n")
 		for _, tn := range d.taints {
 			fmt.Fprintf(&b, "| `%s` | %s | %s |\n", tn.Key, tn.Effect, cell(tn.Doc))
+		}
+		b.WriteString("\n| Health message (Unhealthy) | When |\n|---|---|\n")
+		for _, p := range d.problems {
+			fmt.Fprintf(&b, "| `%s` | %s |\n", cell(p.Problem), cell(p.Doc))
 		}
 	}
 	checkGenerated(t, "reference/attributes.md", b.Bytes())

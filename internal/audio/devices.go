@@ -28,6 +28,42 @@ const (
 	TaintNoAudio = DriverName + "/no-audio"
 )
 
+// What a device's dra.Device.Problem says, which the pods using it show
+// as the message of their allocatedResourcesStatus (KEP-4680). Each is
+// given with the taints the same fact sets, from the same reading (the
+// ELD, PipeWire's graph, BlueZ), and the Sink's Connected and Ready
+// conditions say it at length.
+const (
+	// ProblemNoMonitor: an HDMI/DP output whose ELD is not valid: no
+	// monitor plugged in, or it is off (TaintNoMonitor).
+	ProblemNoMonitor = "monitor unplugged or off"
+	// ProblemNoAudio: the monitor is there and its ELD lists no PCM
+	// format: its speakers are off in its menu, or it takes only
+	// bitstreams (TaintNoAudio).
+	ProblemNoAudio = "the monitor takes no audio"
+	// ProblemNoNode: a running PipeWire holds no node for the endpoint
+	// (TaintDisconnected and TaintNoSink), or, for a connected speaker,
+	// while its node is remade (TaintNoSink alone).
+	ProblemNoNode = "PipeWire holds no node for it"
+	// ProblemPipeWireDown: PipeWire is not answering (killed, or
+	// restarting in place); every card endpoint is TaintNoSink alone
+	// until it is back.
+	ProblemPipeWireDown = "PipeWire is not answering"
+	// ProblemSpeakerOff: a paired Bluetooth speaker whose link is down
+	// (TaintDisconnected).
+	ProblemSpeakerOff = "speaker off or out of range"
+)
+
+// ProblemReference lists every problem Devices and SpeakerDevices can
+// give a device, for docs/reference.
+var ProblemReference = []dra.ProblemDoc{
+	{Problem: ProblemNoMonitor, Doc: "an HDMI/DP output with no valid ELD: no monitor is plugged in, or it is off"},
+	{Problem: ProblemNoAudio, Doc: "the monitor behind an HDMI/DP output is there, and its ELD lists no PCM format (its speakers are off in its menu, or it takes only bitstreams)"},
+	{Problem: ProblemNoNode, Doc: "PipeWire is running and holds no node for the endpoint; for a connected speaker, while its node is remade (a codec switch, a WirePlumber restart)"},
+	{Problem: ProblemPipeWireDown, Doc: "PipeWire is not answering (killed, or restarting in place); the consumers' streams come back with it"},
+	{Problem: ProblemSpeakerOff, Doc: "a paired Bluetooth speaker whose link is down: switched off or out of range"},
+}
+
 // MonitorIDAttribute is the cross-driver pairing identity of the monitor
 // behind an output; the display operator publishes the same value.
 const MonitorIDAttribute = "monitor.liken.sh/id"
@@ -37,7 +73,8 @@ const MonitorIDAttribute = "monitor.liken.sh/id"
 // every device as having no sink (TaintNoSink, NoSchedule) but evicts no
 // consumer: a device is TaintDisconnected for a missing node only when a
 // running PipeWire lacks it. Attributes that are unknown are absent, never
-// empty strings.
+// empty strings. A tainted device's Problem says why in words
+// (ProblemReference).
 func Devices(endpoints []Endpoint, live map[string]bool) []dra.Device {
 	out := make([]dra.Device, 0, len(endpoints))
 	for _, e := range endpoints {
@@ -96,6 +133,19 @@ func deviceOf(e Endpoint, hasNode, pipewireDown bool) dra.Device {
 	}
 	if !hasNode {
 		d.Taints = append(d.Taints, dra.Taint{Key: TaintNoSink, Effect: dra.TaintNoSchedule})
+	}
+	// The cause a person can act on first: a monitor to plug in or
+	// switch on comes before the node PipeWire is given no node for
+	// because of it (Withheld).
+	switch {
+	case noMonitor:
+		d.Problem = ProblemNoMonitor
+	case noAudio:
+		d.Problem = ProblemNoAudio
+	case pipewireDown:
+		d.Problem = ProblemPipeWireDown
+	case !hasNode:
+		d.Problem = ProblemNoNode
 	}
 	return d
 }

@@ -123,14 +123,17 @@ func TestDevicesAttributesAndTaints(t *testing.T) {
 			t.Errorf("DP output %s = %v, want %q", attr, v, want)
 		}
 	}
-	if len(dp.Taints) != 0 {
-		t.Errorf("DP output with monitor and sink tainted %v", dp.Taints)
+	if len(dp.Taints) != 0 || dp.Problem != "" {
+		t.Errorf("DP output with monitor and sink tainted %v, problem %q", dp.Taints, dp.Problem)
 	}
 	// An HDMI/DP output with no monitor: disconnected and no-monitor, and
 	// no empty attributes.
 	hdmi := byName["kitchen-pci-0000-00-1f-3-hdmi-1"]
 	if !hasTaint(hdmi, TaintDisconnected) || !hasTaint(hdmi, TaintNoMonitor) || hasTaint(hdmi, TaintNoSink) {
 		t.Errorf("monitorless HDMI taints %v", hdmi.Taints)
+	}
+	if hdmi.Problem != ProblemNoMonitor {
+		t.Errorf("monitorless HDMI problem %q, want %q", hdmi.Problem, ProblemNoMonitor)
 	}
 	if _, ok := hdmi.Attributes["monitorName"]; ok {
 		t.Error("monitorless HDMI has a monitorName")
@@ -139,6 +142,9 @@ func TestDevicesAttributesAndTaints(t *testing.T) {
 	jack := byName["kitchen-pci-0000-00-1f-3-jack-out"]
 	if !hasTaint(jack, TaintNoSink) || !hasTaint(jack, TaintDisconnected) {
 		t.Errorf("sinkless output taints %v", jack.Taints)
+	}
+	if jack.Problem != ProblemNoNode {
+		t.Errorf("sinkless output problem %q, want %q", jack.Problem, ProblemNoNode)
 	}
 	if _, ok := jack.Attributes["nodeName"]; ok {
 		t.Error("sinkless output has a nodeName")

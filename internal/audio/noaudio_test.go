@@ -41,6 +41,9 @@ func TestMonitorWithoutAudio(t *testing.T) {
 	if !hasTaint(d, TaintNoAudio) || !hasTaint(d, TaintDisconnected) || hasTaint(d, TaintNoMonitor) {
 		t.Errorf("taints %v, want no-audio and disconnected, not no-monitor", d.Taints)
 	}
+	if d.Problem != ProblemNoAudio {
+		t.Errorf("problem %q, want %q", d.Problem, ProblemNoAudio)
+	}
 	for attr, want := range map[string]string{"connectionType": "displayport", "monitorName": "U28E590"} {
 		if v := d.Attributes[resourceapi.QualifiedName(attr)].StringValue; v == nil || *v != want {
 			t.Errorf("%s = %v, want %q", attr, v, want)

@@ -25,6 +25,14 @@ func TestPipeWireDownEvictsNoConsumer(t *testing.T) {
 		if !hasTaint(d, TaintNoSink) {
 			t.Errorf("%s: PipeWire down, but not tainted %s: %v", d.Name, TaintNoSink, d.Taints)
 		}
+		// A monitorless HDMI output says what a person can fix.
+		want := ProblemPipeWireDown
+		if hasTaint(d, TaintNoMonitor) {
+			want = ProblemNoMonitor
+		}
+		if d.Problem != want {
+			t.Errorf("%s: PipeWire down, problem %q, want %q", d.Name, d.Problem, want)
+		}
 	}
 	if !down["kitchen-pci-0000-00-1f-3-hdmi-1"] {
 		t.Error("the HDMI output with no monitor is not disconnected while PipeWire is down")
@@ -53,10 +61,11 @@ func TestPipeWireDownEvictsNoSpeakerConsumer(t *testing.T) {
 		sp           speakers.Speaker
 		g            *pipewire.Graph
 		disconnected bool
+		problem      string
 	}{
-		{"connected, PipeWire down", on, nil, false},
-		{"switched off, PipeWire down", off, nil, true},
-		{"connected, PipeWire up without its node (codec switch, WirePlumber restart)", on, &pipewire.Graph{}, false},
+		{"connected, PipeWire down", on, nil, false, ProblemNoNode},
+		{"switched off, PipeWire down", off, nil, true, ProblemSpeakerOff},
+		{"connected, PipeWire up without its node (codec switch, WirePlumber restart)", on, &pipewire.Graph{}, false, ProblemNoNode},
 	} {
 		devs := SpeakerDevices(SpeakerEndpoints([]speakers.Speaker{c.sp}, c.g))
 		if len(devs) != 1 {
@@ -64,6 +73,9 @@ func TestPipeWireDownEvictsNoSpeakerConsumer(t *testing.T) {
 		}
 		if got := hasTaint(devs[0], TaintDisconnected); got != c.disconnected || !hasTaint(devs[0], TaintNoSink) {
 			t.Errorf("%s: taints %v, want %s %v and %s", c.what, devs[0].Taints, TaintDisconnected, c.disconnected, TaintNoSink)
+		}
+		if devs[0].Problem != c.problem {
+			t.Errorf("%s: problem %q, want %q", c.what, devs[0].Problem, c.problem)
 		}
 	}
 }

@@ -30,6 +30,10 @@ func TestReferenceListsEveryPublishedAttribute(t *testing.T) {
 	for _, tr := range TaintReference {
 		taints[tr.Key] = true
 	}
+	problems := map[string]bool{}
+	for _, p := range ProblemReference {
+		problems[p.Problem] = true
+	}
 	published := map[dra.QualifiedName]bool{}
 	g, err := pipewire.ParseDump([]byte(`[
 	 {"id": 90, "type": "PipeWire:Interface:Device", "info": {"props": {"device.api": "bluez5", "api.bluez5.address": "A0:AB:51:33:B7:12"},
@@ -52,6 +56,12 @@ func TestReferenceListsEveryPublishedAttribute(t *testing.T) {
 				if !taints[tn.Key] {
 					t.Errorf("%s is tainted %s, which TaintReference does not list", d.Name, tn.Key)
 				}
+			}
+			if d.Problem != "" && !problems[d.Problem] {
+				t.Errorf("%s has the problem %q, which ProblemReference does not list", d.Name, d.Problem)
+			}
+			if d.Tainted() != (d.Problem != "") {
+				t.Errorf("%s: tainted %v with problem %q: an unfit device must say why, a fit one nothing", d.Name, d.Taints, d.Problem)
 			}
 		}
 	}

@@ -91,7 +91,9 @@ func SpeakerEndpoints(list []speakers.Speaker, g *pipewire.Graph) []SpeakerEndpo
 // up whenever the codec is switched (prepare does that for a claim's
 // codec parameter), the profile changes or WirePlumber, whose BlueZ
 // monitor makes the node, restarts; disconnected is NoExecute, and its
-// eviction would end the very consumer the switch was made for.
+// eviction would end the very consumer the switch was made for. A
+// tainted speaker's Problem is ProblemSpeakerOff when its link is down,
+// else ProblemNoNode.
 func SpeakerDevices(eps []SpeakerEndpoint) []dra.Device {
 	out := make([]dra.Device, 0, len(eps))
 	for _, e := range eps {
@@ -111,9 +113,13 @@ func SpeakerDevices(eps []SpeakerEndpoint) []dra.Device {
 		d := dra.Device{Name: name, Attributes: attrs}
 		if !e.Connected {
 			d.Taints = append(d.Taints, dra.Taint{Key: TaintDisconnected, Effect: dra.TaintNoExecute})
+			d.Problem = ProblemSpeakerOff
 		}
 		if e.Node == nil {
 			d.Taints = append(d.Taints, dra.Taint{Key: TaintNoSink, Effect: dra.TaintNoSchedule})
+			if d.Problem == "" {
+				d.Problem = ProblemNoNode
+			}
 		}
 		out = append(out, d)
 	}

@@ -61,6 +61,11 @@ type Inventory struct {
 	current  bluez.Objects
 	departed map[dbus.ObjectPath]departedAdapter
 	kept     []error // the values the latest Observe kept from the read before
+	// battery is the last Battery1.Percentage seen of each device
+	// still reported or departed, by object path: BlueZ drops Battery1
+	// when the link goes down, and a pad asleep is reported with the
+	// charge it had.
+	battery map[dbus.ObjectPath]uint8
 }
 
 type departedAdapter struct {
@@ -101,6 +106,32 @@ func (inv *Inventory) Observe(objs bluez.Objects) {
 		}
 	}
 	inv.current = objs
+	inv.rememberBattery()
+}
+
+// rememberBattery records the charge of every device that reports one
+// now, and forgets the devices neither reported nor departed.
+func (inv *Inventory) rememberBattery() {
+	if inv.battery == nil {
+		inv.battery = map[dbus.ObjectPath]uint8{}
+	}
+	known := map[dbus.ObjectPath]bool{}
+	for _, d := range inv.current.Devices {
+		known[d.Path] = true
+		if d.HasBattery && d.Battery <= 100 {
+			inv.battery[d.Path] = d.Battery
+		}
+	}
+	for _, da := range inv.departed {
+		for _, d := range da.devices {
+			known[d.Path] = true
+		}
+	}
+	for p := range inv.battery {
+		if !known[p] {
+			delete(inv.battery, p)
+		}
+	}
 }
 
 // Departed returns the addresses of the adapters that left, sorted; a pass
@@ -128,6 +159,10 @@ type candidate struct {
 	device  bluez.Device
 	adapter string // the adapter's address in BlueZ spelling, "" if unusable
 	live    bool   // the adapter is reported now
+	powered bool   // the adapter's radio is on
+	// lastBattery is the charge last seen (percent), when hasLastBattery.
+	lastBattery    uint8
+	hasLastBattery bool
 }
 
 // Devices returns the devices to publish, sorted by name: one media bus
@@ -144,7 +179,9 @@ type candidate struct {
 // claim that tolerates its sleeping (the disconnected taint) still gets
 // no pad that is asleep now. A departed adapter's media bus is tainted
 // TaintDisconnected (NoSchedule): a sound server using it is not evicted,
-// but nothing new is sent to it.
+// but nothing new is sent to it. Every tainted device carries a
+// dra.Device.Problem saying why in words (ProblemReference lists them),
+// which the pods using it show in their allocatedResourcesStatus.
 func (inv *Inventory) Devices(nodes InputNodes) ([]dra.Device, []error) {
 	var out []dra.Device
 	problems := slices.Clone(inv.kept)
@@ -171,6 +208,7 @@ func (inv *Inventory) Devices(nodes InputNodes) ([]dra.Device, []error) {
 	}
 
 	var candidates []candidate
+	powered := map[dbus.ObjectPath]bool{}
 	addDevice := func(d bluez.Device, live bool) {
 		if !d.Paired && !d.Bonded {
 			return
@@ -180,11 +218,14 @@ func (inv *Inventory) Devices(nodes InputNodes) ([]dra.Device, []error) {
 			problems = append(problems, fmt.Errorf("device %s: not published: %w", d.Path, err))
 			return
 		}
-		candidates = append(candidates, candidate{peer: peer, device: d, adapter: adapterAddr[d.Adapter], live: live})
+		c := candidate{peer: peer, device: d, adapter: adapterAddr[d.Adapter], live: live, powered: live && powered[d.Adapter]}
+		c.lastBattery, c.hasLastBattery = inv.battery[d.Path]
+		candidates = append(candidates, c)
 	}
 
 	for _, a := range inv.current.Adapters {
 		addAdapter(a, true)
+		powered[a.Path] = a.Powered
 	}
 	departed := slices.SortedFunc(maps.Values(inv.departed), func(a, b departedAdapter) int {
 		return cmp.Compare(a.adapter.Path, b.adapter.Path)
@@ -264,9 +305,11 @@ func controller(c candidate, nodes InputNodes) dra.Device {
 	// sysfs still lists one: bluetoothd keeps a uhid device across
 	// disconnections when input.conf says UserspaceHID=persist, and that
 	// node reads nothing until the device is back.
-	if ExpectsInput(c.device) && (!connected || !hasEvdevNode(nodes, c.peer.String(), c.adapter)) {
+	hasNode := hasEvdevNode(nodes, c.peer.String(), c.adapter)
+	if ExpectsInput(c.device) && (!connected || !hasNode) {
 		dev.Taints = append(dev.Taints, dra.Taint{Key: TaintNoInputNode, Effect: dra.TaintNoSchedule})
 	}
+	dev.Problem = controllerProblem(c, connected, hasNode)
 	return dev
 }
 
@@ -290,6 +333,7 @@ func mediaBus(adapter bdaddr.Address, live bool) dra.Device {
 	}
 	if !live {
 		dev.Taints = []dra.Taint{{Key: TaintDisconnected, Effect: dra.TaintNoSchedule}}
+		dev.Problem = ProblemAdapterGone
 	}
 	return dev
 }

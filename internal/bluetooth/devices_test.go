@@ -16,11 +16,12 @@ import (
 	"github.com/liken-sh/operators/internal/dra"
 )
 
-// flat is a device as a test compares it: attribute values by name and
-// taints as "key:Effect".
+// flat is a device as a test compares it: attribute values by name,
+// taints as "key:Effect", and its problem.
 type flat struct {
-	Attrs  map[string]any
-	Taints []string
+	Attrs   map[string]any
+	Taints  []string
+	Problem string
 }
 
 func flatten(d dra.Device) flat {
@@ -40,6 +41,7 @@ func flatten(d dra.Device) flat {
 	for _, t := range d.Taints {
 		f.Taints = append(f.Taints, t.Key+":"+string(t.Effect))
 	}
+	f.Problem = d.Problem
 	return f
 }
 
@@ -122,19 +124,19 @@ func TestControllers(t *testing.T) {
 		name:   "8BitDo NES30 Pro, connected, only a joystick node",
 		device: nesPad(t, true),
 		nodes:  NodeMap{padAddress: {"/dev/input/js0"}},
-		want:   flat{Attrs: padAttrs(true), Taints: []string{noInputNode}},
+		want:   flat{Attrs: padAttrs(true), Taints: []string{noInputNode}, Problem: ProblemNoInputNode},
 	}, {
 		name:   "8BitDo NES30 Pro, off the air",
 		device: nesPad(t, false),
 		nodes:  NodeMap{},
-		want:   flat{Attrs: padAttrs(false), Taints: []string{disconnected, noInputNode}},
+		want:   flat{Attrs: padAttrs(false), Taints: []string{disconnected, noInputNode}, Problem: ProblemAsleep},
 	}, {
 		// Asleep with bluetoothd's uhid device kept (UserspaceHID=persist):
 		// sysfs still lists its node, which reads nothing until it wakes.
 		name:   "8BitDo NES30 Pro, asleep, its uhid node kept",
 		device: nesPad(t, false),
 		nodes:  padNodes,
-		want:   flat{Attrs: padAttrs(false), Taints: []string{disconnected, noInputNode}},
+		want:   flat{Attrs: padAttrs(false), Taints: []string{disconnected, noInputNode}, Problem: ProblemAsleep},
 	}, {
 		// LE: no class, a HID appearance, and a services list that holds
 		// only a bare "00001800", which is no UUID; the appearance alone
@@ -146,7 +148,7 @@ func TestControllers(t *testing.T) {
 			"address": mouseAddress, "name": "Basilisk X HyperSpeed", "connected": true,
 			"appearance": int64(0x03c2), "modalias": "usb:v1532p0082d0001", "icon": "input-mouse",
 			"addressType": "random",
-		}, Taints: []string{noInputNode}},
+		}, Taints: []string{noInputNode}, Problem: ProblemNoInputNode},
 	}, {
 		name: "Razer Basilisk X HyperSpeed over HID over GATT, with nodes",
 		device: func() bluez.Device {
@@ -167,7 +169,7 @@ func TestControllers(t *testing.T) {
 	}, {
 		name:   "speaker, disconnected",
 		device: speaker(false),
-		want:   flat{Attrs: speakerAttrs(false), Taints: []string{disconnected}},
+		want:   flat{Attrs: speakerAttrs(false), Taints: []string{disconnected}, Problem: ProblemNotConnected},
 	}, {
 		// A receiver of the kind the attribute rules were written for.
 		name: "B06+ receiver",
@@ -308,6 +310,11 @@ func TestDepartedAdapterStaysPublishedTainted(t *testing.T) {
 	spk := got["a0-ab-51-33-b7-12"]
 	if spk.Attrs["connected"] != false || !reflect.DeepEqual(spk.Taints, []string{disconnected}) {
 		t.Errorf("speaker after departure: %v", spk)
+	}
+	for _, name := range []string{hci0Bus, "e4-17-d8-c5-67-6d", "a0-ab-51-33-b7-12"} {
+		if p := got[name].Problem; p != ProblemAdapterGone {
+			t.Errorf("%s after departure: problem %q, want %q", name, p, ProblemAdapterGone)
+		}
 	}
 
 	// A second pass without the adapter keeps the same set.

@@ -131,8 +131,11 @@ type Device struct {
 	// advertisement in dBm; HasRSSI is false when BlueZ reported none.
 	RSSI    int16
 	HasRSSI bool
-	// Battery is org.bluez.Battery1.Percentage (0 to 100); HasBattery is
-	// false when the device has no Battery1.
+	// Battery is org.bluez.Battery1.Percentage (0 to 100, D-Bus type
+	// "y"); HasBattery is false when the device has no Battery1, or its
+	// Percentage is absent or of another type. BlueZ's GATT battery
+	// plugin (profiles/battery) drops Battery1 when the link goes down,
+	// so a device off the air usually has none.
 	Battery    uint8
 	HasBattery bool
 }
@@ -199,7 +202,7 @@ func decodeObjects(reply managedObjects) Objects {
 			d := r.device()
 			if bat, ok := ifaces[BatteryInterface]; ok {
 				br := propReader{path: p, iface: BatteryInterface, props: bat}
-				d.Battery, d.HasBattery = get[uint8](&br, "Percentage"), br.has("Percentage")
+				d.Battery, d.HasBattery = lookup[uint8](&br, "Percentage")
 				r.errs = append(r.errs, br.errs...)
 			}
 			out.Devices = append(out.Devices, d)
@@ -273,10 +276,17 @@ func (r *propReader) objectPath(name string) dbus.ObjectPath { return get[dbus.O
 // get returns property name as T, the zero T when it is absent, and the
 // zero T plus a recorded *PropertyError when it has another type.
 func get[T any](r *propReader, name string) T {
+	t, _ := lookup[T](r, name)
+	return t
+}
+
+// lookup is get that also says whether the property was present with
+// type T.
+func lookup[T any](r *propReader, name string) (T, bool) {
 	var zero T
 	v, ok := r.props[name]
 	if !ok {
-		return zero
+		return zero, false
 	}
 	t, ok := v.Value().(T)
 	if !ok {
@@ -284,7 +294,7 @@ func get[T any](r *propReader, name string) T {
 			Path: r.path, Interface: r.iface, Property: name,
 			Want: dbus.SignatureOf(zero).String(), Got: v.Signature().String(),
 		})
-		return zero
+		return zero, false
 	}
-	return t
+	return t, true
 }

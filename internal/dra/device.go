@@ -7,7 +7,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
+	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -20,12 +23,30 @@ import (
 // domain belongs to the driver's own domain. A device whose hardware is gone
 // keeps being published with Taints instead of disappearing, because a claim
 // may still hold it (KEP-5055, "device taints").
+//
+// Problem says, in a few words a person reads in a pod's status, why the
+// device is unfit now: "asleep (battery 40%)", "monitor unplugged or
+// off". It is not part of the ResourceSlice. The core reports it through
+// the kubelet's device health stream (KEP-4680, DRA resource health): a
+// device with a Problem is Unhealthy with Problem as its message; one
+// without is Unhealthy with the message "tainted: <keys>" when Tainted
+// says so, and Healthy otherwise. The kubelet shows that health in
+// status.containerStatuses[].allocatedResourcesStatus of every pod whose
+// container uses the device. Taints stay what the scheduler and the
+// eviction controller act on: an operator that sets a Problem usually
+// taints the device too. At most MaxProblemBytes of printable UTF-8.
 type Device struct {
 	Name       string
 	Attributes Attributes
 	Capacity   map[resourceapi.QualifiedName]resourceapi.DeviceCapacity
 	Taints     []Taint
+	Problem    string
 }
+
+// MaxProblemBytes is the longest Device.Problem, in bytes: the API's
+// limit on a resource health message (core/v1
+// ResourceHealthMessageMaxLength), past which the kubelet would cut it.
+const MaxProblemBytes = corev1.ResourceHealthMessageMaxLength
 
 // Attributes are a device's attributes by qualified name; a name without a
 // domain ("card") belongs to the driver's domain, one with a domain
@@ -129,6 +150,27 @@ func (d Device) validate() error {
 		}
 		if errs := validation.IsValidLabelValue(t.Value); len(errs) > 0 {
 			return fmt.Errorf("device %q: taint %q value %q: %s", d.Name, t.Key, t.Value, strings.Join(errs, "; "))
+		}
+	}
+	if err := validateProblem(d.Problem); err != nil {
+		return fmt.Errorf("device %q: problem %q: %w", d.Name, d.Problem, err)
+	}
+	return nil
+}
+
+// validateProblem checks a Device.Problem: at most MaxProblemBytes of
+// valid UTF-8 with no control or format characters, so that a pod's
+// status shows it as one plain line.
+func validateProblem(s string) error {
+	if len(s) > MaxProblemBytes {
+		return fmt.Errorf("longer than %d bytes", MaxProblemBytes)
+	}
+	if !utf8.ValidString(s) {
+		return fmt.Errorf("not valid UTF-8")
+	}
+	for _, r := range s {
+		if !unicode.IsPrint(r) {
+			return fmt.Errorf("holds the unprintable character %U", r)
 		}
 	}
 	return nil

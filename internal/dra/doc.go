@@ -14,6 +14,10 @@
 //     becomes one slice write (every write wakes every DRA-pending pod);
 //   - carries device taints (KEP-5055) as part of a device, so a device whose
 //     hardware went away stays published, tainted, while a claim may hold it;
+//   - reports each device's health to the kubelet (KEP-4680, DRA resource
+//     health): Unhealthy with the operator's Device.Problem, or with the
+//     taint keys when it gave none, which the kubelet shows in the
+//     allocatedResourcesStatus of the pods using the device;
 //   - writes one CDI spec per prepared claim (<driver>-<claimUID>.json) with
 //     the CDI library, and rebuilds it when the CDI directory was wiped;
 //   - decodes this driver's opaque claim configuration strictly into the

@@ -4,6 +4,7 @@ package dra
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -11,45 +12,69 @@ import (
 	"k8s.io/dynamic-resource-allocation/kubeletplugin"
 )
 
-// healthResend is how often an unchanged health report is sent again; the
-// kubelet treats a device not refreshed within 30 s as of unknown health.
-const healthResend = 20 * time.Second
+// healthCheckTimeout is the lease every device's health carries
+// (kubeletplugin.DeviceHealth.HealthCheckTimeout): a device the kubelet
+// hears nothing about for this long is shown as Unknown in the pods using
+// it. healthResend is how often an unchanged report is sent again: three
+// times a lease, so that one late or lost resend on a loaded node does not
+// turn a pod's devices Unknown, while a driver that stops reporting shows
+// as Unknown within the lease.
+const (
+	healthCheckTimeout = 60 * time.Second
+	healthResend       = healthCheckTimeout / 3
+)
 
 // healthFeed derives the kubelet's device health stream (KEP-4680) from the
-// published taints, so that one fact, "this device is unfit", shows both to
-// the scheduler and in the pod's allocatedResourcesStatus.
+// devices the slice holds, so that one fact, "this device is unfit", shows
+// both to the scheduler (taints) and in the pod's allocatedResourcesStatus
+// (health, with the operator's Device.Problem as the message).
 type healthFeed struct {
 	pool    string
 	mu      sync.Mutex
 	report  *kubeletplugin.DeviceHealthReport
-	changed chan struct{} // closed and replaced on every publish
+	changed chan struct{} // closed and replaced whenever report changes
 }
 
 func newHealthFeed(pool string) *healthFeed {
 	return &healthFeed{pool: pool, changed: make(chan struct{})}
 }
 
-// publish records the devices of a slice write.
+// deviceHealth is what the kubelet is told about one device: Unhealthy
+// with the operator's Problem; without one, Unhealthy naming the taint
+// keys when the device is Tainted; Healthy otherwise.
+func deviceHealth(pool string, d Device) kubeletplugin.DeviceHealth {
+	dh := kubeletplugin.DeviceHealth{PoolName: pool, DeviceName: d.Name, Health: kubeletplugin.HealthStatusHealthy, HealthCheckTimeout: healthCheckTimeout}
+	switch {
+	case d.Problem != "":
+		dh.Health, dh.Message = kubeletplugin.HealthStatusUnhealthy, d.Problem
+	case d.Tainted():
+		var keys []string
+		for _, t := range d.Taints {
+			keys = append(keys, t.Key)
+		}
+		dh.Health, dh.Message = kubeletplugin.HealthStatusUnhealthy, "tainted: "+strings.Join(keys, ", ")
+	}
+	return dh
+}
+
+// publish records the devices the slice holds now: after a write, and
+// after a set whose slice did not change (a Problem is not in the slice,
+// so it can change alone). Watchers are woken only when some device's
+// health or message changed.
 func (h *healthFeed) publish(devices []Device) {
-	now := time.Now()
 	report := &kubeletplugin.DeviceHealthReport{}
 	for _, d := range devices {
-		dh := kubeletplugin.DeviceHealth{PoolName: h.pool, DeviceName: d.Name, Health: kubeletplugin.HealthStatusHealthy, LastUpdated: now}
-		if d.Tainted() {
-			dh.Health = kubeletplugin.HealthStatusUnhealthy
-			var keys []string
-			for _, t := range d.Taints {
-				keys = append(keys, t.Key)
-			}
-			dh.Message = "tainted: " + strings.Join(keys, ", ")
-		}
-		report.Devices = append(report.Devices, dh)
+		report.Devices = append(report.Devices, deviceHealth(h.pool, d))
 	}
+	slices.SortFunc(report.Devices, func(a, b kubeletplugin.DeviceHealth) int { return strings.Compare(a.DeviceName, b.DeviceName) })
 	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.report != nil && slices.Equal(h.report.Devices, report.Devices) {
+		return
+	}
 	h.report = report
 	close(h.changed)
 	h.changed = make(chan struct{})
-	h.mu.Unlock()
 }
 
 func (h *healthFeed) current() (*kubeletplugin.DeviceHealthReport, <-chan struct{}) {
@@ -59,18 +84,24 @@ func (h *healthFeed) current() (*kubeletplugin.DeviceHealthReport, <-chan struct
 }
 
 // WatchHealthStatus implements kubeletplugin.DRAPlugin: it sends the health
-// of the published devices now, after every slice write, and every
-// healthResend, until ctx ends.
+// of the published devices now, whenever it changes, and every
+// healthResend, each device stamped with the time of sending, until ctx
+// ends.
 func (d *Driver) WatchHealthStatus(ctx context.Context, reports chan<- kubeletplugin.DeviceHealthReport) error {
-	ticker := time.NewTicker(healthResend)
+	return d.health.watch(ctx, reports, healthResend)
+}
+
+// watch is WatchHealthStatus with the resend period as a parameter.
+func (h *healthFeed) watch(ctx context.Context, reports chan<- kubeletplugin.DeviceHealthReport, resend time.Duration) error {
+	ticker := time.NewTicker(resend)
 	defer ticker.Stop()
 	for {
-		report, changed := d.health.current()
+		report, changed := h.current()
 		if report != nil {
-			fresh := *report
-			fresh.Devices = append([]kubeletplugin.DeviceHealth(nil), report.Devices...)
+			fresh := kubeletplugin.DeviceHealthReport{Devices: slices.Clone(report.Devices)}
+			now := time.Now()
 			for i := range fresh.Devices {
-				fresh.Devices[i].LastUpdated = time.Now()
+				fresh.Devices[i].LastUpdated = now
 			}
 			select {
 			case <-ctx.Done():

@@ -43,7 +43,10 @@ type publisher struct {
 	window  *settle.Window
 	publish PublishFunc
 	metrics *metrics
-	onWrite func([]Device) // after every successful write, for health reports
+	// onWrite receives the devices the slice holds after every
+	// successful write, and after a set that left the slice as it was
+	// (a Device.Problem is not in the slice): the health reports.
+	onWrite func([]Device)
 
 	mu      sync.Mutex
 	pending []Device
@@ -124,6 +127,9 @@ func (p *publisher) write(ctx context.Context, devices []Device) error {
 	if p.wrote && equality.Semantic.DeepEqual(api, p.published) {
 		p.metrics.sliceUnchanged.Inc()
 		logger.V(5).Info("Device set unchanged, no slice write", "pool", p.pool, "devices", len(api))
+		if p.onWrite != nil {
+			p.onWrite(devices)
+		}
 		return nil
 	}
 	var slicesOut []resourceslice.Slice

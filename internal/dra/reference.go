@@ -23,3 +23,11 @@ type TaintDoc struct {
 	Effect resourceapi.DeviceTaintEffect
 	Doc    string
 }
+
+// ProblemDoc documents one Device.Problem a driver may give its devices,
+// which the pods using a device show as the message of its health: the
+// text (a part that varies is described in Doc) and when it is given.
+type ProblemDoc struct {
+	Problem string
+	Doc     string
+}

@@ -1581,6 +1581,29 @@ def DisconnectDevice(_self, adapter_name, address, reason):
     disconnect(get_device(str(adapter_name), str(address)), 'org.bluez.Reason.' + reason, messages[reason])
 
 
+@dbus.service.method(SIM_IFACE, in_signature='ssi', out_signature='')
+def SetBattery(_self, adapter_name, address, percentage):
+    '''The device's charge as BlueZ's battery plugin publishes it
+    (profiles/battery): 0 to 100 gives the device org.bluez.Battery1 with
+    that Percentage (InterfacesAdded the first time, PropertiesChanged
+    after); a negative value takes Battery1 away (InterfacesRemoved), as
+    the plugin does when the link goes down.'''
+    device = get_device(str(adapter_name), str(address))
+    percentage = int(percentage)
+    if percentage > 100:
+        raise error(SIM_IFACE + '.InvalidArguments', f'battery {percentage}% is past 100')
+    if percentage < 0:
+        if BATTERY_IFACE in device.props:
+            del device.props[BATTERY_IFACE]
+            interfaces_removed(device.path, [BATTERY_IFACE])
+        return
+    if BATTERY_IFACE in device.props:
+        update(device, BATTERY_IFACE, {'Percentage': dbus.Byte(percentage)})
+        return
+    device.props[BATTERY_IFACE] = {'Percentage': dbus.Byte(percentage), 'Source': dbus.String('org.bluez.Battery1')}
+    interfaces_added(device.path, {BATTERY_IFACE: device.props[BATTERY_IFACE]})
+
+
 @dbus.service.method(SIM_IFACE, in_signature='osa{sv}', out_signature='')
 def UpdateObject(_self, path, interface, changes):
     '''Change properties as the radio would (read-only ones included),

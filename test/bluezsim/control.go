@@ -294,6 +294,18 @@ func (s *Sim) Disconnect(adapter, device string, reason DisconnectReason) error 
 	return s.call(context.Background(), "DisconnectDevice", adapter, device, string(reason))
 }
 
+// SetBattery gives the device org.bluez.Battery1 with Percentage percent
+// (0 to 100), as BlueZ's battery plugin does while a device that reports
+// its charge is connected, or updates it; a negative percent takes
+// Battery1 away, as the plugin does when the link goes down
+// (profiles/battery).
+func (s *Sim) SetBattery(adapter, device string, percent int) error {
+	if err := checkAddress(device); err != nil {
+		return err
+	}
+	return s.call(context.Background(), "SetBattery", adapter, device, int32(percent))
+}
+
 // RemoveDevice removes the device through BlueZ's own
 // Adapter1.RemoveDevice: the link drops, the bond's directory is deleted,
 // the cache keeps only the name, and InterfacesRemoved is emitted.

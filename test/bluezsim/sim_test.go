@@ -785,3 +785,53 @@ func variantStrings(t *testing.T, v dbus.Variant) []string {
 	}
 	return out
 }
+
+// SetBattery adds Battery1 as BlueZ's battery plugin does, updates its
+// Percentage, and takes it away as the plugin does when the link drops.
+func TestSetBattery(t *testing.T) {
+	s, c := setup(t, Options{})
+	path := DevicePath("hci0", gamepadAddr)
+	if err := s.SetBattery("hci0", gamepadAddr, 40); err != nil {
+		t.Fatal(err)
+	}
+	// The device's own InterfacesAdded (setup's) comes first.
+	var ifaces map[string]map[string]dbus.Variant
+	for {
+		added := c.next("InterfacesAdded")
+		ifaces = added.Body[1].(map[string]map[string]dbus.Variant)
+		if _, ok := ifaces[DeviceInterface]; added.Body[0].(dbus.ObjectPath) == path && !ok {
+			break
+		}
+	}
+	if v, ok := ifaces["org.bluez.Battery1"]["Percentage"]; !ok || v.Value() != byte(40) || len(ifaces) != 1 {
+		t.Errorf("InterfacesAdded carries %v, want Battery1 alone, Percentage 40 as a byte", ifaces)
+	}
+	if v := c.managedObjects()[path]["org.bluez.Battery1"]["Percentage"]; v.Value() != byte(40) {
+		t.Errorf("GetManagedObjects: Percentage %v", v)
+	}
+	if err := s.SetBattery("hci0", gamepadAddr, 35); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.changed(path, "org.bluez.Battery1"); got["Percentage"] != byte(35) {
+		t.Errorf("after SetBattery 35: %v", got)
+	}
+	if err := s.SetBattery("hci0", gamepadAddr, -1); err != nil {
+		t.Fatal(err)
+	}
+	removed := c.next("InterfacesRemoved")
+	for removed.Body[0].(dbus.ObjectPath) != path {
+		removed = c.next("InterfacesRemoved")
+	}
+	if names := removed.Body[1].([]string); !slices.Equal(names, []string{"org.bluez.Battery1"}) {
+		t.Errorf("InterfacesRemoved lists %v, want Battery1 alone", names)
+	}
+	if _, ok := c.managedObjects()[path]["org.bluez.Battery1"]; ok {
+		t.Error("Battery1 still in GetManagedObjects")
+	}
+	if _, ok := c.managedObjects()[path][DeviceInterface]; !ok {
+		t.Error("the device went with its battery")
+	}
+	if err := s.SetBattery("hci0", gamepadAddr, 101); errorName(err) != "sh.liken.BluezSim1.InvalidArguments" {
+		t.Errorf("a charge of 101%%: %v, want refused", err)
+	}
+}

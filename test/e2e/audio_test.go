@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2/ktesting"
+	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/liken-sh/operators/internal/alsa"
@@ -238,6 +239,43 @@ func TestAudioOperator(t *testing.T) {
 	must(t, err)
 	_, err = cluster.WaitForPodUnschedulable(ctx, "default", "player-again")
 	must(t, err)
+
+	// The kubelet's health stream (KEP-4680) says why, in the words a
+	// pod's allocatedResourcesStatus shows, with the lease the core sets.
+	health, msg, lease := waitDeviceHealth(t, ctx, plugin, dp, func(h drahealthv1.HealthStatus, msg string) bool {
+		return h == drahealthv1.HealthStatus_UNHEALTHY && msg == audio.ProblemNoMonitor
+	})
+	t.Logf("the unplugged monitor's output on the health stream: %s %q, lease %d s", health, msg, lease)
+	if lease <= 0 {
+		t.Errorf("health lease %d s, want the driver's own", lease)
+	}
+}
+
+// waitDeviceHealth follows the driver's health stream until device's
+// health satisfies ok (a minute at most, three resends) and returns what
+// the stream said last.
+func waitDeviceHealth(t testing.TB, ctx context.Context, plugin *kubelet.Plugin, device string, ok func(drahealthv1.HealthStatus, string) bool) (drahealthv1.HealthStatus, string, int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	stream, err := plugin.WatchHealth(ctx)
+	must(t, err)
+	var last *drahealthv1.DeviceHealth
+	for {
+		r, err := stream.Recv()
+		if err != nil {
+			t.Fatalf("health stream: %v; last about %s: %v", err, device, last)
+		}
+		for _, d := range r.GetDevices() {
+			if d.GetDevice().GetDeviceName() != device {
+				continue
+			}
+			last = d
+			if ok(d.GetHealth(), d.GetMessage()) {
+				return d.GetHealth(), d.GetMessage(), d.GetHealthCheckTimeoutSeconds()
+			}
+		}
+	}
 }
 
 func deviceTainted(s *resourceapi.ResourceSlice, name string) bool {

@@ -64,6 +64,7 @@ func TestTier(t *testing.T) {
 		{"PipeWireKill", pipewireKill},
 		{"WirePlumberLosesBus", wireplumberLosesBus},
 		{"KubeletRestart", kubeletRestart},
+		{"PadSleeps", padSleeps},
 		{"OperatorReplaced", operatorReplaced},
 		{"RollingUpdate", rollingUpdate},
 		{"UnprepareOnDelete", unprepareOnDelete},

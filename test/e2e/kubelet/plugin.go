@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/types"
+	drahealthv1 "k8s.io/kubelet/pkg/apis/dra-health/v1"
 	drapbv1 "k8s.io/kubelet/pkg/apis/dra/v1"
 )
 
@@ -117,4 +118,13 @@ func missing(method, driver string, claims []ClaimRef, has func(uid string) bool
 		return nil
 	}
 	return fmt.Errorf("kubelet: %s on %s left out %d claim(s): %v", method, driver, len(left), left)
+}
+
+// WatchHealth opens the driver's device health stream
+// (DRAResourceHealth v1, KEP-4680), as the kubelet does for a plugin that
+// offers it: each Recv returns one report, the health of the driver's
+// devices by pool and name, with a message and a lease. The stream ends
+// with ctx.
+func (p *Plugin) WatchHealth(ctx context.Context) (drahealthv1.DRAResourceHealth_NodeWatchResourcesClient, error) {
+	return drahealthv1.NewDRAResourceHealthClient(p.conn).NodeWatchResources(ctx, &drahealthv1.NodeWatchResourcesRequest{})
 }
