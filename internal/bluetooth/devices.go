@@ -12,6 +12,7 @@ import (
 	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/hid"
 )
 
 // Taint keys.
@@ -60,7 +61,8 @@ func (m NodeMap) EventNodes(address, _ string) []string { return m[address] }
 type Inventory struct {
 	current  bluez.Objects
 	departed map[dbus.ObjectPath]departedAdapter
-	kept     []error // the values the latest Observe kept from the read before
+	kept     []error                      // the values the latest Observe kept from the read before
+	ids      map[bdaddr.Address]productID // by peer: the HID_ID ObserveHID last saw
 }
 
 type departedAdapter struct {
@@ -115,10 +117,14 @@ func (inv *Inventory) Departed() []string {
 }
 
 // Build is the device set for one read of bluetoothd's objects with no
-// history: Observe on a fresh Inventory, then Devices.
+// history: Observe on a fresh Inventory, ObserveHID when nodes is a
+// hid.Scan, then Devices.
 func Build(objs bluez.Objects, nodes InputNodes) ([]dra.Device, []error) {
 	var inv Inventory
 	inv.Observe(objs)
+	if scan, ok := nodes.(hid.Scan); ok {
+		inv.ObserveHID(scan.Devices)
+	}
 	return inv.Devices(nodes)
 }
 
@@ -204,7 +210,7 @@ func (inv *Inventory) Devices(nodes InputNodes) ([]dra.Device, []error) {
 	chosen, dupes := pickOnePerPeer(candidates)
 	problems = append(problems, dupes...)
 	for _, c := range chosen {
-		out = append(out, controller(c, nodes))
+		out = append(out, controller(c, nodes, inv.productID(c.peer, c.device)))
 	}
 	slices.SortFunc(out, func(a, b dra.Device) int { return cmp.Compare(a.Name, b.Name) })
 	return out, problems
@@ -251,11 +257,15 @@ func pickOnePerPeer(cs []candidate) ([]candidate, []error) {
 }
 
 // controller builds one paired device's DRA device.
-func controller(c candidate, nodes InputNodes) dra.Device {
+func controller(c candidate, nodes InputNodes, id productID) dra.Device {
 	connected := c.live && c.device.Connected
 	dev := dra.Device{
 		Name:       ControllerName(c.peer),
 		Attributes: controllerAttributes(c.peer, c.device, connected),
+	}
+	if id.known() {
+		vendor, product := id.attributes()
+		dev.Attributes["vendor"], dev.Attributes["product"] = dra.String(vendor), dra.String(product)
 	}
 	if !connected {
 		dev.Taints = append(dev.Taints, dra.Taint{Key: TaintDisconnected, Effect: dra.TaintNoExecute})

@@ -86,7 +86,7 @@ func padAttrs(connected bool) map[string]any {
 		"address": padAddress, "name": "8Bitdo NES30 Pro", "connected": connected,
 		"classOfDevice": int64(0x002508), "majorClass": "peripheral", "minorClass": "gamepad",
 		"modalias": "usb:v2DC8p3820d0100", "icon": "input-gaming", "addressType": "public",
-		"input": true,
+		"input": true, "vendor": "2dc8", "product": "3820",
 	}
 }
 
@@ -97,6 +97,7 @@ func speakerAttrs(connected bool) map[string]any {
 		"classOfDevice": int64(0x240414), "majorClass": "audio-video", "minorClass": "loudspeaker",
 		"serviceAudio": true, "serviceRendering": true,
 		"modalias": "bluetooth:v000Ap0001d0100", "icon": "audio-card", "addressType": "public",
+		"vendor": "000a", "product": "0001",
 		"audioSink": true, "avrcpTarget": true, "avrcpController": true, "handsfree": true, "headset": true,
 	}
 }
@@ -145,7 +146,7 @@ func TestControllers(t *testing.T) {
 		want: flat{Attrs: map[string]any{
 			"address": mouseAddress, "name": "Basilisk X HyperSpeed", "connected": true,
 			"appearance": int64(0x03c2), "modalias": "usb:v1532p0082d0001", "icon": "input-mouse",
-			"addressType": "random",
+			"addressType": "random", "vendor": "1532", "product": "0082",
 		}, Taints: []string{noInputNode}},
 	}, {
 		name: "Razer Basilisk X HyperSpeed over HID over GATT, with nodes",
@@ -158,7 +159,7 @@ func TestControllers(t *testing.T) {
 		want: flat{Attrs: map[string]any{
 			"address": mouseAddress, "name": "Basilisk X HyperSpeed", "connected": true,
 			"appearance": int64(0x03c2), "modalias": "usb:v1532p0082d0001", "icon": "input-mouse",
-			"addressType": "random", "input": true, "battery": true,
+			"addressType": "random", "vendor": "1532", "product": "0082", "input": true, "battery": true,
 		}},
 	}, {
 		name:   "speaker, connected: no input node expected",

@@ -394,6 +394,7 @@ func (o *operator) pass(ctx context.Context) error {
 	o.refreshSpecs(ctx, scan)
 	o.tracker.Reset(scan.Devices)
 	o.inventory.Observe(objs)
+	o.inventory.ObserveHID(scan.Devices)
 	devices, problems := o.inventory.Devices(scan)
 	o.problems.report(logger, objs.Problems, scan.Skipped, problems)
 	var res pairing.Result
