@@ -270,10 +270,17 @@ func controller(c candidate, nodes InputNodes, id productID) dra.Device {
 	if !connected {
 		dev.Taints = append(dev.Taints, dra.Taint{Key: TaintDisconnected, Effect: dra.TaintNoExecute})
 	}
-	// Off the air a controller has no input node to give, even where
-	// sysfs still lists one: bluetoothd keeps a uhid device across
-	// disconnections when input.conf says UserspaceHID=persist, and that
-	// node reads nothing until the device is back.
+	// Off the air a controller has no input node to give. A gamepad's
+	// HID device ends with its link: the kernel's HIDP session takes it
+	// down (hidp_session_remove, net/bluetooth/hidp/core.c, then
+	// evdev_disconnect frees its minor), and since BlueZ 5.77 bluetoothd
+	// destroys its own uhid device on disconnection for anything but a
+	// keyboard (commit e4f6c68f2, "Force destroy for non-keyboard
+	// devices"). Only a keyboard may keep one across disconnections
+	// (input.conf's UserspaceHID=persist, BlueZ 5.79, documented for
+	// keyboards), and a node sysfs still lists for a device off the air
+	// reads nothing until the device is back: so a disconnected
+	// controller counts as having none, whatever sysfs lists.
 	if ExpectsInput(c.device) && (!connected || !hasEvdevNode(nodes, c.peer.String(), c.adapter)) {
 		dev.Taints = append(dev.Taints, dra.Taint{Key: TaintNoInputNode, Effect: dra.TaintNoSchedule})
 	}

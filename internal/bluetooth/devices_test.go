@@ -130,9 +130,10 @@ func TestControllers(t *testing.T) {
 		nodes:  NodeMap{},
 		want:   flat{Attrs: padAttrs(false), Taints: []string{disconnected, noInputNode}},
 	}, {
-		// Asleep with bluetoothd's uhid device kept (UserspaceHID=persist):
-		// sysfs still lists its node, which reads nothing until it wakes.
-		name:   "8BitDo NES30 Pro, asleep, its uhid node kept",
+		// Disconnected while sysfs still lists its node (a uhid device
+		// kept across the disconnection, as UserspaceHID=persist keeps a
+		// keyboard's, or a removal not seen yet): the node reads nothing.
+		name:   "8BitDo NES30 Pro, asleep, a node still listed",
 		device: nesPad(t, false),
 		nodes:  padNodes,
 		want:   flat{Attrs: padAttrs(false), Taints: []string{disconnected, noInputNode}},
