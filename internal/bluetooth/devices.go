@@ -12,6 +12,7 @@ import (
 	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/dra"
+	"github.com/liken-sh/operators/internal/hid"
 )
 
 // Taint keys.
@@ -60,7 +61,8 @@ func (m NodeMap) EventNodes(address, _ string) []string { return m[address] }
 type Inventory struct {
 	current  bluez.Objects
 	departed map[dbus.ObjectPath]departedAdapter
-	kept     []error // the values the latest Observe kept from the read before
+	kept     []error                      // the values the latest Observe kept from the read before
+	ids      map[bdaddr.Address]productID // by peer: the HID_ID ObserveHID last saw
 	// battery is the last Battery1.Percentage seen of each device
 	// still reported or departed, by object path: BlueZ drops Battery1
 	// when the link goes down, and a pad asleep is reported with the
@@ -146,10 +148,14 @@ func (inv *Inventory) Departed() []string {
 }
 
 // Build is the device set for one read of bluetoothd's objects with no
-// history: Observe on a fresh Inventory, then Devices.
+// history: Observe on a fresh Inventory, ObserveHID when nodes is a
+// hid.Scan, then Devices.
 func Build(objs bluez.Objects, nodes InputNodes) ([]dra.Device, []error) {
 	var inv Inventory
 	inv.Observe(objs)
+	if scan, ok := nodes.(hid.Scan); ok {
+		inv.ObserveHID(scan.Devices)
+	}
 	return inv.Devices(nodes)
 }
 
@@ -245,7 +251,7 @@ func (inv *Inventory) Devices(nodes InputNodes) ([]dra.Device, []error) {
 	chosen, dupes := pickOnePerPeer(candidates)
 	problems = append(problems, dupes...)
 	for _, c := range chosen {
-		out = append(out, controller(c, nodes))
+		out = append(out, controller(c, nodes, inv.productID(c.peer, c.device)))
 	}
 	slices.SortFunc(out, func(a, b dra.Device) int { return cmp.Compare(a.Name, b.Name) })
 	return out, problems
@@ -292,19 +298,30 @@ func pickOnePerPeer(cs []candidate) ([]candidate, []error) {
 }
 
 // controller builds one paired device's DRA device.
-func controller(c candidate, nodes InputNodes) dra.Device {
+func controller(c candidate, nodes InputNodes, id productID) dra.Device {
 	connected := c.live && c.device.Connected
 	dev := dra.Device{
 		Name:       ControllerName(c.peer),
 		Attributes: controllerAttributes(c.peer, c.device, connected),
 	}
+	if id.known() {
+		vendor, product := id.attributes()
+		dev.Attributes["vendor"], dev.Attributes["product"] = dra.String(vendor), dra.String(product)
+	}
 	if !connected {
 		dev.Taints = append(dev.Taints, dra.Taint{Key: TaintDisconnected, Effect: dra.TaintNoExecute})
 	}
-	// Off the air a controller has no input node to give, even where
-	// sysfs still lists one: bluetoothd keeps a uhid device across
-	// disconnections when input.conf says UserspaceHID=persist, and that
-	// node reads nothing until the device is back.
+	// Off the air a controller has no input node to give. A gamepad's
+	// HID device ends with its link: the kernel's HIDP session takes it
+	// down (hidp_session_remove, net/bluetooth/hidp/core.c, then
+	// evdev_disconnect frees its minor), and since BlueZ 5.77 bluetoothd
+	// destroys its own uhid device on disconnection for anything but a
+	// keyboard (commit e4f6c68f2, "Force destroy for non-keyboard
+	// devices"). Only a keyboard may keep one across disconnections
+	// (input.conf's UserspaceHID=persist, BlueZ 5.79, documented for
+	// keyboards), and a node sysfs still lists for a device off the air
+	// reads nothing until the device is back: so a disconnected
+	// controller counts as having none, whatever sysfs lists.
 	hasNode := hasEvdevNode(nodes, c.peer.String(), c.adapter)
 	if ExpectsInput(c.device) && (!connected || !hasNode) {
 		dev.Taints = append(dev.Taints, dra.Taint{Key: TaintNoInputNode, Effect: dra.TaintNoSchedule})

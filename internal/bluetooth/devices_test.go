@@ -88,7 +88,7 @@ func padAttrs(connected bool) map[string]any {
 		"address": padAddress, "name": "8Bitdo NES30 Pro", "connected": connected,
 		"classOfDevice": int64(0x002508), "majorClass": "peripheral", "minorClass": "gamepad",
 		"modalias": "usb:v2DC8p3820d0100", "icon": "input-gaming", "addressType": "public",
-		"input": true,
+		"input": true, "vendor": "2dc8", "product": "3820",
 	}
 }
 
@@ -99,6 +99,7 @@ func speakerAttrs(connected bool) map[string]any {
 		"classOfDevice": int64(0x240414), "majorClass": "audio-video", "minorClass": "loudspeaker",
 		"serviceAudio": true, "serviceRendering": true,
 		"modalias": "bluetooth:v000Ap0001d0100", "icon": "audio-card", "addressType": "public",
+		"vendor": "000a", "product": "0001",
 		"audioSink": true, "avrcpTarget": true, "avrcpController": true, "handsfree": true, "headset": true,
 	}
 }
@@ -131,9 +132,10 @@ func TestControllers(t *testing.T) {
 		nodes:  NodeMap{},
 		want:   flat{Attrs: padAttrs(false), Taints: []string{disconnected, noInputNode}, Problem: ProblemAsleep},
 	}, {
-		// Asleep with bluetoothd's uhid device kept (UserspaceHID=persist):
-		// sysfs still lists its node, which reads nothing until it wakes.
-		name:   "8BitDo NES30 Pro, asleep, its uhid node kept",
+		// Disconnected while sysfs still lists its node (a uhid device
+		// kept across the disconnection, as UserspaceHID=persist keeps a
+		// keyboard's, or a removal not seen yet): the node reads nothing.
+		name:   "8BitDo NES30 Pro, asleep, a node still listed",
 		device: nesPad(t, false),
 		nodes:  padNodes,
 		want:   flat{Attrs: padAttrs(false), Taints: []string{disconnected, noInputNode}, Problem: ProblemAsleep},
@@ -147,7 +149,7 @@ func TestControllers(t *testing.T) {
 		want: flat{Attrs: map[string]any{
 			"address": mouseAddress, "name": "Basilisk X HyperSpeed", "connected": true,
 			"appearance": int64(0x03c2), "modalias": "usb:v1532p0082d0001", "icon": "input-mouse",
-			"addressType": "random",
+			"addressType": "random", "vendor": "1532", "product": "0082",
 		}, Taints: []string{noInputNode}, Problem: ProblemNoInputNode},
 	}, {
 		name: "Razer Basilisk X HyperSpeed over HID over GATT, with nodes",
@@ -160,7 +162,7 @@ func TestControllers(t *testing.T) {
 		want: flat{Attrs: map[string]any{
 			"address": mouseAddress, "name": "Basilisk X HyperSpeed", "connected": true,
 			"appearance": int64(0x03c2), "modalias": "usb:v1532p0082d0001", "icon": "input-mouse",
-			"addressType": "random", "input": true, "battery": true,
+			"addressType": "random", "vendor": "1532", "product": "0082", "input": true, "battery": true,
 		}},
 	}, {
 		name:   "speaker, connected: no input node expected",

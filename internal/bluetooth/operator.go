@@ -391,11 +391,12 @@ func (o *operator) pass(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("HID discovery: %w", err)
 	}
-	// First, before anything slower: the time a spec names a number the
-	// kernel has freed is the time until this rewrite.
+	// At once, before the slice and the pairing API: a spec may name a
+	// number the kernel has freed until this rewrite.
 	o.refreshSpecs(ctx, scan)
 	o.tracker.Reset(scan.Devices)
 	o.inventory.Observe(objs)
+	o.inventory.ObserveHID(scan.Devices)
 	devices, problems := o.inventory.Devices(scan)
 	o.problems.report(logger, objs.Problems, scan.Skipped, problems)
 	var res pairing.Result

@@ -330,37 +330,40 @@ func DeliveredMode(address bdaddr.Address, edits dra.ContainerEdits) string {
 // starts; and the controller's EnvInputPrefix and EnvDeliveryPrefix
 // variables. Anything that is not an evdev node (a jsN, hidraw or mouse
 // node, a relative or unclean path, a number outside the input major) is
-// dropped, and so is a path listed with two numbers, so a consumer never
-// receives more than the controller's event devices. The container path
+// dropped, and so is a container path two different nodes would take
+// (one path with two numbers, or eventN under two /dev roots), so a
+// consumer never receives more than the controller's event devices. The container path
 // is always /dev/input/eventN; the host path is given separately when it
 // differs (a test's device root); the number also goes into the
 // container's device cgroup rule (CDI's container edits), so even a
 // runtime that binds the host path cannot open another number through it.
 func ControllerEdits(address bdaddr.Address, mode string, nodes []hid.Node) dra.ContainerEdits {
+	// By the path in the container, where two devices must not meet.
 	byPath := map[string][]hid.Node{}
 	for _, n := range nodes {
 		if isEvdevNode(n.Path) && n.Major == hid.InputMajor {
-			byPath[n.Path] = append(byPath[n.Path], n)
+			in := "/dev/input/" + path.Base(n.Path)
+			byPath[in] = append(byPath[in], n)
 		}
 	}
 	var edits dra.ContainerEdits
 	var inContainer []string
-	for _, host := range slices.Sorted(maps.Keys(byPath)) {
-		numbered := byPath[host]
-		if slices.ContainsFunc(numbered, func(n hid.Node) bool { return n != numbered[0] }) {
+	for _, in := range slices.Sorted(maps.Keys(byPath)) {
+		found := byPath[in]
+		if slices.ContainsFunc(found, func(n hid.Node) bool { return n != found[0] }) {
 			continue // one path, two devices: neither is certain
 		}
 		n := &cdispec.DeviceNode{
-			Path:  "/dev/input/" + path.Base(host),
+			Path:  in,
 			Type:  "c",
-			Major: int64(numbered[0].Major),
-			Minor: int64(numbered[0].Minor),
+			Major: int64(found[0].Major),
+			Minor: int64(found[0].Minor),
 		}
-		if host != n.Path {
-			n.HostPath = host
+		if found[0].Path != in {
+			n.HostPath = found[0].Path
 		}
 		edits.DeviceNodes = append(edits.DeviceNodes, n)
-		inContainer = append(inContainer, n.Path)
+		inContainer = append(inContainer, in)
 	}
 	suffix := EnvSuffix(address)
 	edits.Env = []string{

@@ -72,6 +72,7 @@ func TestPrepareController(t *testing.T) {
 		{Path: "/dev/input/mouse2", Major: 13, Minor: 34},
 		{Path: "/dev/input/event7", Major: 8, Minor: 0},                                                      // a disk's number under an evdev name
 		{Path: "/dev/input/event9", Major: 13, Minor: 73}, {Path: "/dev/input/event9", Major: 13, Minor: 80}, // one path, two numbers
+		{Path: "/dev/input/event10", Major: 13, Minor: 74}, {Path: "/host/dev/input/event10", Major: 13, Minor: 74}, // two roots, one container path
 	}}
 	edits, err := Prepare(deliver(fixedNodes(nodes, nil)))(context.Background(), request("e4-17-d8-c5-67-6d"))
 	if err != nil {

@@ -22,6 +22,8 @@ func AttributeReference() []dra.AttributeDoc {
 		{Name: "name", Type: "string", Doc: "BlueZ's alias for the device, else the name it reported, cut to 64 bytes; absent when it never reported one"},
 		{Name: "icon", Type: "string", Doc: "BlueZ's icon name (`input-gaming`, `audio-card`)"},
 		{Name: "modalias", Type: "string", Doc: "the device id record as BlueZ reports it (`usb:v2DC8p6101d0001`)"},
+		{Name: "vendor", Type: "string", Doc: "the vendor id, four lowercase hex digits as the liken.sh driver spells a USB vendor (`2dc8`): the HID device's (HID_ID) as last seen, so it stays while the device sleeps, else the modalias's; a USB-IF id for a `usb:` modalias, a Bluetooth SIG company id for a `bluetooth:` one; absent when unknown (0)"},
+		{Name: "product", Type: "string", Doc: "the product id beside `vendor`, four lowercase hex digits (`3820`); present exactly when `vendor` is"},
 		{Name: "addressType", Type: "string", Doc: "`public` or `random` (LE)"},
 		{Name: "appearance", Type: "int", Doc: "the GAP appearance value; absent when 0"},
 		{Name: "classOfDevice", Type: "int", Doc: "the raw 24-bit Class of Device"},

@@ -26,33 +26,6 @@ import (
 	"github.com/liken-sh/operators/test/fakesys"
 )
 
-// usbKeyboard writes a USB keyboard's HID device with one evdev node,
-// eventN at evdev's number for it, below its USB interface as the kernel
-// lays it out (hid/testdata/sysfs.dump has the same keyboard).
-func usbKeyboard(t *testing.T, sysRoot string, event int) {
-	t.Helper()
-	const name = "0003:046D:C31C.0001"
-	dev := filepath.Join(sysRoot, "devices/pci0000:00/0000:00:14.0/usb1/1-2/1-2:1.0", name)
-	n := strconv.Itoa(event)
-	evDir := filepath.Join(dev, "input", "input3", "event"+n)
-	for _, d := range []string{evDir, filepath.Join(sysRoot, "bus/hid/devices")} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for p, content := range map[string]string{
-		filepath.Join(dev, "uevent"):   "DRIVER=hid-generic\nHID_ID=0003:0000046D:0000C31C\nHID_NAME=Logitech USB Keyboard\nHID_PHYS=usb-0000:00:14.0-2/input0\nHID_UNIQ=\n",
-		filepath.Join(evDir, "uevent"): "MAJOR=13\nMINOR=" + strconv.Itoa(64+event) + "\nDEVNAME=input/event" + n + "\n",
-	} {
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := os.Symlink(dev, filepath.Join(sysRoot, "bus/hid/devices", name)); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // injected is what a runtime makes of a CDI device: the device nodes and
 // device cgroup rules of the OCI spec, and its environment.
 type injected struct {
@@ -165,10 +138,7 @@ func TestDirectSpecFollowsThePadNotItsOldNumber(t *testing.T) {
 
 	// The pad naps: hidp_session_remove destroys its HID device, and
 	// evdev frees event5 (13:69).
-	if err := os.RemoveAll(padDir); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Remove(filepath.Join(sysRoot, "bus/hid/devices/0005:2DC8:3820.0001")); err != nil {
+	if err := fakesys.RemoveHID(sysRoot, padDir); err != nil {
 		t.Fatal(err)
 	}
 	pass()
@@ -177,7 +147,9 @@ func TestDirectSpecFollowsThePadNotItsOldNumber(t *testing.T) {
 
 	// A USB keyboard is plugged in and gets the lowest free minor: the
 	// pad's old event5, 13:69.
-	usbKeyboard(t, sysRoot, 5)
+	if _, err := fakesys.USBHID(sysRoot, "0003:046D:C31C.0001", "Logitech USB Keyboard", 2, 5); err != nil {
+		t.Fatal(err)
+	}
 	pass()
 	expect("the keyboard at the pad's old node", asleep)
 

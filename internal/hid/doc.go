@@ -17,6 +17,11 @@
 // HID) puts it under /sys/devices/virtual/misc/uhid/. So this package decides
 // by bus type and never by ancestry.
 //
+// Each evdev node is returned with its device number (Node), read with
+// its name: a node is handed to containers by number, because its path
+// names whichever input device holds the number when the path is looked
+// up, and evdev hands a freed number to the next device that registers.
+//
 // Discover reads sysfs once and returns a Scan; Tracker turns each uevent
 // (from package uevent) into "rescan, and which device", remembering where
 // each device lived because its sysfs directory is gone when its removal is

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"fmt"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/liken-sh/operators/internal/bonds"
 	"github.com/liken-sh/operators/test/bluezsim"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
+	"github.com/liken-sh/operators/test/fakesys"
 )
 
 const (
@@ -106,12 +108,29 @@ func TestBluetoothOperator(t *testing.T) {
 		t.Fatalf("prepare of an unpublished media bus: error %q", got)
 	}
 
-	// The gamepad disconnecting taints it.
+	// The gamepad disconnecting taints it. Its HID device goes with the
+	// link, and the claim's spec then names no node.
+	must(t, fakesys.RemoveHID(sysRoot, filepath.Join(sysRoot, "devices/virtual/misc/uhid/0005:2DC8:3820.0001")))
 	must(t, sim.Disconnect("hci0", padAddr, bluezsim.ReasonRemote))
 	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
 		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
 			return d.Name == pad && slices.ContainsFunc(d.Taints, func(t resourceapi.DeviceTaint) bool { return t.Key == bluetooth.TaintDisconnected })
 		})
+	})
+	specPath := filepath.Join(draOpts.CDIDir, bluetooth.DriverName+"-"+string(allocated.UID)+".json")
+	asleep := []string{bluetooth.EnvInputPrefix + suffix + "=", bluetooth.EnvDeliveryPrefix + suffix + "=direct"}
+	waitForSpecEdits(t, specPath, name, "no node while the pad sleeps", func(e cdispec.ContainerEdits) bool {
+		return len(e.DeviceNodes) == 0 && slices.Equal(e.Env, asleep)
+	})
+	// A USB keyboard takes the pad's old node and number (event7, 13:71),
+	// and the pad wakes at event8 (13:72): the spec follows the pad.
+	must(t, ignore(fakesys.USBHID(sysRoot, "0003:046D:C31C.0002", "Logitech USB Keyboard", 2, 7)))
+	must(t, ignore(fakesys.BluetoothHID(sysRoot, "0005:2DC8:3820.0003", "8Bitdo NES30 Pro", padAddr, adapterAddr, 8)))
+	must(t, sim.Connect("hci0", padAddr))
+	awake := []string{bluetooth.EnvInputPrefix + suffix + "=/dev/input/event8", bluetooth.EnvDeliveryPrefix + suffix + "=direct"}
+	waitForSpecEdits(t, specPath, name, "the pad's new node once it wakes", func(e cdispec.ContainerEdits) bool {
+		return len(e.DeviceNodes) == 1 && *e.DeviceNodes[0] == (cdispec.DeviceNode{Path: "/dev/input/event8", Type: "c", Major: 13, Minor: 72}) &&
+			slices.Equal(e.Env, awake)
 	})
 
 	// Every bond lands in its Secret, byte for byte, and so does a new pairing.
@@ -207,4 +226,32 @@ func TestBluetoothOperator(t *testing.T) {
 			slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool { return d.Name == media && untainted(d) })
 	})
 	t.Logf("untainted %v after bluetoothd was back", time.Since(back).Round(time.Millisecond))
+}
+
+// waitForSpecEdits waits up to 30 s for the CDI spec at path to give
+// device the edits ok accepts, and fails naming what it waited for and
+// the edits it last read.
+func waitForSpecEdits(t *testing.T, path, device, what string, ok func(cdispec.ContainerEdits) bool) {
+	t.Helper()
+	last := "no spec"
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		spec, err := cdi.ReadSpec(path, 0)
+		if err == nil {
+			if d := spec.GetDevice(device); d != nil {
+				if ok(d.ContainerEdits) {
+					return
+				}
+				last = "nodes"
+				for _, n := range d.ContainerEdits.DeviceNodes {
+					last += fmt.Sprintf(" %s %s %d:%d", n.Path, n.Type, n.Major, n.Minor)
+				}
+				last += fmt.Sprintf(", env %q", d.ContainerEdits.Env)
+			}
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("the claim's CDI spec never gave %s: last %s", what, last)
 }

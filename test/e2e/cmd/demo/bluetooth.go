@@ -182,7 +182,8 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 	// Asleep, the pad is disconnected (NoExecute: the example's claim
 	// tolerates it) and has no input node (NoSchedule: no new claim gets
 	// a pad that is asleep now), although the demo's sysfs still lists
-	// its uhid device, as bluetoothd's UserspaceHID=persist leaves it.
+	// its uhid device (the demo does not take it away): disconnected
+	// counts as no node whatever sysfs lists.
 	if err := waitForSlice(ctx, c, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
 		return slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
 			return d.Name == pad && hasTaint(d, bluetooth.TaintDisconnected) && hasTaint(d, bluetooth.TaintNoInputNode)
