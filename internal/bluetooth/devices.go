@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strconv"
 
 	"github.com/godbus/dbus/v5"
 	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/internal/hid"
+	resourceapi "k8s.io/api/resource/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 )
 
 // Taint keys.
@@ -28,6 +31,27 @@ const (
 	// not tolerate it: prepare would fail for want of a node.
 	TaintNoInputNode = DriverName + "/no-input-node"
 )
+
+// CapacityConsumers is a controller's capacity of consumers: MaxConsumers
+// claims may hold it at once, each taking one unless it asks for more,
+// and a claim that asks for all of them holds it alone. In relay mode
+// each claim reads its own virtual devices, fed from the one controller;
+// in direct mode the claims' containers share the controller's nodes.
+const (
+	CapacityConsumers = "consumers"
+	MaxConsumers      = 4
+)
+
+// consumers is a controller's capacity: MaxConsumers, one by default.
+func consumers() map[dra.QualifiedName]resourceapi.DeviceCapacity {
+	one, all := resource.MustParse("1"), resource.MustParse(strconv.Itoa(MaxConsumers))
+	return map[dra.QualifiedName]resourceapi.DeviceCapacity{
+		CapacityConsumers: {Value: all, RequestPolicy: &resourceapi.CapacityRequestPolicy{
+			Default:    &one,
+			ValidRange: &resourceapi.CapacityRequestPolicyRange{Min: &one, Max: &all, Step: &one},
+		}},
+	}
+}
 
 // Media bus attributes. supportsSound is the one attribute in another
 // driver's domain: the audio operator's class selects it without naming
@@ -301,8 +325,10 @@ func pickOnePerPeer(cs []candidate) ([]candidate, []error) {
 func controller(c candidate, nodes InputNodes, id productID) dra.Device {
 	connected := c.live && c.device.Connected
 	dev := dra.Device{
-		Name:       ControllerName(c.peer),
-		Attributes: controllerAttributes(c.peer, c.device, connected),
+		Name:                     ControllerName(c.peer),
+		Attributes:               controllerAttributes(c.peer, c.device, connected),
+		Capacity:                 consumers(),
+		AllowMultipleAllocations: true,
 	}
 	if id.known() {
 		vendor, product := id.attributes()

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 )
 
 // Device is one device this driver publishes in its node's pool.
@@ -39,8 +40,14 @@ type Device struct {
 	Name       string
 	Attributes Attributes
 	Capacity   map[resourceapi.QualifiedName]resourceapi.DeviceCapacity
-	Taints     []Taint
-	Problem    string
+	// AllowMultipleAllocations lets several claims hold the device at
+	// once (KEP-5075, DRA consumable capacity, beta and on by default
+	// since Kubernetes 1.36): each allocation consumes its share of every
+	// Capacity that has a RequestPolicy, so a claim that asks for all of
+	// one holds the device alone.
+	AllowMultipleAllocations bool
+	Taints                   []Taint
+	Problem                  string
 }
 
 // MaxProblemBytes is the longest Device.Problem, in bytes: the API's
@@ -224,6 +231,9 @@ func (d Device) apiDevice() resourceapi.Device {
 		Name:       d.Name,
 		Attributes: d.Attributes,
 		Capacity:   d.Capacity,
+	}
+	if d.AllowMultipleAllocations {
+		out.AllowMultipleAllocations = ptr.To(true)
 	}
 	for _, t := range d.Taints {
 		out.Taints = append(out.Taints, resourceapi.DeviceTaint{Key: t.Key, Value: t.Value, Effect: t.Effect})
