@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
@@ -22,6 +23,7 @@ import (
 	"github.com/liken-sh/operators/test/bluezsim"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
 	"github.com/liken-sh/operators/test/fakesys"
+	"github.com/liken-sh/operators/test/poll"
 )
 
 const (
@@ -169,11 +171,27 @@ func TestBluetoothOperator(t *testing.T) {
 	}
 	sim2 := bluezsim.New(t, bluezsim.Options{StorageDir: fresh})
 	must(t, ignore(sim2.AddAdapter("hci0", adapterAddr)))
+	reg2 := prometheus.NewRegistry()
 	op2 := runBluetoothOperator(t, ctx, cluster, bluetooth.Config{
-		Bus: bluez.Options{Address: sim2.Address()}, BondsRoot: fresh, SysRoot: sysRoot, DRA: draOpts,
+		Bus: bluez.Options{Address: sim2.Address()}, BondsRoot: fresh, SysRoot: sysRoot, DRA: draOpts, Registerer: reg2,
 	})
 	pad2 := bluetooth.ControllerName(mustAddr(t, newPad))
 	must(t, sim2.Connect("hci0", padAddr))
+	// The first operator's slice is still there and may already look
+	// like what is awaited below: the new operator must have published
+	// its own set before bluetoothd goes, or it has nothing to taint.
+	poll.WaitFor(t, ctx, "the new operator's first device set", 30*time.Second, func() (bool, string) {
+		fams, err := reg2.Gather()
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, f := range fams {
+			if f.GetName() == "liken_dra_published_devices" && len(f.GetMetric()) == 1 && f.GetMetric()[0].GetGauge().GetValue() >= 3 {
+				return true, ""
+			}
+		}
+		return false, "no device set published yet"
+	})
 	untainted := func(d resourceapi.Device) bool { return len(d.Taints) == 0 }
 	waitForDriverSlice(t, ctx, cluster, bluetooth.DriverName, func(s *resourceapi.ResourceSlice) bool {
 		return hasDevice(s, pad2) && slices.ContainsFunc(s.Spec.Devices, func(d resourceapi.Device) bool {
