@@ -575,6 +575,14 @@ func (o *operator) departAll(ctx context.Context) {
 	o.inventory.Observe(bluez.Objects{})
 	// No input nodes: BlueZ's uhid devices end with bluetoothd.
 	devices, _ := o.inventory.Devices(nil)
+	if len(devices) == 0 {
+		// No pass read bluetoothd before it left (a restart that found
+		// it going): an empty set would take every device, and the
+		// claims that hold them, out of the slice. The slice is left as
+		// the last run published it.
+		logger.Info("bluetoothd left before this run read it; the published devices are left as they are")
+		return
+	}
 	if err := o.driver.SetDevices(devices); err != nil {
 		logger.Error(err, "Publishing every device tainted after bluetoothd left")
 		return
