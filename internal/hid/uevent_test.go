@@ -138,7 +138,7 @@ func FuzzParseEvdevNode(f *testing.F) {
 			t.Fatalf("accepted %v, not an evdev number", n)
 		}
 		for key, got := range map[string]uint32{"MAJOR": n.Major, "MINOR": n.Minor} {
-			if v, err := strconv.ParseUint(vars[key], 10, 32); err != nil || uint32(v) != got {
+			if v, err := strconv.ParseUint(vars[key], 10, 32); err != nil || v != uint64(got) {
 				t.Fatalf("%s %q read as %d", key, vars[key], got)
 			}
 		}

@@ -94,7 +94,7 @@ func TestVMDiscoverUHIDGamepad(t *testing.T) {
 		t.Errorf("%s: mode %o rdev %#x (%v), want a character device of major 13", node, st.Mode, st.Rdev, err)
 	}
 	// The number Discover read from sysfs is the node's own.
-	if major, minor := unix.Major(uint64(st.Rdev)), unix.Minor(uint64(st.Rdev)); d.Nodes[0].Major != major || d.Nodes[0].Minor != minor {
+	if major, minor := unix.Major(st.Rdev), unix.Minor(st.Rdev); d.Nodes[0].Major != major || d.Nodes[0].Minor != minor {
 		t.Errorf("Discover numbers %s as %d:%d, the node is %d:%d", node, d.Nodes[0].Major, d.Nodes[0].Minor, major, minor)
 	}
 

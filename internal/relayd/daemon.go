@@ -154,7 +154,9 @@ func (d *Daemon) Attach(uid, address string) (ClaimStatus, error) {
 		}
 		return c.status()
 	}
-	d.reconcileLocked()
+	// A node that cannot be opened now is retried by Run; the walk is
+	// here for a controller seen for the first time.
+	_ = d.reconcileLocked()
 	c, err := d.makeClaim(address)
 	if err != nil {
 		return ClaimStatus{}, err
@@ -165,7 +167,7 @@ func (d *Daemon) Attach(uid, address string) (ClaimStatus, error) {
 		c.close()
 		return ClaimStatus{}, err
 	}
-	d.reconcileLocked()
+	_ = d.reconcileLocked() // feeds the new devices now if the controller is here
 	return c.status()
 }
 
