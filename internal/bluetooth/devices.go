@@ -26,7 +26,8 @@ const (
 	// marks an adapter that bluetoothd no longer reports.
 	TaintDisconnected = DriverName + "/disconnected"
 	// TaintNoInputNode (NoSchedule) marks a device that should have evdev
-	// nodes and has none: off the air, between connect and HID
+	// nodes and has none: off the air when the input relay does not know
+	// it (it never connected since pairing), between connect and HID
 	// registration, or connected with a mute HID session. Consumers must
 	// not tolerate it: prepare would fail for want of a node.
 	TaintNoInputNode = DriverName + "/no-input-node"
@@ -92,6 +93,19 @@ type Inventory struct {
 	// when the link goes down, and a pad asleep is reported with the
 	// charge it had.
 	battery map[dbus.ObjectPath]uint8
+	// relayable holds the controllers the input relay knows (SetRelayable).
+	relayable map[bdaddr.Address]bool
+}
+
+// SetRelayable records the controllers whose input devices the input
+// relay knows, so it can make a claim's devices while the controller
+// sleeps: those are not tainted TaintNoInputNode for being off the air.
+// nil forgets them all.
+func (inv *Inventory) SetRelayable(peers []bdaddr.Address) {
+	inv.relayable = map[bdaddr.Address]bool{}
+	for _, p := range peers {
+		inv.relayable[p] = true
+	}
 }
 
 type departedAdapter struct {
@@ -193,6 +207,7 @@ type candidate struct {
 	// lastBattery is the charge last seen (percent), when hasLastBattery.
 	lastBattery    uint8
 	hasLastBattery bool
+	relayable      bool // the input relay can make its devices while it sleeps
 }
 
 // Devices returns the devices to publish, sorted by name: one media bus
@@ -250,6 +265,7 @@ func (inv *Inventory) Devices(nodes InputNodes) ([]dra.Device, []error) {
 		}
 		c := candidate{peer: peer, device: d, adapter: adapterAddr[d.Adapter], live: live, powered: live && powered[d.Adapter]}
 		c.lastBattery, c.hasLastBattery = inv.battery[d.Path]
+		c.relayable = inv.relayable[peer]
 		candidates = append(candidates, c)
 	}
 
@@ -348,8 +364,13 @@ func controller(c candidate, nodes InputNodes, id productID) dra.Device {
 	// keyboards), and a node sysfs still lists for a device off the air
 	// reads nothing until the device is back: so a disconnected
 	// controller counts as having none, whatever sysfs lists.
+	// A controller the input relay knows is the exception while it is
+	// off the air: a claim in relay mode gets its virtual devices then,
+	// and they read once it wakes. (A claim in direct mode that
+	// tolerates TaintDisconnected may then start with no node; see
+	// docs/gamepad.md.)
 	hasNode := hasEvdevNode(nodes, c.peer.String(), c.adapter)
-	if ExpectsInput(c.device) && (!connected || !hasNode) {
+	if ExpectsInput(c.device) && ((!connected && !c.relayable) || (connected && !hasNode)) {
 		dev.Taints = append(dev.Taints, dra.Taint{Key: TaintNoInputNode, Effect: dra.TaintNoSchedule})
 	}
 	dev.Problem = controllerProblem(c, connected, hasNode)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/godbus/dbus/v5"
 	"github.com/google/go-cmp/cmp"
+	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/bluez"
 	"github.com/liken-sh/operators/internal/dra"
 )
@@ -410,5 +411,42 @@ func BenchmarkBuild(b *testing.B) {
 		if len(devs) != 63 {
 			b.Fatalf("%d devices", len(devs))
 		}
+	}
+}
+
+// A pad the input relay knows is not tainted no-input-node while it
+// sleeps (a claim in relay mode gets its devices then); one it does not
+// know still is, and a connected pad without a node still is.
+func TestRelayableSleepingPad(t *testing.T) {
+	adapter := bluez.Adapter{Path: "/org/bluez/hci0", Address: "00:1A:7D:DA:71:13", Powered: true}
+	pad := bluez.Device{Path: "/org/bluez/hci0/dev_E4_17_D8_C5_67_6D", Adapter: adapter.Path, Address: "E4:17:D8:C5:67:6D",
+		Paired: true, Bonded: true, Class: 0x002508, UUIDs: []string{"00001124-0000-1000-8000-00805f9b34fb"}}
+	taints := func(inv *Inventory, connected bool) []string {
+		d := pad
+		d.Connected = connected
+		inv.Observe(bluez.Objects{Adapters: []bluez.Adapter{adapter}, Devices: []bluez.Device{d}})
+		devices, _ := inv.Devices(NodeMap{})
+		for _, dev := range devices {
+			if dev.Name == ControllerName(bdaddr.MustParse(pad.Address)) {
+				var out []string
+				for _, t := range dev.Taints {
+					out = append(out, t.Key)
+				}
+				return out
+			}
+		}
+		t.Fatal("the pad is not published")
+		return nil
+	}
+	var inv Inventory
+	if got := taints(&inv, false); !slices.Contains(got, TaintNoInputNode) {
+		t.Errorf("a sleeping pad the relay does not know: taints %q, want %s", got, TaintNoInputNode)
+	}
+	inv.SetRelayable([]bdaddr.Address{bdaddr.MustParse(pad.Address)})
+	if got := taints(&inv, false); slices.Contains(got, TaintNoInputNode) || !slices.Contains(got, TaintDisconnected) {
+		t.Errorf("a sleeping pad the relay knows: taints %q, want %s and not %s", got, TaintDisconnected, TaintNoInputNode)
+	}
+	if got := taints(&inv, true); !slices.Contains(got, TaintNoInputNode) {
+		t.Errorf("a connected pad with no node yet: taints %q, want %s", got, TaintNoInputNode)
 	}
 }

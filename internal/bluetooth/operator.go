@@ -397,6 +397,9 @@ func (o *operator) pass(ctx context.Context) error {
 	o.tracker.Reset(scan.Devices)
 	o.inventory.Observe(objs)
 	o.inventory.ObserveHID(scan.Devices)
+	if peers, ok := o.relayablePeers(ctx); ok {
+		o.inventory.SetRelayable(peers)
+	}
 	devices, problems := o.inventory.Devices(scan)
 	o.problems.report(logger, objs.Problems, scan.Skipped, problems)
 	var res pairing.Result

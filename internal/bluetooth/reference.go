@@ -50,5 +50,5 @@ func AttributeReference() []dra.AttributeDoc {
 // TaintReference lists every taint Devices can set.
 var TaintReference = []dra.TaintDoc{
 	{Key: TaintDisconnected, Effect: dra.TaintNoExecute, Doc: "a paired controller that is not connected (asleep, off, out of range); running consumers are evicted after their toleration. On a media bus the effect is NoSchedule: bluetoothd no longer reports the adapter"},
-	{Key: TaintNoInputNode, Effect: dra.TaintNoSchedule, Doc: "a device that should have evdev nodes has none (between connect and HID registration, or a mute HID session); do not tolerate it: prepare would fail"},
+	{Key: TaintNoInputNode, Effect: dra.TaintNoSchedule, Doc: "a device that should have evdev nodes has none (off the air and unknown to the input relay, between connect and HID registration, or a mute HID session); do not tolerate it: prepare would fail"},
 }

@@ -166,3 +166,25 @@ func (o *operator) seedRelay(ctx context.Context, adapter bdaddr.Address) {
 	}
 	o.seeded[adapter] = true
 }
+
+// relayablePeers returns the controllers the input relay knows, and false
+// with no input relay or when it does not answer (the last answer then
+// stands).
+func (o *operator) relayablePeers(ctx context.Context) ([]bdaddr.Address, bool) {
+	r, ok := o.cfg.Relay.(*InputRelay)
+	if !ok || r == nil {
+		return nil, false
+	}
+	snaps, err := r.client.Snapshots(ctx)
+	if err != nil {
+		klog.FromContext(ctx).V(2).Info("The input relay does not answer; its controllers are as it last said", "err", err)
+		return nil, false
+	}
+	var out []bdaddr.Address
+	for address, list := range snaps {
+		if addr, err := bdaddr.Parse(address); err == nil && len(list) > 0 {
+			out = append(out, addr)
+		}
+	}
+	return out, true
+}
