@@ -69,22 +69,9 @@ func claimRequest(uid types.UID) dra.DeviceRequest[Params] {
 // awaitKey reads f until a key event with code and value arrives.
 func awaitKey(t *testing.T, f *os.File, code uint16, value int32) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	buf := make([]byte, 64*evdev.EventSize)
-	for time.Now().Before(deadline) {
-		f.SetReadDeadline(deadline)
-		n, err := f.Read(buf)
-		if err != nil {
-			t.Fatalf("consumer read: %v", err)
-		}
-		evs, _ := evdev.DecodeEvents(nil, buf[:n])
-		for _, e := range evs {
-			if e.Type == evdev.EvKey && e.Code == code && e.Value == value {
-				return
-			}
-		}
+	if err := guest.AwaitEvent(f, evdev.EvKey, code, value, 20*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no key %#x=%d within 20 s", code, value)
 }
 
 // startRelay runs the input relay sidecar's binary on socket.

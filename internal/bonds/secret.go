@@ -213,52 +213,35 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 	}
 	establish(rest)
 
-	attached := map[bdaddr.Address]string{}
-	sort.SliceStable(caches, func(i, j int) bool {
-		return caches[i].key == CacheKey(caches[i].device) && caches[j].key != CacheKey(caches[j].device)
-	})
-	for _, e := range caches {
-		b, known := byDevice[e.device]
-		switch {
-		case !known:
-			skip(e.key, "no info for device %s in this secret", e.device)
-		case b == nil:
-			skip(e.key, "the info of device %s was skipped", e.device)
-		case attached[e.device] != "":
-			skip(e.key, "%s already holds the cache of device %s", attached[e.device], e.device)
-		default:
-			attached[e.device] = e.key
-			cache := s.Data[e.key]
-			if err := CheckCache(cache); err != nil {
-				skip(e.key, "%v", err)
-			} else if len(cache) > 0 {
-				b.Cache = bytes.Clone(cache)
+	// attach gives each established bond the file of one more kind
+	// (what: "cache"), from the canonical key first, checked by check.
+	attach := func(entries []entry, what string, canonical func(bdaddr.Address) string, check func([]byte) error, set func(*Bond, []byte)) {
+		attached := map[bdaddr.Address]string{}
+		sort.SliceStable(entries, func(i, j int) bool {
+			return entries[i].key == canonical(entries[i].device) && entries[j].key != canonical(entries[j].device)
+		})
+		for _, e := range entries {
+			b, known := byDevice[e.device]
+			switch {
+			case !known:
+				skip(e.key, "no info for device %s in this secret", e.device)
+			case b == nil:
+				skip(e.key, "the info of device %s was skipped", e.device)
+			case attached[e.device] != "":
+				skip(e.key, "%s already holds the %s of device %s", attached[e.device], what, e.device)
+			default:
+				attached[e.device] = e.key
+				data := s.Data[e.key]
+				if err := check(data); err != nil {
+					skip(e.key, "%v", err)
+				} else if len(data) > 0 {
+					set(b, bytes.Clone(data))
+				}
 			}
 		}
 	}
-	withInput := map[bdaddr.Address]string{}
-	sort.SliceStable(inputs, func(i, j int) bool {
-		return inputs[i].key == InputKey(inputs[i].device) && inputs[j].key != InputKey(inputs[j].device)
-	})
-	for _, e := range inputs {
-		b, known := byDevice[e.device]
-		switch {
-		case !known:
-			skip(e.key, "no info for device %s in this secret", e.device)
-		case b == nil:
-			skip(e.key, "the info of device %s was skipped", e.device)
-		case withInput[e.device] != "":
-			skip(e.key, "%s already holds the input capabilities of device %s", withInput[e.device], e.device)
-		default:
-			withInput[e.device] = e.key
-			input := s.Data[e.key]
-			if err := CheckInput(input); err != nil {
-				skip(e.key, "%v", err)
-			} else if len(input) > 0 {
-				b.Input = bytes.Clone(input)
-			}
-		}
-	}
+	attach(caches, "cache", CacheKey, CheckCache, func(b *Bond, data []byte) { b.Cache = data })
+	attach(inputs, "input capabilities", InputKey, CheckInput, func(b *Bond, data []byte) { b.Input = data })
 	for device, b := range byDevice {
 		if b != nil {
 			bonds = append(bonds, sourced{*b, source[device]})

@@ -10,9 +10,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"syscall"
 	"unsafe"
 
+	ioctlpkg "github.com/liken-sh/operators/internal/ioctl"
 	"golang.org/x/sys/unix"
 )
 
@@ -38,39 +38,10 @@ func Open(path string) (*os.File, error) {
 	return f, nil
 }
 
-// ioctl runs one ioctl on f's descriptor with arg pointing at a buffer
-// of the size the request encodes. The pointer becomes a uintptr only in
-// the system call's own argument list, as package unsafe requires.
-func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error {
-	return control(f, func(fd uintptr) syscall.Errno {
-		_, _, errno := unix.Syscall(unix.SYS_IOCTL, fd, req, uintptr(arg))
-		return errno
-	})
-}
+// ioctl and ioctlValue run one evdev request on f.
+func ioctl(f *os.File, req uintptr, arg unsafe.Pointer) error { return ioctlpkg.Ptr(f, req, arg) }
 
-// ioctlValue runs one ioctl whose argument is a value, not a pointer.
-func ioctlValue(f *os.File, req, arg uintptr) error {
-	return control(f, func(fd uintptr) syscall.Errno {
-		_, _, errno := unix.Syscall(unix.SYS_IOCTL, fd, req, arg)
-		return errno
-	})
-}
-
-// control runs call on f's descriptor, held open meanwhile.
-func control(f *os.File, call func(fd uintptr) syscall.Errno) error {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var errno syscall.Errno
-	if err := rc.Control(func(fd uintptr) { errno = call(fd) }); err != nil {
-		return err
-	}
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
+func ioctlValue(f *os.File, req, arg uintptr) error { return ioctlpkg.Value(f, req, arg) }
 
 // ReadCapabilities asks the event node f for the device's identity and
 // capabilities. Strings that are not valid UTF-8 have the bad bytes

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -32,19 +31,11 @@ var padSpec = guest.UHIDSpec{
 // connectPad makes the pad and returns it with its event node's path.
 func connectPad(t *testing.T) (*guest.UHID, string) {
 	t.Helper()
-	pad, err := guest.CreateUHID(padSpec)
+	pad, node, err := guest.CreateUHIDWithNode(padSpec)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var events []string
-	if !guest.WaitFor(30*time.Second, func() bool {
-		events = guest.Glob("/sys/bus/hid/devices/0005:1D6B:0246.*/input/input*/event*")
-		return len(events) == 1 && guest.Exists(filepath.Join("/dev/input", filepath.Base(events[0])))
-	}) {
-		pad.Destroy()
-		t.Fatalf("no evdev node for the pad: %q", events)
-	}
-	return pad, filepath.Join("/dev/input", filepath.Base(events[0]))
+	return pad, node
 }
 
 // report is the descriptor's 3-byte input report.

@@ -99,15 +99,7 @@ func TestHandlerRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	socket := filepath.Join(root, "relay.sock")
-	ln, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: d.Handler()}
-	go srv.Serve(ln)
-	defer srv.Close()
-	client := NewClient(socket)
+	client := serve(t, d, filepath.Join(root, "relay.sock"))
 	ctx := context.Background()
 	for _, c := range []struct{ uid, address, want string }{
 		{"c0ffee", "not an address", `controller address "not an address"`},
@@ -151,15 +143,7 @@ func TestSeedSnapshots(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	socket := filepath.Join(root, "relay.sock")
-	ln, err := net.Listen("unix", socket)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: d.Handler()}
-	go srv.Serve(ln)
-	defer srv.Close()
-	client := NewClient(socket)
+	client := serve(t, d, filepath.Join(root, "relay.sock"))
 	ctx := context.Background()
 	bad := snapshot()
 	bad.Keys = []uint16{0x400}
@@ -195,4 +179,18 @@ func TestSeedSnapshots(t *testing.T) {
 	if s := d2.Snapshots(); len(s["A4:C1:38:0E:5F:21"]) != 1 {
 		t.Errorf("a daemon started again knows %+v", s)
 	}
+}
+
+// serve serves d's API on a unix socket at socket until the test ends
+// and returns a client of it.
+func serve(t *testing.T, d *Daemon, socket string) *Client {
+	t.Helper()
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: d.Handler()}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return NewClient(socket)
 }

@@ -28,16 +28,9 @@ var padSpec = guest.UHIDSpec{
 
 func connectPad(t *testing.T) *guest.UHID {
 	t.Helper()
-	pad, err := guest.CreateUHID(padSpec)
+	pad, _, err := guest.CreateUHIDWithNode(padSpec)
 	if err != nil {
 		t.Fatal(err)
-	}
-	if !guest.WaitFor(30*time.Second, func() bool {
-		ev := guest.Glob("/sys/bus/hid/devices/0005:1D6B:0246.*/input/input*/event*")
-		return len(ev) == 1 && guest.Exists(filepath.Join("/dev/input", filepath.Base(ev[0])))
-	}) {
-		pad.Destroy()
-		t.Fatal("no evdev node for the pad")
 	}
 	return pad
 }
@@ -46,22 +39,9 @@ func connectPad(t *testing.T) *guest.UHID {
 // value arrives.
 func readKey(t *testing.T, f *os.File, code uint16, value int32) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	buf := make([]byte, 64*evdev.EventSize)
-	for time.Now().Before(deadline) {
-		f.SetReadDeadline(deadline)
-		n, err := f.Read(buf)
-		if err != nil {
-			t.Fatalf("consumer read: %v", err)
-		}
-		evs, _ := evdev.DecodeEvents(nil, buf[:n])
-		for _, e := range evs {
-			if e.Type == evdev.EvKey && e.Code == code && e.Value == value {
-				return
-			}
-		}
+	if err := guest.AwaitEvent(f, evdev.EvKey, code, value, 20*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	t.Fatalf("no key %#x=%d within 20 s", code, value)
 }
 
 // The daemon, served on a unix socket and driven by its own loop, gives a

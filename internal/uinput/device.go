@@ -14,10 +14,10 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"unsafe"
 
 	"github.com/liken-sh/operators/internal/evdev"
+	"github.com/liken-sh/operators/internal/ioctl"
 	"golang.org/x/sys/unix"
 )
 
@@ -231,31 +231,6 @@ func (d *Device) Close() error {
 	return err
 }
 
-func (d *Device) ioctl(req uintptr, arg unsafe.Pointer) error {
-	return d.control(func(fd uintptr) syscall.Errno {
-		_, _, errno := unix.Syscall(unix.SYS_IOCTL, fd, req, uintptr(arg))
-		return errno
-	})
-}
+func (d *Device) ioctl(req uintptr, arg unsafe.Pointer) error { return ioctl.Ptr(d.f, req, arg) }
 
-func (d *Device) ioctlValue(req, arg uintptr) error {
-	return d.control(func(fd uintptr) syscall.Errno {
-		_, _, errno := unix.Syscall(unix.SYS_IOCTL, fd, req, arg)
-		return errno
-	})
-}
-
-func (d *Device) control(call func(fd uintptr) syscall.Errno) error {
-	rc, err := d.f.SyscallConn()
-	if err != nil {
-		return err
-	}
-	var errno syscall.Errno
-	if err := rc.Control(func(fd uintptr) { errno = call(fd) }); err != nil {
-		return err
-	}
-	if errno != 0 {
-		return errno
-	}
-	return nil
-}
+func (d *Device) ioctlValue(req, arg uintptr) error { return ioctl.Value(d.f, req, arg) }
