@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/liken-sh/operators/internal/atomicfile"
 )
 
 // DeclarationFile is the drop-in the outputs are declared in, under
@@ -445,7 +447,7 @@ func WriteDeclaration(dir string, outputs []Output) (string, error) {
 		return "", fmt.Errorf("declaration not written: %w", err)
 	}
 	path := filepath.Join(dir, DeclarationFile)
-	if err := writeFileAtomic(path, data); err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
 		return "", err
 	}
 	return path, nil

@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/liken-sh/operators/internal/atomicfile"
 )
 
 // Profile is the WirePlumber profile the pod runs
@@ -82,7 +84,7 @@ wireplumber.settings = {
 func WriteWirePlumberFragments(dir string, mediaBus bool) ([]string, error) {
 	var written []string
 	vol := filepath.Join(dir, VolumeFragment)
-	if err := writeFileAtomic(vol, VolumeConf()); err != nil {
+	if err := atomicfile.WriteFile(vol, VolumeConf(), 0o644); err != nil {
 		return written, err
 	}
 	written = append(written, vol)
@@ -93,7 +95,7 @@ func WriteWirePlumberFragments(dir string, mediaBus bool) ([]string, error) {
 		}
 		return written, nil
 	}
-	if err := writeFileAtomic(bt, BluetoothConf()); err != nil {
+	if err := atomicfile.WriteFile(bt, BluetoothConf(), 0o644); err != nil {
 		return written, err
 	}
 	return append(written, bt), nil
@@ -197,7 +199,7 @@ module.access.args = {
 // directories 0755.
 func WriteBakedFiles(root string) error {
 	for _, f := range BakedFiles() {
-		if err := writeFileAtomic(filepath.Join(root, filepath.FromSlash(f.Path)), f.Content); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(root, filepath.FromSlash(f.Path)), f.Content, 0o644); err != nil {
 			return err
 		}
 	}

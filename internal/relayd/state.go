@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 
+	"github.com/liken-sh/operators/internal/atomicfile"
 	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/internal/evdev"
 )
@@ -85,8 +85,8 @@ func loadState(path string) (state, error) {
 	return st, nil
 }
 
-// saveLocked writes the state file whole, through a temporary file
-// renamed over it, so a crash leaves the old state or the new one.
+// saveLocked writes the state file whole (atomicfile), so a crash leaves
+// the old state or the new one.
 func (d *Daemon) saveLocked() error {
 	if d.cfg.StatePath == "" {
 		return nil
@@ -99,23 +99,8 @@ func (d *Daemon) saveLocked() error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(d.cfg.StatePath), ".relay-state-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(d.cfg.StatePath, data, 0o600); err != nil {
 		return fmt.Errorf("relay state: %w", err)
-	}
-	_, werr := tmp.Write(data)
-	if err := tmp.Sync(); werr == nil {
-		werr = err
-	}
-	if err := tmp.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(tmp.Name(), d.cfg.StatePath)
-	}
-	if werr != nil {
-		os.Remove(tmp.Name())
-		return fmt.Errorf("relay state: %w", werr)
 	}
 	return nil
 }

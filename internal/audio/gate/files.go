@@ -45,6 +45,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/liken-sh/operators/internal/atomicfile"
 	"github.com/liken-sh/operators/internal/pipewire"
 )
 
@@ -99,7 +100,7 @@ func WriteClaim(runtimeDir string, c Claim) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(claimPath(runtimeDir, c.UID), data)
+	return atomicfile.WriteFile(claimPath(runtimeDir, c.UID), data, 0o644)
 }
 
 // RemoveClaim removes claim uid's file; a missing file is no error.
@@ -212,34 +213,7 @@ func writeTrusted(runtimeDir string, t Trusted) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(filepath.Join(runtimeDir, TrustedFile), data)
-}
-
-func writeAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.WriteFile(filepath.Join(runtimeDir, TrustedFile), data, 0o644)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

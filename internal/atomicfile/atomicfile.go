@@ -1,19 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 
-package pipewire
+// Package atomicfile replaces a file's content so that a reader sees the
+// old content or the new, never part of either, and a crash leaves one
+// of the two: the data goes to a temporary file in the same directory,
+// which is synced, renamed over the file, and the directory synced.
+package atomicfile
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 )
 
-// writeFileAtomic replaces path with data, mode 0644: it writes a
-// temporary file in the same directory (creating the directory 0755),
-// syncs it, renames it over path and syncs the directory, so a reader
-// sees the old content or the new, and a crash leaves one of the two. On
-// error the old file is untouched and the temporary one is removed.
-func writeFileAtomic(path string, data []byte) (err error) {
+// WriteFile replaces path with data, with mode perm, creating its
+// directory (0755) when missing. On error the old file is untouched and
+// the temporary one removed; the error names the step and the path.
+func WriteFile(path string, data []byte, perm fs.FileMode) (err error) {
 	dir := filepath.Dir(path)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
@@ -32,9 +35,8 @@ func writeFileAtomic(path string, data []byte) (err error) {
 	if _, err = f.Write(data); err != nil {
 		return fmt.Errorf("write %s: %w", tmp, err)
 	}
-	// CreateTemp makes the file 0600; PipeWire and WirePlumber run as
-	// whichever user the image gives them, so the file is world-readable.
-	if err = f.Chmod(0o644); err != nil {
+	// CreateTemp makes the file 0600.
+	if err = f.Chmod(perm); err != nil {
 		return fmt.Errorf("chmod %s: %w", tmp, err)
 	}
 	if err = f.Sync(); err != nil {
