@@ -240,8 +240,10 @@ func (d *Daemon) Snapshots() map[string][]evdev.Capabilities {
 // Seed gives the daemon a controller's snapshot kept elsewhere (with the
 // controller's bond), so a claim on it gets devices before it connects.
 // A snapshot the daemon already has is kept: the controller's own
-// connection is the better source. Each entry must pass evdev's checks;
-// the error names the first that does not, and nothing is stored.
+// connection is the better source. Each entry must pass evdev's checks,
+// and there must be 1 to MaxDevices of them; the error names the first
+// that does not, and nothing is stored. A snapshot that would take the
+// state file over its bound is refused too, and not kept.
 func (d *Daemon) Seed(address string, snaps []evdev.Capabilities) error {
 	addr, err := bdaddr.Parse(address)
 	if err != nil {
@@ -249,6 +251,9 @@ func (d *Daemon) Seed(address string, snaps []evdev.Capabilities) error {
 	}
 	if len(snaps) == 0 {
 		return &badRequest{"no input device in the snapshot"}
+	}
+	if len(snaps) > MaxDevices {
+		return &badRequest{fmt.Sprintf("%d input devices in the snapshot, more than the %d a controller may have", len(snaps), MaxDevices)}
 	}
 	for i := range snaps {
 		if err := snaps[i].Validate(); err != nil {
@@ -261,7 +266,11 @@ func (d *Daemon) Seed(address string, snaps []evdev.Capabilities) error {
 		return nil
 	}
 	d.snapshots[addr.String()] = slices.Clone(snaps)
-	return d.saveLocked()
+	if err := d.saveLocked(); err != nil {
+		delete(d.snapshots, addr.String())
+		return err
+	}
+	return nil
 }
 
 // Reconcile walks the kernel's Bluetooth HID devices once: it records the
@@ -287,13 +296,19 @@ func (d *Daemon) reconcileLocked() error {
 			byAddress[dev.Address] = append(byAddress[dev.Address], n.Path)
 		}
 	}
-	changed := false
+	// What each snapshot replaced, to put back when the state file
+	// refuses the new ones.
+	replaced := map[string][]evdev.Capabilities{}
 	for address, nodes := range byAddress {
 		waiting := d.waitingLocked(address)
 		if len(nodes) == 0 || (len(d.snapshots[address]) >= len(nodes) && len(waiting) == 0) {
 			continue
 		}
 		slices.Sort(nodes)
+		if len(nodes) > MaxDevices {
+			problem = fmt.Errorf("controller %s has %d input nodes; the relay records and relays the first %d", address, len(nodes), MaxDevices)
+			nodes = nodes[:MaxDevices]
+		}
 		var found []foundNode
 		for _, path := range nodes {
 			f, err := evdev.Open(path)
@@ -314,7 +329,10 @@ func (d *Daemon) reconcileLocked() error {
 			for i, f := range found {
 				snaps[i] = f.caps
 			}
-			d.snapshots[address], changed = snaps, true
+			if _, ok := replaced[address]; !ok {
+				replaced[address] = d.snapshots[address]
+			}
+			d.snapshots[address] = snaps
 		}
 		for _, c := range waiting {
 			if err := c.attach(found); err != nil {
@@ -322,9 +340,16 @@ func (d *Daemon) reconcileLocked() error {
 			}
 		}
 	}
-	if changed {
+	if len(replaced) > 0 {
 		if err := d.saveLocked(); err != nil {
 			problem = err
+			for address, old := range replaced {
+				if old == nil {
+					delete(d.snapshots, address)
+				} else {
+					d.snapshots[address] = old
+				}
+			}
 		}
 	}
 	d.lastErr = problem

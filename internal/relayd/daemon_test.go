@@ -3,12 +3,16 @@
 package relayd
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -193,4 +197,151 @@ func serve(t *testing.T, d *Daemon, socket string) *Client {
 	go srv.Serve(ln)
 	t.Cleanup(func() { srv.Close() })
 	return NewClient(socket)
+}
+
+// put sends body to path and returns the status and the answer's text.
+func put(t *testing.T, c *Client, path string, body []byte) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPut, "http://relay"+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	text, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(text)
+}
+
+// Bodies that are not one JSON value of the right shape and size are
+// refused with 400 and a message saying what is wrong with them, and
+// nothing is stored: not an empty body, a second value after the first,
+// a body over the bound, an unknown field; nor a hostile UID or address
+// in the path.
+func TestHandlerRefusesBodies(t *testing.T) {
+	root := t.TempDir()
+	statePath := filepath.Join(root, "state.json")
+	d, err := New(Config{SysRoot: root, DevRoot: root, StatePath: statePath})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := serve(t, d, filepath.Join(t.TempDir(), "relay.sock"))
+	one, _ := json.Marshal([]evdev.Capabilities{snapshot()})
+	for _, b := range []struct {
+		path string
+		body []byte
+		want string
+	}{
+		{ClaimsPath + "c0ffee", nil, "body: empty"},
+		{ClaimsPath + "c0ffee", []byte(`{"address":"A4:C1:38:0E:5F:21"} {"address":"00:11:22:33:44:55"}`), "data after the JSON value"},
+		{ClaimsPath + "c0ffee", []byte(`{"address":"A4:C1:38:0E:5F:21"}` + strings.Repeat(" ", 4096)), "over the 4096-byte bound"},
+		{ClaimsPath + "c0ffee", []byte(`{"address":"` + strings.Repeat("A", 8192) + `"}`), "over the 4096-byte bound"},
+		{ClaimsPath + "c0ffee", []byte(`{"Address":"A4:C1:38:0E:5F:21","uid":"x"}`), `unknown field "uid"`},
+		{ClaimsPath + "c0ffee", []byte(`null`), `controller address ""`},
+		{SnapshotsPath + "A4:C1:38:0E:5F:21", nil, "body: empty"},
+		{SnapshotsPath + "A4:C1:38:0E:5F:21", []byte(`null`), "no input device"},
+		{SnapshotsPath + "A4:C1:38:0E:5F:21", append(slices.Clone(one), "[]"...), "data after the JSON value"},
+		{SnapshotsPath + "A4:C1:38:0E:5F:21", append(slices.Clone(one), bytes.Repeat([]byte(" "), maxState)...), "over the 4194304-byte bound"},
+		{SnapshotsPath + "A4:C1:38:0E:5F:21", []byte(`[{"name":"pad","buttons":[1]}]`), `unknown field "buttons"`},
+		{SnapshotsPath + "A4:C1:38:0E:5F:21", []byte(`{"name":"pad"}`), "cannot unmarshal object"},
+		{SnapshotsPath + "..%2F..%2Fetc", one, `controller address "../../etc"`},
+		{ClaimsPath + "..%2Fstate.json", []byte(`{"address":"A4:C1:38:0E:5F:21"}`), `claim UID "../state.json" is not a UID`},
+		{ClaimsPath + "c0ffee%0Aforged", []byte(`{"address":"A4:C1:38:0E:5F:21"}`), `claim UID "c0ffee\nforged" is not a UID`},
+	} {
+		code, text := put(t, c, b.path, b.body)
+		if code != http.StatusBadRequest || !strings.Contains(text, b.want) {
+			t.Errorf("PUT %s %.60q: %d %q, want 400 about %q", b.path, b.body, code, text, b.want)
+		}
+	}
+	if _, err := os.Stat(statePath); !os.IsNotExist(err) {
+		t.Errorf("a refused request wrote the state file (%v)", err)
+	}
+	if s := d.Snapshots(); len(s) != 0 {
+		t.Errorf("refused requests left snapshots %v", s)
+	}
+}
+
+// bigDevice is an input device with every key code and every axis at its
+// widest: about the largest snapshot entry evdev's checks let through.
+func bigDevice(name string) evdev.Capabilities {
+	caps := evdev.Capabilities{Name: name, ID: evdev.ID{Bus: 5, Vendor: 0xffff, Product: 0xffff, Version: 0xffff}}
+	for code := uint16(0); code <= evdev.KeyMax; code++ {
+		caps.Keys = append(caps.Keys, code)
+	}
+	for code := uint16(0); code <= evdev.AbsMax; code++ {
+		caps.Abs = append(caps.Abs, evdev.Axis{Code: code, AbsInfo: evdev.AbsInfo{Minimum: -2147483648, Maximum: 2147483647, Fuzz: 2147483647, Flat: 2147483647, Resolution: 2147483647}})
+	}
+	return caps
+}
+
+// An absurd snapshot (10,000 input devices for one controller) is
+// refused with the count; snapshots that would take the state file over
+// its bound are refused once they would, and not kept; what was stored
+// before stays, and a daemon started again reads it all.
+func TestSeedBounds(t *testing.T) {
+	root := t.TempDir()
+	cfg := Config{SysRoot: root, DevRoot: root, StatePath: filepath.Join(root, "state.json")}
+	d, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := serve(t, d, filepath.Join(t.TempDir(), "relay.sock"))
+	ctx := context.Background()
+	many := make([]evdev.Capabilities, 10000)
+	for i := range many {
+		many[i] = evdev.Capabilities{Name: "x"}
+	}
+	if err := c.Seed(ctx, "A4:C1:38:0E:5F:21", many); err == nil || !strings.Contains(err.Error(), "10000 input devices") {
+		t.Errorf("Seed of 10,000 devices = %v, want a refusal naming the count", err)
+	}
+	if s := d.Snapshots(); len(s) != 0 {
+		t.Errorf("a refused seed left %d snapshots", len(s))
+	}
+
+	full := make([]evdev.Capabilities, 16)
+	for i := range full {
+		full[i] = bigDevice(fmt.Sprintf("device %d", i))
+	}
+	var refused string
+	var stored []string
+	for i := 1; i < 1000 && refused == ""; i++ {
+		address := fmt.Sprintf("00:00:00:00:%02X:%02X", i>>8, i&0xff)
+		err := c.Seed(ctx, address, full)
+		switch {
+		case err == nil:
+			stored = append(stored, address)
+		case strings.Contains(err.Error(), "bound"):
+			refused = address
+		default:
+			t.Fatalf("Seed(%s) = %v", address, err)
+		}
+	}
+	if refused == "" {
+		t.Error("no seed was refused: the state file has no bound")
+	}
+	if s := d.Snapshots(); len(s) != len(stored) || len(s[refused]) != 0 {
+		t.Errorf("after the refusal the daemon holds %d snapshots (%d stored), %d devices of %s", len(s), len(stored), len(s[refused]), refused)
+	}
+	again, err := New(cfg)
+	if err != nil {
+		t.Fatalf("a daemon started on the state the first one wrote: %v", err)
+	}
+	if s := again.Snapshots(); len(s) != len(stored) {
+		t.Errorf("a daemon started again knows %d controllers, want the %d stored", len(s), len(stored))
+	}
+}
+
+// A state file with more devices for one controller than a snapshot may
+// have is refused, naming the controller.
+func TestParseStateDeviceBound(t *testing.T) {
+	list := make([]evdev.Capabilities, 17)
+	for i := range list {
+		list[i] = snapshot()
+	}
+	data, _ := json.Marshal(state{Snapshots: map[string][]evdev.Capabilities{"A4:C1:38:0E:5F:21": list}})
+	if _, err := parseState(data); err == nil || !strings.Contains(err.Error(), "A4:C1:38:0E:5F:21 has 17 input devices") {
+		t.Errorf("parseState of %d devices = %v", len(list), err)
+	}
 }

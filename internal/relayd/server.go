@@ -8,6 +8,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -45,10 +47,8 @@ func (d *Daemon) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("PUT "+ClaimsPath+"{uid}", func(w http.ResponseWriter, r *http.Request) {
 		var req attachRequest
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&req); err != nil {
-			http.Error(w, "body: "+err.Error(), http.StatusBadRequest)
+		if err := decodeBody(w, r, maxAttachBody, &req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		st, err := d.Attach(r.PathValue("uid"), req.Address)
@@ -78,10 +78,8 @@ func (d *Daemon) Handler() http.Handler {
 	})
 	mux.HandleFunc("PUT "+SnapshotsPath+"{address}", func(w http.ResponseWriter, r *http.Request) {
 		var snaps []evdev.Capabilities
-		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxState))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&snaps); err != nil {
-			http.Error(w, "body: "+err.Error(), http.StatusBadRequest)
+		if err := decodeBody(w, r, maxState, &snaps); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
 		if err := d.Seed(r.PathValue("address"), snaps); err != nil {
@@ -91,6 +89,36 @@ func (d *Daemon) Handler() http.Handler {
 		w.WriteHeader(http.StatusNoContent)
 	})
 	return mux
+}
+
+// maxAttachBody bounds the body of a claim's PUT, in bytes: it holds one
+// address.
+const maxAttachBody = 4096
+
+// decodeBody decodes r's body, one JSON value of at most limit bytes with
+// no field v does not have, into v. The error says what was wrong: no
+// body, a body over limit, a malformed or unknown field, or data after
+// the value.
+func decodeBody(w http.ResponseWriter, r *http.Request, limit int64, v any) error {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, limit))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.Is(err, io.EOF):
+		return errors.New("body: empty, want a JSON value")
+	case errors.As(err, &tooLarge):
+		return fmt.Errorf("body: over the %d-byte bound", limit)
+	case err != nil:
+		return fmt.Errorf("body: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		if errors.As(err, &tooLarge) {
+			return fmt.Errorf("body: over the %d-byte bound", limit)
+		}
+		return errors.New("body: data after the JSON value")
+	}
+	return nil
 }
 
 // attachCode maps an Attach error to its HTTP status.

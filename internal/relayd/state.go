@@ -22,8 +22,18 @@ type state struct {
 }
 
 // maxState bounds the state file: a snapshot is about a kilobyte, and a
-// node holds a handful of controllers and claims.
+// node holds a handful of controllers and claims. The daemon never writes
+// a state over it (saveLocked refuses), so what it wrote it can read at
+// its next start.
 const maxState = 4 << 20
+
+// MaxDevices bounds the input devices of one controller's snapshot: a
+// DualSense has three, a keyboard with media keys a few; each claim on
+// the controller gets one virtual device per entry, and the kernel's
+// evdev minors (1,024) are shared by the whole node. A snapshot from the
+// API or a state file with more is refused; a controller the kernel shows
+// with more has its first MaxDevices nodes (by path) recorded.
+const MaxDevices = 16
 
 // parseState decodes a state file and checks everything in it: each
 // address is a Bluetooth address in BlueZ's spelling, each snapshot
@@ -44,6 +54,9 @@ func parseState(data []byte) (state, error) {
 	for address, list := range raw.Snapshots {
 		if a, err := bdaddr.Parse(address); err != nil || a.String() != address {
 			return st, fmt.Errorf("relay state: snapshot key %q is not an address in BlueZ's spelling", address)
+		}
+		if len(list) > MaxDevices {
+			return st, fmt.Errorf("relay state: controller %s has %d input devices, more than the %d a snapshot may have", address, len(list), MaxDevices)
 		}
 		for i, item := range list {
 			caps, err := evdev.Parse(item)
@@ -86,7 +99,9 @@ func loadState(path string) (state, error) {
 }
 
 // saveLocked writes the state file whole (atomicfile), so a crash leaves
-// the old state or the new one.
+// the old state or the new one. A state over maxState is not written
+// (the file keeps the last one) and is an error, which the caller undoes
+// its change on.
 func (d *Daemon) saveLocked() error {
 	if d.cfg.StatePath == "" {
 		return nil
@@ -98,6 +113,9 @@ func (d *Daemon) saveLocked() error {
 	data, err := json.Marshal(st)
 	if err != nil {
 		return err
+	}
+	if len(data) > maxState {
+		return fmt.Errorf("relay state: %d bytes would be over the %d-byte bound, so it is not written (%d controllers, %d claims)", len(data), maxState, len(st.Snapshots), len(st.Claims))
 	}
 	if err := atomicfile.WriteFile(d.cfg.StatePath, data, 0o600); err != nil {
 		return fmt.Errorf("relay state: %w", err)
