@@ -47,9 +47,15 @@ type Bond struct {
 // is a few kilobytes.
 const MaxInputSize = 64 << 10
 
+// MaxInputDevices bounds the input devices of a bond's Input: the input
+// relay's bound on one controller's snapshot (relayd.MaxDevices), which
+// would refuse a longer list.
+const MaxInputDevices = 16
+
 // CheckInput returns an error when data cannot be a bond's Input: larger
-// than MaxInputSize, not a JSON list, or holding an entry evdev.Parse
-// refuses (which names what is wrong). Empty data is no Input, and fine.
+// than MaxInputSize, not a JSON list, a list of more than MaxInputDevices,
+// or holding an entry evdev.Parse refuses (which names what is wrong).
+// Empty data is no Input, and fine.
 func CheckInput(data []byte) error {
 	_, err := ParseInput(data)
 	return err
@@ -67,6 +73,12 @@ func ParseInput(data []byte) ([]evdev.Capabilities, error) {
 	var raw []json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return nil, fmt.Errorf("input capabilities: %w", err)
+	}
+	if raw == nil {
+		return nil, errors.New("input capabilities: null, want a JSON list")
+	}
+	if len(raw) > MaxInputDevices {
+		return nil, fmt.Errorf("input capabilities: %d input devices, more than the %d a controller may have", len(raw), MaxInputDevices)
 	}
 	out := make([]evdev.Capabilities, 0, len(raw))
 	for i, r := range raw {

@@ -49,6 +49,12 @@ func TestEncodeSecret(t *testing.T) {
 	}
 }
 
+// manyInputs is an input list of n minimal devices: 5,000 of them fit in
+// MaxInputSize.
+func manyInputs(n int) []byte {
+	return []byte("[" + strings.TrimSuffix(strings.Repeat(`{"name":"x"},`, n), ",") + "]")
+}
+
 // padInput is a pad's input capabilities as the relay records them.
 var padInput = []byte(`[{"name":"Wireless Controller","id":{"bus":5,"vendor":1356,"product":2508,"version":33024},"key":[304,305],"abs":[{"code":0,"value":128,"min":0,"max":255}]}]`)
 
@@ -97,6 +103,9 @@ func hostile(t *testing.T) *corev1.Secret {
 			"aa-bb-cc-dd-ee-06.input": []byte(`{"not":"a list"}`),                // not a list
 			"aa-bb-cc-dd-ee-03.input": padInput,                                  // no info beside it
 			"aa-bb-cc-dd-ee-07.input": bytes.Repeat([]byte(" "), MaxInputSize+1), // oversized, and no info
+			"aa-bb-cc-dd-ee-04.input": manyInputs(5000),                          // 5,000 devices in the size bound
+			"aa-bb-cc-dd-ee-08.info":  info,
+			"aa-bb-cc-dd-ee-08.input": []byte(`null`), // not a list
 		},
 	}
 }
@@ -110,7 +119,7 @@ func TestDecodeSecretHostile(t *testing.T) {
 		}
 		devices = append(devices, b.Device.String())
 	}
-	if got := strings.Join(devices, " "); got != "AA:BB:CC:DD:EE:04 AA:BB:CC:DD:EE:05 AA:BB:CC:DD:EE:06 E4:17:D8:C5:67:6D" {
+	if got := strings.Join(devices, " "); got != "AA:BB:CC:DD:EE:04 AA:BB:CC:DD:EE:05 AA:BB:CC:DD:EE:06 AA:BB:CC:DD:EE:08 E4:17:D8:C5:67:6D" {
 		t.Fatalf("bonds %s", got)
 	}
 	for _, b := range bonds {
@@ -139,6 +148,8 @@ func TestDecodeSecretHostile(t *testing.T) {
 		"aa-bb-cc-dd-ee-06.input": "cannot unmarshal object",
 		"aa-bb-cc-dd-ee-03.input": "no info for device",
 		"aa-bb-cc-dd-ee-07.input": "no info for device",
+		"aa-bb-cc-dd-ee-04.input": "5000 input devices, more than the 16",
+		"aa-bb-cc-dd-ee-08.input": "null, want a JSON list",
 	}
 	if len(skipped) != len(wantSkipped) {
 		t.Errorf("%d skipped, want %d: %v", len(skipped), len(wantSkipped), skipped)
