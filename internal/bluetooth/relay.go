@@ -141,8 +141,9 @@ func (o *operator) relayInputs(ctx context.Context) map[bdaddr.Address][]byte {
 // seedRelay gives the input relay what the bond Secrets of adapter keep
 // about their controllers (Bond.Input), once per adapter for this
 // process, so that in a new pod a claim on a controller that sleeps still
-// gets its devices. A failure is logged and tried again at the next
-// write-back.
+// gets its devices. A controller the relay refuses is logged and the
+// rest are given theirs; the adapter is tried again at the next
+// write-back (the relay keeps a snapshot it already has).
 func (o *operator) seedRelay(ctx context.Context, adapter bdaddr.Address) {
 	r, ok := o.cfg.Relay.(*InputRelay)
 	if !ok || r == nil || o.seeded[adapter] {
@@ -154,17 +155,20 @@ func (o *operator) seedRelay(ctx context.Context, adapter bdaddr.Address) {
 		logger.Error(err, "Reading the bonds' input capabilities for the input relay", "adapter", adapter)
 		return
 	}
+	complete := true
 	for _, b := range fetched.Bonds {
 		caps, err := bonds.ParseInput(b.Input)
 		if err != nil || len(caps) == 0 {
 			continue // DecodeSecret already refused what does not parse
 		}
+		// One controller the relay refuses does not keep the others
+		// from theirs; the adapter is seeded again next time.
 		if err := r.client.Seed(ctx, b.Device.String(), caps); err != nil {
 			logger.Error(err, "Giving the input relay a controller's capabilities", "controller", b.Device)
-			return
+			complete = false
 		}
 	}
-	o.seeded[adapter] = true
+	o.seeded[adapter] = complete
 }
 
 // relayablePeers returns the controllers the input relay knows, and false
