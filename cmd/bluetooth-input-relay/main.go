@@ -18,8 +18,11 @@
 //	bluetooth-input-relay [-socket PATH] [-state PATH] [-uinput PATH] [-sysfs DIR] [-dev DIR]
 //
 // It runs until SIGTERM or an interrupt and exits 0; a failure to start
-// (no uinput, a state file it cannot read, a socket it cannot serve)
-// exits 1 with a line naming it.
+// (a state file it cannot read, a state directory it cannot write, a
+// socket it cannot serve) exits 1 with a line naming it, and an empty
+// -socket exits 2. A uinput node it cannot open does not stop it (a pod
+// whose claims all ask for direct mode needs none): it says so at start,
+// and each relay-mode claim's prepare fails naming the node.
 package main
 
 import (
@@ -67,6 +70,11 @@ func main() {
 		fmt.Fprintf(os.Stderr, "bluetooth-input-relay: unexpected arguments %q\n", flag.Args())
 		os.Exit(2)
 	}
+	if *socket == "" {
+		// net.Listen would bind an unnamed socket nobody can reach.
+		fmt.Fprintln(os.Stderr, "bluetooth-input-relay: -socket is empty; want the path the operator reaches the relay on")
+		os.Exit(2)
+	}
 	log.SetFlags(log.LstdFlags | log.LUTC)
 	log.SetPrefix("bluetooth-input-relay: ")
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
@@ -81,6 +89,14 @@ func main() {
 }
 
 func run(ctx context.Context, socket string, cfg relayd.Config) error {
+	if err := checkStateDir(cfg.StatePath); err != nil {
+		return err
+	}
+	if f, err := os.OpenFile(cfg.UinputPath, os.O_RDWR, 0); err != nil {
+		log.Printf("uinput %s cannot be opened (%v): a claim in relay mode fails until it can", cfg.UinputPath, err)
+	} else {
+		f.Close()
+	}
 	d, err := relayd.New(cfg)
 	if err != nil {
 		return err
@@ -124,4 +140,24 @@ func run(ctx context.Context, socket string, cfg relayd.Config) error {
 		return err
 	}
 	return nil
+}
+
+// checkStateDir makes the directory of the state file at path if it is
+// missing and checks that a file can be written in it, as the relay
+// writes its state through a temporary file there; "" (no state) needs
+// nothing. The error names the directory.
+func checkStateDir(path string) error {
+	if path == "" {
+		return nil
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("state directory %s: %w", dir, err)
+	}
+	f, err := os.CreateTemp(dir, ".relay-state-probe-*")
+	if err != nil {
+		return fmt.Errorf("state directory %s cannot be written: %w", dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
