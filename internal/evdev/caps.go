@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"unicode/utf8"
 )
@@ -55,6 +56,9 @@ type Capabilities struct {
 	FFEffects     uint32   `json:"ffEffects,omitempty"`
 	Repeat        bool     `json:"rep,omitempty"`
 }
+
+// maxMTSlot is the highest ABS_MT_SLOT maximum uinput takes: 100 slots.
+const maxMTSlot = 99
 
 // maxFFEffects bounds FFEffects: the input core refuses more than
 // FF_MAX_EFFECTS (the range of an effect id, a __s16) for a uinput device.
@@ -135,7 +139,8 @@ func (c *Capabilities) Has(typ, code uint16) bool {
 // to NameMax bytes of UTF-8 with no NUL, phys and uniq of at most 63
 // bytes with no NUL, every code within its type's limit (KEY_MAX,
 // ABS_MAX ...), each list sorted without duplicates, every axis with
-// min <= max and a value in range, and a force-feedback effect count
+// min <= max, a value in range and a flat no wider than max - min,
+// ABS_MT_SLOT with a max of at most 99, and a force-feedback effect count
 // only with force-feedback codes. The error names the first field that is
 // wrong.
 func (c *Capabilities) Validate() error {
@@ -170,6 +175,16 @@ func (c *Capabilities) Validate() error {
 		}
 		if a.Fuzz < 0 || a.Flat < 0 || a.Resolution < 0 {
 			return fmt.Errorf("abs %#x: fuzz, flat and resolution must not be negative", a.Code)
+		}
+		// uinput's own checks on an axis (uinput_validate_absinfo in the
+		// kernel's drivers/input/misc/uinput.c): a dead zone no wider than
+		// the range, when the range fits an int, and at most 100 touch
+		// slots (since Linux 6.11).
+		if rng := int64(a.Maximum) - int64(a.Minimum); rng <= math.MaxInt32 && int64(a.Flat) > rng {
+			return fmt.Errorf("abs %#x: flat %d is wider than the range %d..%d", a.Code, a.Flat, a.Minimum, a.Maximum)
+		}
+		if a.Code == AbsMTSlot && a.Maximum > maxMTSlot {
+			return fmt.Errorf("abs %#x (ABS_MT_SLOT): max %d is more than the %d touch slots uinput allows", a.Code, a.Maximum, maxMTSlot+1)
 		}
 	}
 	if c.FFEffects > maxFFEffects {

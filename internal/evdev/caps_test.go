@@ -71,6 +71,10 @@ func TestParseRefuses(t *testing.T) {
 		{"value out of range", func(c *Capabilities) { c.Abs[0].Value = 256 }, "outside"},
 		{"effects without ff", func(c *Capabilities) { c.ForceFeedback = nil }, "ffEffects"},
 		{"prop above max", func(c *Capabilities) { c.Properties = []uint16{0x20} }, "props"},
+		{"flat wider than the range", func(c *Capabilities) { c.Abs[0].Flat = 256 }, "abs 0x0: flat 256 is wider than the range 0..255"},
+		{"101 touch slots", func(c *Capabilities) {
+			c.Abs = append(c.Abs, Axis{Code: AbsMTSlot, AbsInfo: AbsInfo{Maximum: 100}})
+		}, "max 100 is more than the 100 touch slots"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			caps := gamepad()

@@ -45,8 +45,10 @@ func ioctlValue(f *os.File, req, arg uintptr) error { return ioctlpkg.Value(f, r
 
 // ReadCapabilities asks the event node f for the device's identity and
 // capabilities. Strings that are not valid UTF-8 have the bad bytes
-// replaced, and a name longer than NameMax is cut, so the result always
-// passes Validate. An error (ENODEV once the device is gone) names the
+// replaced, a name longer than NameMax is cut, an axis's value is brought
+// into its range and its flat cut to the range's width, so the result
+// passes Validate unless the device is one uinput could not copy (an axis
+// with min above max, more than 100 touch slots), which is the error. An error (ENODEV once the device is gone) names the
 // ioctl that failed.
 func ReadCapabilities(f *os.File) (Capabilities, error) {
 	var c Capabilities
@@ -113,6 +115,9 @@ func ReadCapabilities(f *os.File) (Capabilities, error) {
 				return c, fmt.Errorf("EVIOCGABS(%#x) on %s: %w", code, f.Name(), err)
 			}
 			a.Value = min(max(a.Value, a.Minimum), a.Maximum)
+			if rng := int64(a.Maximum) - int64(a.Minimum); rng >= 0 && int64(a.Flat) > rng {
+				a.Flat = int32(rng)
+			}
 			c.Abs = append(c.Abs, a)
 		}
 	}

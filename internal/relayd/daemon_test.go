@@ -246,6 +246,7 @@ func TestHandlerRefusesBodies(t *testing.T) {
 		{SnapshotsPath + "A4:C1:38:0E:5F:21", append(slices.Clone(one), bytes.Repeat([]byte(" "), maxState)...), "over the 4194304-byte bound"},
 		{SnapshotsPath + "A4:C1:38:0E:5F:21", []byte(`[{"name":"pad","buttons":[1]}]`), `unknown field "buttons"`},
 		{SnapshotsPath + "A4:C1:38:0E:5F:21", []byte(`{"name":"pad"}`), "cannot unmarshal object"},
+		{SnapshotsPath + "A4:C1:38:0E:5F:21", []byte(`[{"name":"pad","abs":[{"code":0,"value":0,"min":0,"max":1,"flat":2}]}]`), "input device 0: abs 0x0: flat 2 is wider than the range 0..1"},
 		{SnapshotsPath + "..%2F..%2Fetc", one, `controller address "../../etc"`},
 		{ClaimsPath + "..%2Fstate.json", []byte(`{"address":"A4:C1:38:0E:5F:21"}`), `claim UID "../state.json" is not a UID`},
 		{ClaimsPath + "c0ffee%0Aforged", []byte(`{"address":"A4:C1:38:0E:5F:21"}`), `claim UID "c0ffee\nforged" is not a UID`},
@@ -271,7 +272,11 @@ func bigDevice(name string) evdev.Capabilities {
 		caps.Keys = append(caps.Keys, code)
 	}
 	for code := uint16(0); code <= evdev.AbsMax; code++ {
-		caps.Abs = append(caps.Abs, evdev.Axis{Code: code, AbsInfo: evdev.AbsInfo{Minimum: -2147483648, Maximum: 2147483647, Fuzz: 2147483647, Flat: 2147483647, Resolution: 2147483647}})
+		a := evdev.AbsInfo{Minimum: -2147483648, Maximum: 2147483647, Fuzz: 2147483647, Flat: 2147483647, Resolution: 2147483647}
+		if code == evdev.AbsMTSlot {
+			a = evdev.AbsInfo{Maximum: 99, Flat: 99}
+		}
+		caps.Abs = append(caps.Abs, evdev.Axis{Code: code, AbsInfo: a})
 	}
 	return caps
 }
