@@ -31,6 +31,7 @@ var Guests = []Guest{
 	{"mixer", "./internal/mixer"},           // mixer controls read, attached and written on those cards
 	{"uevent", "./internal/uevent"},         // the listener on a module load and on a uhid device
 	{"hid", "./internal/hid"},               // discovery of a uhid Bluetooth gamepad
+	{"uinput", "./internal/uinput"},         // what evdev's Validate refuses is what uinput refuses
 	{"inputrelay", "./internal/inputrelay"}, // a consumer reading a uhid pad through its naps, and its rumble
 	{"relayd", "./internal/relayd"},         // the relay daemon's claims through naps and its own restart
 	{"bluetooth", "./internal/bluetooth"},   // prepare in relay and direct mode against the real relay
