@@ -79,7 +79,7 @@ func TestCLIImage(t *testing.T) {
 // TestInputRelayBinary runs the input relay the way the Bluetooth pod's
 // input-relay sidecar does, from the operator's image: --help prints its
 // flags, and with no relay volume mounted (the image's root is read-only)
-// it refuses to start, naming the socket it could not serve.
+// it refuses to start, naming the state directory it cannot write.
 func TestInputRelayBinary(t *testing.T) {
 	img := unpack(t, "bluetooth-operator")
 	s := sandbox{image: img}
@@ -89,7 +89,7 @@ func TestInputRelayBinary(t *testing.T) {
 		t.Errorf("--help: exit %d (%v), want 0 and the usage naming -socket and -state:\n%s%s", r.exit, r.err, r.stdout, r.stderr)
 	}
 	r = s.run(t, time.Minute, entry)
-	if r.exit != 1 || !strings.Contains(r.stderr, "relay.sock") {
-		t.Errorf("without its volume: exit %d (%v), want 1 and a line naming relay.sock:\n%s%s", r.exit, r.err, r.stdout, r.stderr)
+	if r.exit != 1 || !strings.Contains(r.stderr, "state directory /var/run/bluetooth.liken.sh/relay cannot be written") {
+		t.Errorf("without its volume: exit %d (%v), want 1 and a line naming the state directory it cannot write:\n%s%s", r.exit, r.err, r.stdout, r.stderr)
 	}
 }
