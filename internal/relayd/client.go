@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/liken-sh/operators/internal/evdev"
 )
@@ -22,11 +23,19 @@ type Client struct {
 	http   *http.Client
 }
 
+// ClientTimeout bounds each call, the answer's body included. The
+// operator calls the relay from prepare and from the refresh of prepared
+// claims' specs, both with the DRA driver's state locked: a relay that
+// accepts a connection and never answers must fail the call, not hold
+// every other claim's prepare behind it.
+const ClientTimeout = 10 * time.Second
+
 // NewClient returns a client of the daemon serving on the unix socket at
-// socket. Nothing is dialled until a call.
+// socket. Nothing is dialled until a call; each call is bounded by
+// ClientTimeout and by its context.
 func NewClient(socket string) *Client {
 	dialer := &net.Dialer{}
-	return &Client{socket: socket, http: &http.Client{Transport: &http.Transport{
+	return &Client{socket: socket, http: &http.Client{Timeout: ClientTimeout, Transport: &http.Transport{
 		DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
 			return dialer.DialContext(ctx, "unix", socket)
 		},

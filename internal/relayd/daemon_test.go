@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/liken-sh/operators/internal/evdev"
 )
@@ -348,5 +349,40 @@ func TestParseStateDeviceBound(t *testing.T) {
 	data, _ := json.Marshal(state{Snapshots: map[string][]evdev.Capabilities{"A4:C1:38:0E:5F:21": list}})
 	if _, err := parseState(data); err == nil || !strings.Contains(err.Error(), "A4:C1:38:0E:5F:21 has 17 input devices") {
 		t.Errorf("parseState of %d devices = %v", len(list), err)
+	}
+}
+
+// A relay that takes the connection and never answers fails the call at
+// the client's bound instead of holding it.
+func TestClientBoundsASilentRelay(t *testing.T) {
+	socket := filepath.Join(t.TempDir(), "relay.sock")
+	ln, err := net.Listen("unix", socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered
+		}
+	}()
+	client := NewClient(socket)
+	client.http.Timeout = 200 * time.Millisecond
+	done := make(chan error, 1)
+	go func() {
+		_, err := client.Attach(context.Background(), "c0ffee", "A4:C1:38:0E:5F:21")
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "input relay at "+socket) {
+			t.Errorf("Attach to a silent relay = %v, want an error naming the relay", err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("Attach to a silent relay did not return within a minute")
 	}
 }
