@@ -112,6 +112,7 @@ var bases = []base{
 			"ValidatingAdmissionPolicyBinding/bluetooth-operator-own-node-slices",
 			"DeviceClass/bluetooth-adapter",
 			"DeviceClass/bluetooth-input",
+			"DeviceClass/gamepad",
 			"ResourceClaimTemplate/bluetooth-adapter",
 			"DaemonSet/bluetooth-operator",
 		},

@@ -17,7 +17,8 @@ import (
 )
 
 // One gamepad, several claims (DRA consumable capacity, through the real
-// scheduler): two claims share the pad and are both prepared; a claim
+// scheduler): two claims share the pad and are both prepared, a third
+// reaches it through the gamepad DeviceClass; a claim
 // that asks for all of its consumers to hold it alone is unschedulable
 // while they hold it, and gets it once they let go.
 func TestBluetoothSharedController(t *testing.T) {
@@ -72,6 +73,15 @@ func TestBluetoothSharedController(t *testing.T) {
 	if *shared[0].Status.Allocation.Devices.Results[0].ShareID == *shared[1].Status.Allocation.Devices.Results[0].ShareID {
 		t.Error("the two claims got the same share")
 	}
+	// The gamepad class reaches the same pad (its Class of Device says
+	// gamepad) and never the speaker beside it, with no CEL in the claim.
+	byClass := claimOf("any-gamepad", false)
+	byClass.Spec.Devices.Requests[0].Exactly.DeviceClassName = "gamepad"
+	c := createWithPod(t, ctx, cluster, byClass, "any-gamepad")
+	if r := c.Status.Allocation.Devices.Results[0]; r.Device != pad {
+		t.Fatalf("a gamepad-class claim got %s, want the pad %s", r.Device, pad)
+	}
+	shared = append(shared, c)
 
 	alone := claimOf("alone", true)
 	_, err = client.ResourceV1().ResourceClaims("default").Create(ctx, alone, metav1.CreateOptions{})
