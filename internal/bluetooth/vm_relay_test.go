@@ -20,7 +20,6 @@ import (
 	"github.com/liken-sh/operators/internal/evdev"
 	"github.com/liken-sh/operators/internal/hid"
 	"github.com/liken-sh/operators/internal/relayd"
-	"github.com/liken-sh/operators/internal/uinput"
 	"github.com/liken-sh/operators/test/vm/guest"
 	"golang.org/x/sys/unix"
 	resourceapi "k8s.io/api/resource/v1"
@@ -157,15 +156,11 @@ func TestVMPrepareRelayAndDirect(t *testing.T) {
 	pad.Destroy()
 	pad = nil
 	awaitKey(t, consumer, 0x130, 0)
-	kbd, err := uinput.Create(uinput.DefaultPath, evdev.Capabilities{Name: "liken usb keyboard", ID: evdev.ID{Bus: 3, Vendor: 1, Product: 2}, Keys: []uint16{30}})
+	kbd, kn, err := guest.CreateKeyboard()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer kbd.Close()
-	kn, err := kbd.EventNode("/sys")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var woke hid.Node
 	pad, woke = connect(t)
 	t.Logf("pad at %s, keyboard took %s, pad woke at %s, the claim's node is %s", own, kn.Path("/dev"), woke, vn.Path)

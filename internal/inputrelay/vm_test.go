@@ -174,15 +174,11 @@ func TestVMRelayAcrossNap(t *testing.T) {
 	}
 
 	// Another input device takes the freed minor meanwhile.
-	kbd, err := uinput.Create(uinput.DefaultPath, evdev.Capabilities{Name: "liken usb keyboard", ID: evdev.ID{Bus: 3, Vendor: 1, Product: 2}, Keys: []uint16{30}})
+	kbd, kn, err := guest.CreateKeyboard()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer kbd.Close()
-	kn, err := kbd.EventNode("/sys")
-	if err != nil {
-		t.Fatal(err)
-	}
 	t.Logf("pad was at %s, the keyboard took %s", node, kn.Path("/dev"))
 
 	// The pad wakes at another node; the relay takes it and the consumer's

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/liken-sh/operators/internal/evdev"
+	"github.com/liken-sh/operators/internal/uinput"
 )
 
 // CreateUHIDWithNode creates the device (CreateUHID) and waits, at most
@@ -75,4 +76,22 @@ func AwaitEvent(f *os.File, typ, code uint16, value int32, timeout time.Duration
 			}
 		}
 	}
+}
+
+// CreateKeyboard makes a USB keyboard through uinput, the device that in
+// a household takes an input number a sleeping pad freed, and returns it
+// with its event node. The caller closes it.
+func CreateKeyboard() (*uinput.Device, uinput.Node, error) {
+	kbd, err := uinput.Create(uinput.DefaultPath, evdev.Capabilities{
+		Name: "liken usb keyboard", ID: evdev.ID{Bus: BusUSB, Vendor: 1, Product: 2}, Keys: []uint16{30},
+	})
+	if err != nil {
+		return nil, uinput.Node{}, err
+	}
+	n, err := kbd.EventNode("/sys")
+	if err != nil {
+		kbd.Close()
+		return nil, uinput.Node{}, err
+	}
+	return kbd, n, nil
 }
