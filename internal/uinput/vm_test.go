@@ -2,32 +2,18 @@
 
 //go:build vmtier
 
-package uinput
+package uinput_test
 
 import (
 	"errors"
-	"os"
 	"testing"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/liken-sh/operators/internal/evdev"
+	"github.com/liken-sh/operators/internal/uinput"
 	"github.com/liken-sh/operators/test/vm/guest"
 )
-
-// setupUnchecked runs the kernel's part of Create on caps without
-// Validate first, and says whether the kernel made the device.
-func setupUnchecked(t *testing.T, caps evdev.Capabilities) error {
-	t.Helper()
-	fd, err := unix.Open(DefaultPath, unix.O_RDWR|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &Device{f: os.NewFile(uintptr(fd), DefaultPath), caps: caps}
-	err = d.setup()
-	d.Close()
-	return err
-}
 
 // TestVMValidateAgreesWithTheKernel: the axes evdev's Validate refuses
 // because uinput would (a flat wider than the range, more than 100 touch
@@ -55,7 +41,7 @@ func TestVMValidateAgreesWithTheKernel(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			verr := c.caps.Validate()
-			kerr := setupUnchecked(t, c.caps)
+			kerr := uinput.SetupUnchecked(t, c.caps)
 			if (verr == nil) != c.ok || (kerr == nil) != c.ok {
 				t.Errorf("Validate: %v; the kernel: %v; want both to %s", verr, kerr, map[bool]string{true: "accept", false: "refuse"}[c.ok])
 			}
