@@ -11,7 +11,21 @@
 # the figure they are held to is ten minutes (REST_WINDOW=10m).
 # TONE_WINDOW (default 2m) is how long PipeWire is watched playing the
 # demo's tone (BenchmarkDemoToneCPU says why two minutes tell).
+#
+#   hack/bench.sh [-- CMD [ARG...]]
+#
+# CMD, when given, runs while the two long windows watch: they watch only
+# their own processes' CPU time and leave the cores nearly idle, so
+# hack/test.sh runs the VM tier and the kubelet tier there instead of
+# after them. CMD's output follows the windows' and its failure fails
+# this script.
 set -uo pipefail
+beside=()
+if [ $# -gt 0 ]; then
+	[ "$1" = -- ] && [ $# -gt 1 ] || { echo "usage: hack/bench.sh [-- CMD [ARG...]]" >&2; exit 2; }
+	shift
+	beside=("$@")
+fi
 cd "$(dirname "$0")/.."
 . hack/env.sh
 if [ -z "${LIKEN_CONTROL_PLANE_BIN:-}" ]; then
@@ -82,6 +96,10 @@ bench rest ./test/e2e/ 'OperatorsAtRest' 1x -rest-window="$rest_window" >"$out/r
 rest_pid=$!
 bench tone ./test/e2e/ 'DemoToneCPU' 1x -tone-window="$tone_window" >"$out/tone.console" 2>&1 &
 tone_pid=$!
+if [ ${#beside[@]} -gt 0 ]; then
+	echo "-- beside the windows: ${beside[*]}"
+	"${beside[@]}" || { echo "FAIL  ${beside[*]}"; status=1; }
+fi
 wait "$rest_pid" || status=1
 cat "$out/rest.console"
 wait "$tone_pid" || status=1

@@ -10,6 +10,9 @@
 #   hack/fuzz-pass.sh build DIR   # only build the binaries into DIR
 #   hack/fuzz-pass.sh run DIR     # build what is missing, then run every target
 #
+# FUZZ_JOBS (default: the number of cores) is how many targets fuzz at
+# once, each with one worker.
+#
 # "build" is what hack/test.sh starts in the background while the tests
 # run, at the lowest CPU priority. "run" prints "ok" or "FAIL" per target,
 # the last lines of a failure, and exits 1 if one failed; a crash's input
@@ -69,8 +72,31 @@ if [ "$mode" = build ]; then
 	exit $failed
 fi
 
+# run_target N PKG TARGET: fuzzes TARGET of PKG with one worker for
+# FUZZTIME and writes its verdict (and a failure's last lines) to
+# $dir/result.N.
+run_target() {
+	local n="$1" pkg="$2" target="$3" log="$dir/run.$1.log"
+	if (cd "$pkg" && "$(binary "$pkg")" -test.run='^$' -test.fuzz="^$target\$" \
+		-test.fuzztime="${FUZZTIME:-10s}" -test.parallel=1 \
+		-test.fuzzcachedir="$fuzzcache/$module/$pkg" \
+		-test.paniconexit0 -test.timeout=10m) >"$log" 2>&1 &&
+		# A target the binary does not hold (a build tag left its file
+		# out) is "no fuzz tests to fuzz", which testing passes.
+		! grep -q '^testing: warning: no fuzz tests to fuzz' "$log"; then
+		echo "ok    ./$pkg $target" >"$dir/result.$n"
+	else
+		{ echo "FAIL  ./$pkg $target"; tail -20 "$log"; } >"$dir/result.$n"
+	fi
+}
+
+# The targets run FUZZ_JOBS at a time (default: one per core), each with
+# one fuzzing worker, so every target still has FUZZTIME of a core while
+# the pass takes 1/FUZZ_JOBS of the wall time it took one target at a
+# time with a worker per core.
+jobs="${FUZZ_JOBS:-$(nproc)}"
 status=0 targets=0
-out="$dir/run.log"
+rm -f "$dir"/result.* "$dir"/run.*.log
 for pkg in $(packages); do
 	if ! build "$pkg"; then
 		echo "FAIL  ./$pkg (build)"; tail -20 "$(binary "$pkg").err"; status=1
@@ -78,17 +104,14 @@ for pkg in $(packages); do
 	fi
 	for target in $(grep -hoE '^func (Fuzz[A-Za-z0-9_]+)' "$pkg"/*_test.go | cut -d' ' -f2); do
 		targets=$((targets + 1))
-		if (cd "$pkg" && "$(binary "$pkg")" -test.run='^$' -test.fuzz="^$target\$" \
-			-test.fuzztime="${FUZZTIME:-10s}" -test.fuzzcachedir="$fuzzcache/$module/$pkg" \
-			-test.paniconexit0 -test.timeout=10m) >"$out" 2>&1 &&
-			# A target the binary does not hold (a build tag left its file
-			# out) is "no fuzz tests to fuzz", which testing passes.
-			! grep -q '^testing: warning: no fuzz tests to fuzz' "$out"; then
-			echo "ok    ./$pkg $target"
-		else
-			echo "FAIL  ./$pkg $target"; tail -20 "$out"; status=1
-		fi
+		while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+		run_target "$targets" "$pkg" "$target" &
 	done
 done
-echo "fuzz targets: $targets, each for ${FUZZTIME:-10s}; $( [ $status = 0 ] && echo "all ok" || echo "some FAILED" )"
+wait
+for n in $(seq 1 "$targets"); do
+	cat "$dir/result.$n"
+	grep -q '^ok ' "$dir/result.$n" || status=1
+done
+echo "fuzz targets: $targets, each for ${FUZZTIME:-10s} with one worker, $jobs at a time; $( [ $status = 0 ] && echo "all ok" || echo "some FAILED" )"
 exit $status

@@ -10,6 +10,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/env.sh
-hack/install-deps.sh
+[ "${LIKEN_SKIP_DEPS:-0}" = 1 ] || hack/install-deps.sh
 cache="${LIKEN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/liken}/vm"
 exec go run -trimpath ./test/vm/cmd/vm-test -cache "$cache" "$@"

@@ -39,11 +39,13 @@ func main() {
 	only := flag.String("run", "", "comma-separated guests to run (default: all)")
 	timeout := flag.Duration("timeout", 900*time.Second, "bound on the guest's whole boot")
 	keep := flag.Bool("keep", false, "keep the work directory (initramfs, console log, results)")
+	prepare := flag.Bool("prepare", false, "only fetch the kernel and vet and build the guests (warms the caches a later run uses), then exit")
 	flag.Parse()
-	os.Exit(run(*cache, *only, *timeout, *keep))
+	os.Exit(run(*cache, *only, *timeout, *keep, *prepare))
 }
 
-func run(cache, only string, timeout time.Duration, keep bool) int {
+// run runs the tier, or with prepare only its steps before the boot.
+func run(cache, only string, timeout time.Duration, keep, prepare bool) int {
 	ctx := context.Background()
 	start := time.Now()
 	step := time.Now()
@@ -80,6 +82,9 @@ func run(cache, only string, timeout time.Duration, keep bool) int {
 		return fail(err)
 	}
 	logf("vetted and built %d guest test binaries, the bluetoothd entrypoint and the input relay", len(guests))
+	if prepare {
+		return 0
+	}
 
 	nmod, err := fill(ctx, stage, k, guests)
 	if err != nil {
