@@ -40,6 +40,10 @@ var rbacMatrix = map[string]map[string][]access{
 			may("delete", "resource.k8s.io", "resourceslices", "", ""),
 			may("get", "resource.k8s.io", "resourceclaims", "default", ""),
 			may("update", "resource.k8s.io", "resourceclaims/status", "default", ""),
+			// A claim's status.devices: its own entries, on its own node.
+			may("associated-node:patch", "resource.k8s.io", "resourceclaims/driver", "default", "bluetooth.liken.sh"),
+			mayNot("associated-node:patch", "resource.k8s.io", "resourceclaims/driver", "default", "audio.liken.sh"),
+			mayNot("arbitrary-node:patch", "resource.k8s.io", "resourceclaims/driver", "default", "bluetooth.liken.sh"),
 			may("get", "", "nodes", "", "node-a"),
 			// Its objects and its bonds, in its own namespace only.
 			may("update", "bluetooth.liken.sh", "adapters", "", ""),
@@ -75,6 +79,9 @@ var rbacMatrix = map[string]map[string][]access{
 			may("create", "resource.k8s.io", "resourceslices", "", ""),
 			may("get", "resource.k8s.io", "resourceclaims", "default", ""),
 			may("patch", "resource.k8s.io", "resourceclaims/status", "default", ""),
+			may("associated-node:patch", "resource.k8s.io", "resourceclaims/driver", "default", "audio.liken.sh"),
+			mayNot("associated-node:patch", "resource.k8s.io", "resourceclaims/driver", "default", "bluetooth.liken.sh"),
+			mayNot("arbitrary-node:patch", "resource.k8s.io", "resourceclaims/driver", "default", "audio.liken.sh"),
 			may("create", "audio.liken.sh", "sinks", "", ""),
 			may("update", "audio.liken.sh", "sinks/status", "", ""),
 			may("patch", "audio.liken.sh", "sources/status", "", ""),

@@ -506,7 +506,7 @@ func (o *operator) report(logger klog.Logger, problems []error) {
 }
 
 func (o *operator) publish(ctx context.Context, devices []dra.Device) {
-	if err := o.driver.SetDevices(devices); err != nil {
+	if err := o.driver.SetDevices(WithStatusData(devices)); err != nil {
 		klog.FromContext(ctx).Error(err, "Publishing outputs")
 	}
 }

@@ -374,6 +374,7 @@ func controller(c candidate, nodes InputNodes, id productID) dra.Device {
 		dev.Taints = append(dev.Taints, dra.Taint{Key: TaintNoInputNode, Effect: dra.TaintNoSchedule})
 	}
 	dev.Problem = controllerProblem(c, connected, hasNode)
+	dev.StatusData = controllerStatus(c, connected)
 	return dev
 }
 
@@ -394,6 +395,7 @@ func mediaBus(adapter bdaddr.Address, live bool) dra.Device {
 			"kind":            dra.String(mediaBusKind),
 			attrSupportsSound: dra.Bool(true),
 		},
+		StatusData: mediaBusStatus(adapter.String(), live),
 	}
 	if !live {
 		dev.Taints = []dra.Taint{{Key: TaintDisconnected, Effect: dra.TaintNoSchedule}}

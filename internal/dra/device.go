@@ -3,6 +3,7 @@
 package dra
 
 import (
+	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -48,7 +49,20 @@ type Device struct {
 	AllowMultipleAllocations bool
 	Taints                   []Taint
 	Problem                  string
+	// StatusData is what every claim prepared with the device shows as
+	// the data of its status.devices entry (KEP-4817, ResourceClaim
+	// device status): the facts a person asks "which device did my claim
+	// get" for. It is encoded with encoding/json, to at most
+	// MaxStatusDataBytes; nil shows none. Like Problem it is not part of
+	// the ResourceSlice, so it may change often (a battery charge)
+	// without a slice write.
+	StatusData map[string]any
 }
+
+// MaxStatusDataBytes is the longest encoded Device.StatusData, in bytes:
+// the API's limit on a claim's device status data
+// (resource.k8s.io/v1 AllocatedDeviceStatusDataMaxLength).
+const MaxStatusDataBytes = resourceapi.AllocatedDeviceStatusDataMaxLength
 
 // MaxProblemBytes is the longest Device.Problem, in bytes: the API's
 // limit on a resource health message (core/v1
@@ -162,7 +176,26 @@ func (d Device) validate() error {
 	if err := validateProblem(d.Problem); err != nil {
 		return fmt.Errorf("device %q: problem %q: %w", d.Name, d.Problem, err)
 	}
+	if _, err := d.statusData(); err != nil {
+		return fmt.Errorf("device %q: %w", d.Name, err)
+	}
 	return nil
+}
+
+// statusData is StatusData encoded, nil when there is none. Errors: a
+// value encoding/json refuses, or more than MaxStatusDataBytes.
+func (d Device) statusData() ([]byte, error) {
+	if d.StatusData == nil {
+		return nil, nil
+	}
+	raw, err := json.Marshal(d.StatusData)
+	if err != nil {
+		return nil, fmt.Errorf("status data: %w", err)
+	}
+	if len(raw) > MaxStatusDataBytes {
+		return nil, fmt.Errorf("status data: %d bytes encoded, at most %d allowed", len(raw), MaxStatusDataBytes)
+	}
+	return raw, nil
 }
 
 // validateProblem checks a Device.Problem: at most MaxProblemBytes of

@@ -47,6 +47,7 @@ type Driver struct {
 	metrics *metrics
 	plan    planFunc
 	health  *healthFeed
+	status  *statusWriter
 	reg     *registration
 
 	mu sync.Mutex // guards cp and serializes prepare/unprepare
@@ -89,6 +90,7 @@ func Start[P any](ctx context.Context, opts Options, prepare PrepareFunc[P]) (*D
 	}
 	d := &Driver{opts: opts, cdi: cdiw, metrics: newMetrics(opts.Registerer, opts.DriverName), health: newHealthFeed(opts.NodeName), reg: newRegistration()}
 	d.plan = planner(opts.DriverName, prepare)
+	d.status = newStatusWriter(opts.DriverName, opts.KubeClient, d.statusClaims, d.metrics)
 	if err := d.loadCheckpoint(ctx); err != nil {
 		return nil, err
 	}
@@ -114,8 +116,12 @@ func Start[P any](ctx context.Context, opts Options, prepare PrepareFunc[P]) (*D
 	d.helper = helper
 	d.slices = &sliceController{d: d}
 	d.pub = newPublisher(opts.NodeName, opts.SettleQuiet, opts.SettleCap, d.slices.publish, d.metrics)
-	d.pub.onWrite = d.health.publish
-	d.wg.Add(3)
+	d.pub.onWrite = func(devices []Device) {
+		d.health.publish(devices)
+		d.status.publish(devices)
+	}
+	d.wg.Add(4)
+	go func() { defer d.wg.Done(); d.status.run(d.ctx) }()
 	go func() { defer d.wg.Done(); d.pub.run(d.ctx) }()
 	go func() { defer d.wg.Done(); d.forgetAbandoned(d.ctx) }()
 	go func() { defer d.wg.Done(); d.watchRegistration(d.ctx) }()

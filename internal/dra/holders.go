@@ -35,9 +35,10 @@ func (d *Driver) Holders() map[string]ClaimRef {
 	return out
 }
 
-// claimsChanged tells the operator (Options.OnClaimsChanged) that the set
-// of prepared claims changed.
+// claimsChanged tells the status writer and the operator
+// (Options.OnClaimsChanged) that the set of prepared claims changed.
 func (d *Driver) claimsChanged() {
+	d.status.poke()
 	if d.opts.OnClaimsChanged != nil {
 		d.opts.OnClaimsChanged()
 	}

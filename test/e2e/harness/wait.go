@@ -4,6 +4,7 @@ package harness
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -87,6 +88,23 @@ func (c *Cluster) WaitForClaimAllocated(ctx context.Context, namespace, name str
 		}
 		claim = rc
 		return rc.Status.Allocation != nil, "not allocated", nil
+	})
+	return claim, err
+}
+
+// WaitForClaim waits until ok holds of the ResourceClaim and returns it;
+// what says what is awaited, for the timeout error, which shows the
+// claim's status.devices as last seen.
+func (c *Cluster) WaitForClaim(ctx context.Context, namespace, name, what string, ok func(*resourceapi.ResourceClaim) bool) (*resourceapi.ResourceClaim, error) {
+	var claim *resourceapi.ResourceClaim
+	err := c.poll(ctx, fmt.Sprintf("resourceclaim %s/%s: %s", namespace, name, what), func(ctx context.Context) (bool, string, error) {
+		rc, err := c.client.ResourceV1().ResourceClaims(namespace).Get(ctx, name, getOpts)
+		if err != nil {
+			return false, err.Error(), nil
+		}
+		claim = rc
+		devices, _ := json.Marshal(rc.Status.Devices)
+		return ok(rc), "status.devices " + string(devices), nil
 	})
 	return claim, err
 }
