@@ -106,7 +106,7 @@ func PrepareWithCodecs(lookup Lookup, codecs Codecs, runtimeDir string, wait tim
 			return dra.ContainerEdits{}, fmt.Errorf("output %s has no PipeWire sink right now", name)
 		}
 		uid := string(req.Claim.UID)
-		c := gate.Claim{UID: uid, Nodes: claimNodes(req, lookup)}
+		c := gate.Claim{UID: uid, Nodes: claimNodes(req, lookup), Streams: claimStreams(req)}
 		if err := gate.WriteClaim(runtimeDir, c); err != nil {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s: %w", name, err)
 		}
@@ -157,6 +157,24 @@ func claimNodes(req dra.DeviceRequest[Params], lookup Lookup) []string {
 		}
 	}
 	return out
+}
+
+// claimStreams is how many streams the claim req belongs to may have:
+// the streams every allocation result of this driver in it consumed
+// (consumedStreams), a device the claim holds twice (two requests, two
+// shares) counted twice. The claim's clients share one socket, so the
+// gate counts their streams together.
+func claimStreams(req dra.DeviceRequest[Params]) int {
+	if req.Claim.Status.Allocation == nil {
+		return consumedStreams(req.Result)
+	}
+	n := 0
+	for _, r := range req.Claim.Status.Allocation.Devices.Results {
+		if r.Driver == DriverName {
+			n += consumedStreams(r)
+		}
+	}
+	return max(n, consumedStreams(req.Result))
 }
 
 func waitForSocket(ctx context.Context, path string, wait time.Duration) error {
