@@ -21,6 +21,7 @@ type metrics struct {
 	backgroundErrors    *prometheus.CounterVec // fatal: true|false
 	registered          prometheus.Gauge
 	registrationRetries prometheus.Counter
+	droppedFeatures     *prometheus.GaugeVec // feature: the gate the API server runs without
 }
 
 // newMetrics registers the series on reg. A nil reg gets a private registry,
@@ -67,6 +68,9 @@ func newMetrics(reg prometheus.Registerer, driver string) *metrics {
 		registrationRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "liken_dra_registration_retries_total", Help: "Times the plugin asked the kubelet to register it again after a refusal or no answer.", ConstLabels: constLabels,
 		}),
+		droppedFeatures: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "liken_dra_api_features_missing", Help: "1 for each feature gate whose fields the API server dropped from this driver's ResourceSlice.", ConstLabels: constLabels,
+		}, []string{"feature"}),
 	}
 	prepareSeconds := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "liken_dra_prepare_duration_seconds", Help: "Time to prepare one claim, checkpoint and CDI writes included.", ConstLabels: constLabels, Buckets: buckets,
@@ -77,7 +81,7 @@ func newMetrics(reg prometheus.Registerer, driver string) *metrics {
 	m.prepareSeconds, m.unprepareSeconds = prepareSeconds, unprepareSeconds
 	reg.MustRegister(m.prepareTotal, prepareSeconds, m.unprepareTotal, unprepareSeconds,
 		m.sliceWrites, m.sliceUnchanged, m.sliceErrors, m.publishedDevices, m.taintedDevices,
-		m.preparedClaims, m.backgroundErrors, m.registered, m.registrationRetries)
+		m.preparedClaims, m.backgroundErrors, m.registered, m.registrationRetries, m.droppedFeatures)
 	return m
 }
 

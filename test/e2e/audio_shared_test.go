@@ -21,6 +21,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/liken-sh/operators/internal/audio"
 	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/test/capturetest"
@@ -110,10 +112,10 @@ func TestAudioSharedOutput(t *testing.T) {
 	plugin, err := kl.Discover(ctx, audio.DriverName)
 	must(t, err)
 
-	// The music takes one stream, the announcements the default share.
-	music := createWithPod(t, ctx, cluster, claimOf("music", 1), "music")
+	// The music takes two streams, the announcements the default share.
+	music := createWithPod(t, ctx, cluster, claimOf("music", 2), "music")
 	announce := createWithPod(t, ctx, cluster, claimOf("announce", 0), "announce")
-	for c, want := range map[*resourceapi.ResourceClaim]int64{music: 1, announce: audio.DefaultStreams} {
+	for c, want := range map[*resourceapi.ResourceClaim]int64{music: 2, announce: audio.DefaultStreams} {
 		r := c.Status.Allocation.Devices.Results[0]
 		if consumed := r.ConsumedCapacity[audio.CapacityStreams]; r.Device != dp || r.ShareID == nil || consumed.Value() != want {
 			t.Fatalf("claim %s: allocated %+v, want a share of %s consuming %d streams", c.Name, r, dp, want)
@@ -124,7 +126,7 @@ func TestAudioSharedOutput(t *testing.T) {
 		t.Error("the two claims got the same share")
 	}
 	claims, _ := gate.Claims(pw.RuntimeDir)
-	if m, an := claims[string(music.UID)], claims[string(announce.UID)]; m.Streams != 1 || an.Streams != audio.DefaultStreams {
+	if m, an := claims[string(music.UID)], claims[string(announce.UID)]; m.Streams != 2 || an.Streams != audio.DefaultStreams {
 		t.Errorf("claim files: music %+v, announce %+v", m, an)
 	}
 
@@ -200,17 +202,38 @@ func TestAudioSharedOutput(t *testing.T) {
 		}
 	}
 
-	// Recording the output's monitor through the music's socket, and a
-	// second stream past its one-stream share, are refused, each with
-	// its reason on the tool's stderr.
+	// Recording the output's monitor through the music's socket is
+	// refused; its second stream plays, and a third, past its share of
+	// two, is refused: each refusal with its reason on the tool's stderr.
+	playArgs := []string{"pw-play", "--target", nodeName, "--raw", "--format", "s16", "--rate", strconv.Itoa(rate), "--channels", "2", "-"}
 	for _, c := range []struct {
 		what, why string
 		args      []string
 	}{
 		{"recording the monitor", gate.RefusedMonitor, []string{"pw-record", "-P", "stream.capture.sink=true", "--target", nodeName, "--raw", "-"}},
-		{"a second stream", gate.RefusedShare, []string{"pw-play", "--target", nodeName, "--raw", "--format", "s16", "--rate", strconv.Itoa(rate), "--channels", "2", "-"}},
+		{"a second stream", "", playArgs},
+		{"a third stream", gate.RefusedShare, playArgs},
 	} {
-		_, stderr, exited := claimTool(t, ctx, pw, string(music.UID), pwtest.Looping(nil), c.args...)
+		cmd, stderr, exited := claimTool(t, ctx, pw, string(music.UID), pwtest.Looping(nil), c.args...)
+		if c.why == "" {
+			poll.Until(t, c.what+" linked", 60*time.Second, func() bool {
+				g, err := pw.Remote().Dump(ctx)
+				must(t, err)
+				objs, err := pw.RawDump(ctx)
+				must(t, err)
+				for _, o := range objs {
+					if o.Type == "PipeWire:Interface:Client" && fmt.Sprint(o.InfoProps()["application.process.id"]) == fmt.Sprint(cmd.Process.Pid) {
+						for _, n := range g.Nodes {
+							if n.Props["client.id"] == fmt.Sprint(o.ID) && len(g.LinksOf(n.ID)) > 0 {
+								return true
+							}
+						}
+					}
+				}
+				return false
+			})
+			continue
+		}
 		poll.Until(t, c.what+" refused", 60*time.Second, func() bool { return strings.Contains(stderr.String(), c.why) })
 		select {
 		case <-exited:
@@ -256,5 +279,75 @@ func TestAudioSharedOutput(t *testing.T) {
 	must(t, err)
 	if _, err := cluster.WaitForPodUnschedulable(ctx, "default", "late"); err != nil {
 		t.Fatalf("a share while a claim holds all of the output's streams: %v", err)
+	}
+}
+
+// On a control plane without consumable capacity (the feature gate off,
+// as on 1.34 and 1.35 unless turned on) the API server drops the
+// output's allowMultipleAllocations: the operator says so once (a log
+// line and liken_dra_api_features_missing), the output is allocated to
+// one claim at a time, and the claim that holds it gets all of its
+// streams.
+func TestAudioExclusiveWithoutConsumableCapacity(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a := startAudioNode(t, audioNodeOptions{FeatureGates: "DRAConsumableCapacity=false", Tune: func(c *audio.Config) { c.Registerer = reg }})
+	ctx, cluster, client, pw := a.ctx, a.cluster, a.client, a.pw
+	dp := node + "-pci-0000-00-1f-3-hdmi-3"
+	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		return hasDevice(s, dp) && !deviceTainted(s, dp)
+	})
+	poll.Until(t, "liken_dra_api_features_missing{feature=DRAConsumableCapacity} at 1", 60*time.Second, func() bool {
+		fams, err := reg.Gather()
+		must(t, err)
+		for _, f := range fams {
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if f.GetName() == "liken_dra_api_features_missing" && l.GetName() == "feature" && l.GetValue() == "DRAConsumableCapacity" {
+						return m.GetGauge().GetValue() == 1
+					}
+				}
+			}
+		}
+		return false
+	})
+	slices, err := client.ResourceV1().ResourceSlices().List(ctx, metav1.ListOptions{})
+	must(t, err)
+	for _, s := range slices.Items {
+		for _, d := range s.Spec.Devices {
+			if d.AllowMultipleAllocations != nil {
+				t.Errorf("device %s kept allowMultipleAllocations on an API server without the gate", d.Name)
+			}
+		}
+	}
+
+	claimOf := func(name string) *resourceapi.ResourceClaim {
+		return &resourceapi.ResourceClaim{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+			Spec: resourceapi.ResourceClaimSpec{Devices: resourceapi.DeviceClaim{Requests: []resourceapi.DeviceRequest{{
+				Name: "speakers", Exactly: &resourceapi.ExactDeviceRequest{DeviceClassName: "audio-sink",
+					Selectors: []resourceapi.DeviceSelector{{CEL: &resourceapi.CELDeviceSelector{
+						Expression: fmt.Sprintf(`device.attributes["audio.liken.sh"].sink == %q`, dp)}}}},
+			}}}},
+		}
+	}
+	first := createWithPod(t, ctx, cluster, claimOf("first"), "first")
+	if r := first.Status.Allocation.Devices.Results[0]; r.Device != dp || r.ShareID != nil || len(r.ConsumedCapacity) != 0 {
+		t.Fatalf("the first claim got %+v, want %s whole", r, dp)
+	}
+	kl := kubelet.New(client, a.dra.RegistrarDir)
+	t.Cleanup(func() { kl.Close() })
+	plugin, err := kl.Discover(ctx, audio.DriverName)
+	must(t, err)
+	prepareOK(t, ctx, plugin, first)
+	if c, _ := gate.Claims(pw.RuntimeDir); c[string(first.UID)].Streams != audio.MaxStreams {
+		t.Errorf("the exclusive claim's file: %+v, want all %d streams", c[string(first.UID)], audio.MaxStreams)
+	}
+	second := claimOf("second")
+	_, err = client.ResourceV1().ResourceClaims("default").Create(ctx, second, metav1.CreateOptions{})
+	must(t, err)
+	_, err = client.CoreV1().Pods("default").Create(ctx, podFor(second, "second"), metav1.CreateOptions{})
+	must(t, err)
+	if _, err := cluster.WaitForPodUnschedulable(ctx, "default", "second"); err != nil {
+		t.Fatalf("a second claim on an exclusive output: %v", err)
 	}
 }

@@ -60,7 +60,11 @@ func overShare(held, max int) string {
 
 // claimStream judges a new node of a client of claim uid that passed
 // misfit: a capture of a sink or a stream past the claim's share is
-// refused, any other is counted as the claim's and reported fit.
+// refused, any other is counted as the claim's and reported fit. The
+// registry announces a node with a few of its properties, without
+// stream.capture.sink (measured with PipeWire 1.4.2); the node's info,
+// which the gate then watches, brings it, and the link from the sink is
+// refused whatever the stream's properties say (link).
 func (s *session) claimStream(g native.Global, uid string) bool {
 	if capturesSink(g.Props) {
 		s.refuse(g, uid, RefusedMonitor)

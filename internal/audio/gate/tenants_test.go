@@ -215,4 +215,3 @@ func TestClaimMaxStreams(t *testing.T) {
 		t.Error("a claim with -1 streams was written")
 	}
 }
-
