@@ -177,8 +177,13 @@ func claimStreams(req dra.DeviceRequest[Params]) int {
 	return max(n, consumedStreams(req.Result))
 }
 
+// waitForSocket polls for the socket at path from 1 ms, doubling to
+// 20 ms: the gate serves a claim within a few milliseconds of its file,
+// and a first poll as coarse as the last would add its whole period to
+// every prepare.
 func waitForSocket(ctx context.Context, path string, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
+	pause := time.Millisecond
 	for {
 		st, err := os.Stat(path)
 		if err == nil && st.Mode()&os.ModeSocket != 0 {
@@ -190,8 +195,9 @@ func waitForSocket(ctx context.Context, path string, wait time.Duration) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, 20*time.Millisecond)
 	}
 }
 
