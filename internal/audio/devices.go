@@ -74,7 +74,8 @@ const MonitorIDAttribute = "monitor.liken.sh/id"
 // consumer: a device is TaintDisconnected for a missing node only when a
 // running PipeWire lacks it. Attributes that are unknown are absent, never
 // empty strings. A tainted device's Problem says why in words
-// (ProblemReference).
+// (ProblemReference). Every device is shareable: several claims hold it
+// at once, each with its share of CapacityStreams.
 func Devices(endpoints []Endpoint, live map[string]bool) []dra.Device {
 	out := make([]dra.Device, 0, len(endpoints))
 	for _, e := range endpoints {
@@ -119,7 +120,7 @@ func deviceOf(e Endpoint, hasNode, pipewireDown bool) dra.Device {
 		setInt(attrs, "portID", int(eld.PortID))
 		setString(attrs, MonitorIDAttribute, eld.MonitorID())
 	}
-	d := dra.Device{Name: e.Name, Attributes: attrs}
+	d := shareable(dra.Device{Name: e.Name, Attributes: attrs})
 	noMonitor := e.PCM.HasELD && !e.PCM.ELD.Valid()
 	noAudio := e.PCM.ELD.ELD != nil && !e.PCM.ELD.ELD.Audio()
 	if (!hasNode && !pipewireDown) || noMonitor || noAudio {

@@ -106,7 +106,7 @@ func PrepareWithCodecs(lookup Lookup, codecs Codecs, runtimeDir string, wait tim
 			return dra.ContainerEdits{}, fmt.Errorf("output %s has no PipeWire sink right now", name)
 		}
 		uid := string(req.Claim.UID)
-		c := gate.Claim{UID: uid, Nodes: claimNodes(req, lookup)}
+		c := gate.Claim{UID: uid, Nodes: claimNodes(req, lookup), Streams: claimStreams(req)}
 		if err := gate.WriteClaim(runtimeDir, c); err != nil {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s: %w", name, err)
 		}
@@ -159,8 +159,31 @@ func claimNodes(req dra.DeviceRequest[Params], lookup Lookup) []string {
 	return out
 }
 
+// claimStreams is how many streams the claim req belongs to may have:
+// the streams every allocation result of this driver in it consumed
+// (consumedStreams), a device the claim holds twice (two requests, two
+// shares) counted twice. The claim's clients share one socket, so the
+// gate counts their streams together.
+func claimStreams(req dra.DeviceRequest[Params]) int {
+	if req.Claim.Status.Allocation == nil {
+		return consumedStreams(req.Result)
+	}
+	n := 0
+	for _, r := range req.Claim.Status.Allocation.Devices.Results {
+		if r.Driver == DriverName {
+			n += consumedStreams(r)
+		}
+	}
+	return max(n, consumedStreams(req.Result))
+}
+
+// waitForSocket polls for the socket at path from 1 ms, doubling to
+// 20 ms: the gate serves a claim within a few milliseconds of its file,
+// and a first poll as coarse as the last would add its whole period to
+// every prepare.
 func waitForSocket(ctx context.Context, path string, wait time.Duration) error {
 	deadline := time.Now().Add(wait)
+	pause := time.Millisecond
 	for {
 		st, err := os.Stat(path)
 		if err == nil && st.Mode()&os.ModeSocket != 0 {
@@ -172,8 +195,9 @@ func waitForSocket(ctx context.Context, path string, wait time.Duration) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
+		case <-time.After(pause):
 		}
+		pause = min(2*pause, 20*time.Millisecond)
 	}
 }
 

@@ -93,7 +93,8 @@ func SpeakerEndpoints(list []speakers.Speaker, g *pipewire.Graph) []SpeakerEndpo
 // monitor makes the node, restarts; disconnected is NoExecute, and its
 // eviction would end the very consumer the switch was made for. A
 // tainted speaker's Problem is ProblemSpeakerOff when its link is down,
-// else ProblemNoNode.
+// else ProblemNoNode. A speaker is shareable like every output
+// (CapacityStreams).
 func SpeakerDevices(eps []SpeakerEndpoint) []dra.Device {
 	out := make([]dra.Device, 0, len(eps))
 	for _, e := range eps {
@@ -110,7 +111,7 @@ func SpeakerDevices(eps []SpeakerEndpoint) []dra.Device {
 			setString(attrs, "codec", e.Codec())
 		}
 		setString(attrs, "codecs", codecList(e.Codecs()))
-		d := dra.Device{Name: name, Attributes: attrs}
+		d := shareable(dra.Device{Name: name, Attributes: attrs})
 		if !e.Connected {
 			d.Taints = append(d.Taints, dra.Taint{Key: TaintDisconnected, Effect: dra.TaintNoExecute})
 			d.Problem = ProblemSpeakerOff

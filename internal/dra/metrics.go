@@ -22,6 +22,7 @@ type metrics struct {
 	registered          prometheus.Gauge
 	registrationRetries prometheus.Counter
 	statusWrites        *prometheus.CounterVec // result: success|error
+	droppedFeatures     *prometheus.GaugeVec   // feature: the gate the API server runs without
 }
 
 // newMetrics registers the series on reg. A nil reg gets a private registry,
@@ -71,6 +72,9 @@ func newMetrics(reg prometheus.Registerer, driver string) *metrics {
 		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "liken_dra_claim_status_writes_total", Help: "Writes of this driver's entries in a claim's status.devices (server-side apply), by result.", ConstLabels: constLabels,
 		}, []string{"result"}),
+		droppedFeatures: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "liken_dra_api_features_missing", Help: "1 for each feature gate whose fields the API server dropped from this driver's ResourceSlice.", ConstLabels: constLabels,
+		}, []string{"feature"}),
 	}
 	prepareSeconds := prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name: "liken_dra_prepare_duration_seconds", Help: "Time to prepare one claim, checkpoint and CDI writes included.", ConstLabels: constLabels, Buckets: buckets,
@@ -81,7 +85,8 @@ func newMetrics(reg prometheus.Registerer, driver string) *metrics {
 	m.prepareSeconds, m.unprepareSeconds = prepareSeconds, unprepareSeconds
 	reg.MustRegister(m.prepareTotal, prepareSeconds, m.unprepareTotal, unprepareSeconds,
 		m.sliceWrites, m.sliceUnchanged, m.sliceErrors, m.publishedDevices, m.taintedDevices,
-		m.preparedClaims, m.backgroundErrors, m.registered, m.registrationRetries, m.statusWrites)
+		m.preparedClaims, m.backgroundErrors, m.registered, m.registrationRetries, m.statusWrites,
+		m.droppedFeatures)
 	return m
 }
 

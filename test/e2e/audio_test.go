@@ -83,12 +83,15 @@ type audioNodeOptions struct {
 	// Tune, when set, changes the operator's configuration just before
 	// it starts (a Registerer to read metrics from, a shorter probe).
 	Tune func(*audio.Config)
+	// FeatureGates is the control plane's --feature-gates
+	// (harness.Options.FeatureGates).
+	FeatureGates string
 }
 
 func startAudioNode(t *testing.T, opts audioNodeOptions) *audioNode {
 	t.Helper()
 	_, ctx := ktesting.NewTestContext(t)
-	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
+	cluster, err := harness.Start(ctx, harness.Options{Logf: t.Logf, FeatureGates: opts.FeatureGates})
 	must(t, err)
 	t.Cleanup(cluster.Stop)
 	client := cluster.Client()

@@ -67,6 +67,22 @@ type Claim struct {
 	UID string `json:"uid"`
 	// Nodes are the node.names of the nodes the claim holds.
 	Nodes []string `json:"nodes"`
+	// Streams is how many streams the claim's clients may have at once,
+	// all together: the capacity of streams its allocation consumed.
+	// Zero (a file written before claims had shares) is DefaultMaxStreams.
+	Streams int `json:"streams,omitempty"`
+}
+
+// DefaultMaxStreams is the streams of a claim file that names none: the
+// whole of a device's capacity, which such a claim held alone.
+const DefaultMaxStreams = 16
+
+// MaxStreams is how many streams c's clients may have.
+func (c Claim) MaxStreams() int {
+	if c.Streams <= 0 {
+		return DefaultMaxStreams
+	}
+	return c.Streams
 }
 
 var uidPattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]{0,127}$`)
@@ -95,6 +111,9 @@ func WriteClaim(runtimeDir string, c Claim) error {
 	}
 	if len(c.Nodes) == 0 {
 		return fmt.Errorf("claim %s names no node", c.UID)
+	}
+	if c.Streams < 0 {
+		return fmt.Errorf("claim %s: %d streams", c.UID, c.Streams)
 	}
 	data, err := json.Marshal(c)
 	if err != nil {
@@ -139,7 +158,7 @@ func Claims(runtimeDir string) (map[string]Claim, []error) {
 			continue
 		}
 		var c Claim
-		if err := json.Unmarshal(data, &c); err != nil || c.UID != uid || len(c.Nodes) == 0 {
+		if err := json.Unmarshal(data, &c); err != nil || c.UID != uid || len(c.Nodes) == 0 || c.Streams < 0 {
 			errs = append(errs, fmt.Errorf("claim file %s: not a claim (%v)", e.Name(), err))
 			continue
 		}

@@ -86,7 +86,8 @@ func Run(ctx context.Context, cfg Config) {
 		s := &session{cfg: cfg, conn: conn, globals: map[uint32]native.Global{},
 			clients: map[uint32]string{}, served: map[string]*served{},
 			granted: map[uint32][]uint32{}, proxies: map[uint32]uint32{}, watched: map[uint32]uint32{},
-			absent: map[string]*Absent{}, creating: map[uint32]string{}, made: map[uint32]string{}}
+			absent: map[string]*Absent{}, creating: map[uint32]string{}, made: map[uint32]string{},
+			streams: map[uint32]string{}}
 		if err := s.run(ctx); err != nil && ctx.Err() == nil {
 			cfg.Logf("claim gate: %v; connecting again", err)
 		}
@@ -121,6 +122,7 @@ type session struct {
 	granted  map[uint32][]uint32 // the nodes each claim client was granted
 	proxies  map[uint32]uint32   // each claim client's proxy, once bound
 	watched  map[uint32]uint32   // node proxies of claim clients' streams: their global id
+	streams  map[uint32]string   // claim clients' streams by global id: their claim UID
 	served   map[string]*served
 }
 
@@ -167,9 +169,13 @@ func (s *session) run(ctx context.Context) error {
 	s.syncClaims()
 	// Clients that were there before this connection (none after a
 	// PipeWire start, but the gate may have restarted alone) are managed
-	// too.
-	for _, g := range s.globals {
-		s.global(g)
+	// too: clients before the nodes they made, and nodes before links.
+	for _, typ := range []string{native.TypeClient, native.TypeNode, native.TypeLink} {
+		for _, g := range s.globals {
+			if g.Type == typ {
+				s.global(g)
+			}
+		}
 	}
 	backstop := time.NewTicker(Backstop)
 	defer backstop.Stop()
@@ -234,6 +240,7 @@ func (s *session) record(ev native.Event) {
 		delete(s.clients, *ev.Removed)
 		delete(s.granted, *ev.Removed)
 		delete(s.proxies, *ev.Removed)
+		delete(s.streams, *ev.Removed)
 		for proxy, id := range s.watched {
 			if id == *ev.Removed {
 				delete(s.watched, proxy)
@@ -350,6 +357,12 @@ func (s *session) event(ev native.Event) {
 		if why := s.misfit(ev.NodeInfo.Props); why != "" {
 			s.cfg.Logf("claim gate: node %d of a client of a claim changed its properties: %s: destroyed", id, why)
 			_ = s.conn.Destroy(id)
+			return
+		}
+		if uid, ok := s.streams[id]; ok && capturesSink(ev.NodeInfo.Props) {
+			g := s.globals[id]
+			g.Props = ev.NodeInfo.Props
+			s.refuse(g, uid, RefusedMonitor)
 		}
 	}
 }
@@ -377,7 +390,9 @@ func (s *session) misfit(props map[string]string) string {
 const DeclarationPropPrefix = "liken.audio."
 
 // global manages one object: a claim client gets its permissions, and a
-// node a claim client made is destroyed unless it is a plain stream. A
+// node a claim client made is destroyed unless it is a plain stream that
+// records no sink and fits the claim's share (claimStream); a link from
+// a sink into a claim's stream ends that stream (link). A
 // stream's node is watched from then on: its owner can change every
 // property of it but object.id and client.id at any time (a client-node
 // Update, measured with PipeWire 1.4.2), so a stream that later calls
@@ -412,6 +427,9 @@ func (s *session) global(g native.Global) {
 			_ = s.conn.Destroy(g.ID)
 			return
 		}
+		if !s.claimStream(g, uid) {
+			return
+		}
 		proxy, err := s.conn.BindNode(g)
 		if err != nil {
 			s.cfg.Logf("claim gate: watching node %d of claim %s: %v; destroyed", g.ID, uid, err)
@@ -419,6 +437,8 @@ func (s *session) global(g native.Global) {
 			return
 		}
 		s.watched[proxy] = g.ID
+	case native.TypeLink:
+		s.link(g)
 	}
 }
 
@@ -596,10 +616,12 @@ func (s *session) syncClaims() {
 	}
 	for _, uid := range sortedKeys(claims) {
 		if sv, ok := s.served[uid]; ok {
-			if !slices.Equal(sv.claim.Nodes, claims[uid].Nodes) {
+			renamed := !slices.Equal(sv.claim.Nodes, claims[uid].Nodes)
+			// A new share of streams holds for the next stream made.
+			sv.claim = claims[uid]
+			if renamed {
 				// The claim's nodes were named anew (an endpoint's node
 				// renamed): its clients' permissions follow.
-				sv.claim = claims[uid]
 				for id, owner := range s.clients {
 					if g, ok := s.globals[id]; ok && owner == uid {
 						s.grant(g, sv.claim)

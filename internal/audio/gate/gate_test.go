@@ -46,7 +46,13 @@ func start(t *testing.T, more ...pipewire.Output) *fixture {
 	go func() {
 		defer close(done)
 		gate.Run(ctx, gate.Config{RuntimeDir: d.RuntimeDir, Declared: func() []pipewire.Output { return outs },
-			Logf: func(format string, args ...any) { t.Logf(format, args...) }})
+			Logf: func(format string, args ...any) {
+				t.Logf(format, args...)
+				select {
+				case f.logs <- fmt.Sprintf(format, args...):
+				default:
+				}
+			}})
 	}()
 	t.Cleanup(func() { cancel(); <-done })
 	if err := gate.WriteClaim(d.RuntimeDir, gate.Claim{UID: uidA, Nodes: []string{nodeA}}); err != nil {

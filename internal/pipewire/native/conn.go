@@ -39,6 +39,7 @@ const (
 	// members are bound_id's.
 	coreEventBoundProps = 8
 
+	clientError             = 1
 	clientUpdateProperties  = 2
 	clientUpdatePermissions = 4
 
@@ -380,6 +381,20 @@ func (c *Conn) UpdateClientNode(proxy uint32, props map[string]string) error {
 // Destroy asks the registry to destroy the object with global id id.
 func (c *Conn) Destroy(id uint32) error {
 	return c.send(idRegistry, registryDestroy, nil, func(w *builder) { w.uint32(id) })
+}
+
+// ClientError has the daemon send an error to the client bound as proxy,
+// on that client's own proxies of the global with id global (0, the
+// core, reaches every client: its core proxy's error event), with res a
+// negative errno and message the text the client's library hands its
+// error handler (src/pipewire/impl-client.c, client_error). The client
+// is not disconnected by it.
+func (c *Conn) ClientError(proxy, global uint32, res int32, message string) error {
+	return c.send(proxy, clientError, nil, func(w *builder) {
+		w.uint32(global)
+		w.int32(res)
+		w.string(message)
+	})
 }
 
 // UpdatePermissions sets entries of the permission table of the client

@@ -45,6 +45,11 @@ type Options struct {
 	ComponentTimeout time.Duration
 	// Logf, if set, receives progress lines (t.Logf fits).
 	Logf func(format string, args ...any)
+	// FeatureGates, when set, is the --feature-gates value of the API
+	// server, the scheduler and the controller manager
+	// ("DRAConsumableCapacity=false"): a cluster of an older release, or
+	// one that turned a beta feature off.
+	FeatureGates string
 	// AuditLog has the API server record every request, at the Metadata
 	// level (verb, resource, user, user agent, response code), as JSON
 	// lines in Cluster.AuditLogPath.

@@ -43,6 +43,7 @@ func (c *Cluster) apiserverArgs() []string {
 	if c.opts.AuditLog {
 		audit = []string{"--audit-policy-file=" + filepath.Join(c.dir, "audit-policy.yaml"), "--audit-log-path=" + c.AuditLogPath()}
 	}
+	audit = append(audit, c.featureGates()...)
 	return append(audit,
 		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", c.ports.etcdClient),
 		"--bind-address=127.0.0.1",
@@ -96,14 +97,22 @@ func (c *Cluster) writeAuditPolicy() error {
 // the admin kubeconfig for everything, and loopback serving without
 // leader election (there is one replica of each).
 func (c *Cluster) commonArgs(port int) []string {
-	return []string{
-		"--kubeconfig=" + c.kubeconfig,
-		"--authentication-kubeconfig=" + c.kubeconfig,
-		"--authorization-kubeconfig=" + c.kubeconfig,
+	return append(c.featureGates(),
+		"--kubeconfig="+c.kubeconfig,
+		"--authentication-kubeconfig="+c.kubeconfig,
+		"--authorization-kubeconfig="+c.kubeconfig,
 		"--leader-elect=false",
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", port),
+	)
+}
+
+// featureGates is the --feature-gates flag Options.FeatureGates asks for.
+func (c *Cluster) featureGates() []string {
+	if c.opts.FeatureGates == "" {
+		return nil
 	}
+	return []string{"--feature-gates=" + c.opts.FeatureGates}
 }
 
 func (c *Cluster) schedulerArgs() []string {
