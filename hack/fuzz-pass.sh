@@ -9,19 +9,23 @@
 #
 #   hack/fuzz-pass.sh build DIR   # only build the binaries into DIR
 #   hack/fuzz-pass.sh run DIR     # build what is missing, then run every target
+#   hack/fuzz-pass.sh long DIR    # a few targets, chosen from the commit, for longer
 #
 # FUZZ_JOBS (default: the number of cores) is how many targets fuzz at
 # once, each with one worker.
 #
-# "build" is what hack/test.sh starts in the background while the tests
-# run, at the lowest CPU priority. "run" prints "ok" or "FAIL" per target,
-# the last lines of a failure, and exits 1 if one failed; a crash's input
-# is written to <package>/testdata/fuzz/<Target>/ as go test writes it.
+# "build", then "long", is what hack/test.sh starts in the background
+# while the tests run, at the lowest CPU priority: the long targets take
+# only the time the tests leave idle, and a crash there fails the run
+# like one in "run". "run" prints "ok" or "FAIL" per target,
+# the last lines of a failure and its input, and exits 1 if one failed; a
+# crash's input is written to <package>/testdata/fuzz/<Target>/ as go test
+# writes it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . hack/env.sh
 mode="${1:-}" dir="${2:-}"
-case "$mode" in build|run) ;; *) echo "usage: hack/fuzz-pass.sh build|run DIR" >&2; exit 2 ;; esac
+case "$mode" in build|run|long) ;; *) echo "usage: hack/fuzz-pass.sh build|run|long DIR" >&2; exit 2 ;; esac
 [ -n "$dir" ] || { echo "hack/fuzz-pass.sh: no DIR" >&2; exit 2; }
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
@@ -72,46 +76,75 @@ if [ "$mode" = build ]; then
 	exit $failed
 fi
 
-# run_target N PKG TARGET: fuzzes TARGET of PKG with one worker for
-# FUZZTIME and writes its verdict (and a failure's last lines) to
-# $dir/result.N.
+# run_target N PKG TARGET TIME: fuzzes TARGET of PKG with one worker for
+# TIME and writes its verdict to $dir/$mode.N: on a failure its last
+# lines and the failing input, which Go wrote under the package's
+# testdata/fuzz/TARGET/.
 run_target() {
-	local n="$1" pkg="$2" target="$3" log="$dir/run.$1.log"
+	local n="$1" pkg="$2" target="$3" time="$4" log="$dir/$mode.$1.log" input
 	if (cd "$pkg" && "$(binary "$pkg")" -test.run='^$' -test.fuzz="^$target\$" \
-		-test.fuzztime="${FUZZTIME:-10s}" -test.parallel=1 \
+		-test.fuzztime="$time" -test.parallel=1 \
 		-test.fuzzcachedir="$fuzzcache/$module/$pkg" \
-		-test.paniconexit0 -test.timeout=10m) >"$log" 2>&1 &&
+		-test.paniconexit0 -test.timeout=30m) >"$log" 2>&1 &&
 		# A target the binary does not hold (a build tag left its file
 		# out) is "no fuzz tests to fuzz", which testing passes.
 		! grep -q '^testing: warning: no fuzz tests to fuzz' "$log"; then
-		echo "ok    ./$pkg $target" >"$dir/result.$n"
+		echo "ok    ./$pkg $target ($time)" >"$dir/$mode.$n"
 	else
-		{ echo "FAIL  ./$pkg $target"; tail -20 "$log"; } >"$dir/result.$n"
+		{
+			echo "FAIL  ./$pkg $target ($time)"; tail -20 "$log"
+			input="$(grep -oE 'testdata/fuzz/[A-Za-z0-9_]+/[0-9a-f]+' "$log" | tail -n 1)"
+			if [ -n "$input" ] && [ -f "$pkg/$input" ]; then
+				echo "the failing input, $pkg/$input (commit it with the fix):"; cat "$pkg/$input"
+			fi
+		} >"$dir/$mode.$n"
 	fi
 }
 
-# The targets run FUZZ_JOBS at a time (default: one per core), each with
-# one fuzzing worker, so every target still has FUZZTIME of a core while
-# the pass takes 1/FUZZ_JOBS of the wall time it took one target at a
-# time with a worker per core.
-jobs="${FUZZ_JOBS:-$(nproc)}"
-status=0 targets=0
-rm -f "$dir"/result.* "$dir"/run.*.log
+# Every target as "PKG TARGET", in a stable order; a package whose binary
+# does not build is reported and left out.
+status=0
+all="$dir/$mode.targets"
+: >"$all"
 for pkg in $(packages); do
 	if ! build "$pkg"; then
 		echo "FAIL  ./$pkg (build)"; tail -20 "$(binary "$pkg").err"; status=1
 		continue
 	fi
 	for target in $(grep -hoE '^func (Fuzz[A-Za-z0-9_]+)' "$pkg"/*_test.go | cut -d' ' -f2); do
-		targets=$((targets + 1))
-		while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
-		run_target "$targets" "$pkg" "$target" &
+		echo "$pkg $target" >>"$all"
 	done
 done
+total=$(wc -l <"$all")
+# "long" takes FUZZ_LONG_TARGETS (default 6) consecutive targets, starting
+# at a place chosen from the commit under test, for FUZZ_LONG_TIME
+# (default 4m) each: over successive commits every target gets its turn.
+picked="$all"
+time="${FUZZTIME:-10s}"
+if [ "$mode" = long ]; then
+	count="${FUZZ_LONG_TARGETS:-6}"
+	time="${FUZZ_LONG_TIME:-4m}"
+	first=$(( 0x$(git rev-parse --short=7 HEAD) % (total > 0 ? total : 1) ))
+	picked="$dir/long.picked"
+	{ cat "$all" "$all"; } | sed -n "$((first + 1)),$((first + count))p" >"$picked"
+fi
+
+# The targets run FUZZ_JOBS at a time (default: one per core), each with
+# one fuzzing worker, so every target still has its time of a core while
+# the pass takes 1/FUZZ_JOBS of the wall time it took one target at a
+# time with a worker per core.
+jobs="${FUZZ_JOBS:-$(nproc)}"
+rm -f "$dir/$mode".[0-9]*
+n=0
+while read -r pkg target; do
+	n=$((n + 1))
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+	run_target "$n" "$pkg" "$target" "$time" &
+done <"$picked"
 wait
-for n in $(seq 1 "$targets"); do
-	cat "$dir/result.$n"
-	grep -q '^ok ' "$dir/result.$n" || status=1
+for i in $(seq 1 "$n"); do
+	cat "$dir/$mode.$i"
+	grep -q '^ok ' "$dir/$mode.$i" || status=1
 done
-echo "fuzz targets: $targets, each for ${FUZZTIME:-10s} with one worker, $jobs at a time; $( [ $status = 0 ] && echo "all ok" || echo "some FAILED" )"
+echo "fuzz targets: $n of $total, each for $time with one worker, $jobs at a time; $( [ $status = 0 ] && echo "all ok" || echo "some FAILED" )"
 exit $status

@@ -13,7 +13,8 @@
 # beside the earlier ones at the lowest CPU priority (nice 19), taking only
 # what they leave, from the moment the control plane is built: the kubelet
 # and containerd, the kubelet tier's images, the VM tier's kernel and guest
-# binaries and the fuzz pass's binaries; and the fresh-root tier runs
+# binaries, the fuzz pass's binaries and then a few of its targets fuzzed
+# for minutes rather than seconds; and the fresh-root tier runs
 # beside the checks, the tests and the fuzz pass from the start (its first
 # minutes are downloads and dpkg). The benchmarks run alone after both,
 # with the VM tier and the kubelet tier beside their long windows.
@@ -67,8 +68,10 @@ W="$work" setsid nice -n 19 bash -c 'hack/build-kubelet.sh >"$W/prebuild-node.lo
 	LIKEN_SKIP_DEPS=1 hack/vm-test.sh -prepare >"$W/prebuild-vm.log" 2>&1' &
 prebuild=$!
 bg+=("$prebuild")
-setsid nice -n 19 hack/fuzz-pass.sh build "$work/fuzz" >/dev/null 2>&1 &
-bg+=($!)
+W="$work" setsid nice -n 19 bash -c 'hack/fuzz-pass.sh build "$W/fuzz" >/dev/null 2>&1
+	hack/fuzz-pass.sh long "$W/fuzz" >"$W/fuzz-long.log" 2>&1' &
+fuzzlong=$!
+bg+=("$fuzzlong")
 
 status=0
 phase "gofmt, go vet"
@@ -85,8 +88,11 @@ hack/spdx.sh || true # lists files added without the header; does not fail
 phase "go test"
 go test "${flags[@]}" -count=1 -timeout 30m ./... 2>&1 | tee "$log" || status=$?
 
-phase "fuzz (${FUZZTIME:-10s} each)"
+phase "fuzz (${FUZZTIME:-10s} each; a few for ${FUZZ_LONG_TIME:-4m}, beside the tests)"
 hack/fuzz-pass.sh run "$work/fuzz" || status=1
+echo "-- the longer targets, fuzzed beside the earlier phases:"
+wait "$fuzzlong" || status=1
+cat "$work/fuzz-long.log"
 
 # The node's binaries and images, and the fresh-root tier, must be done
 # before the phases that run alone begin, so that none of them shares the
