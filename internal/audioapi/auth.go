@@ -18,12 +18,14 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
 	authnv1 "k8s.io/api/authentication/v1"
 	authzv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -46,8 +48,29 @@ const (
 )
 
 // tokenCacheMax bounds how long a token the TokenReview accepted is taken
-// without asking again. Refusals are never kept.
+// without asking again: a token revoked in the meantime keeps working
+// for up to this long.
 const tokenCacheMax = 60 * time.Second
+
+// refusalCacheMax is how long a token the TokenReview refused is refused
+// again without asking: a client repeating a forged token costs the API
+// server one pair of reviews per this long, not one per request.
+const refusalCacheMax = 10 * time.Second
+
+// tokenCacheEntries bounds each token cache (accepted, refused); a full
+// cache is emptied and starts again.
+const tokenCacheEntries = 1024
+
+// Reviews on behalf of one client address (a token not in the caches
+// costs one or two TokenReviews): reviewRate a second on average, bursts
+// of reviewBurst. Past that the request is answered 429 without asking
+// the API server, so whoever reaches audio-api cannot turn it into a
+// load on the API server. reviewClients bounds the addresses tracked.
+const (
+	reviewRate    = 5
+	reviewBurst   = 10
+	reviewClients = 4096
+)
 
 // User is an authenticated caller, as the API server names it.
 type User struct {
@@ -69,6 +92,18 @@ type AuthError struct {
 
 func (e *AuthError) Error() string { return e.Reason }
 
+// ThrottledError is a request whose token would need a TokenReview while
+// its client address has used its share of reviews; RetryAfter is when
+// the next one is allowed.
+type ThrottledError struct {
+	Client     string
+	RetryAfter time.Duration
+}
+
+func (e *ThrottledError) Error() string {
+	return fmt.Sprintf("too many tokens to check from %s; try again in %s", e.Client, e.RetryAfter.Round(time.Second))
+}
+
 // Authenticator authenticates requests by client certificate (against
 // the cluster's client CA, reloaded when the ConfigMap changes) or else
 // by bearer token (TokenReview for Audience, else for the API server's
@@ -80,10 +115,15 @@ type Authenticator struct {
 	clientCA atomic.Pointer[x509.CertPool]
 	mu       sync.Mutex
 	tokens   map[[32]byte]tokenEntry
+	refused  map[[32]byte]tokenEntry
+	limiters map[string]*rate.Limiter
 }
 
+// tokenEntry is a cached answer: user for an accepted token, refusal
+// for a refused one.
 type tokenEntry struct {
 	user    *User
+	refusal *AuthError
 	expires time.Time
 }
 
@@ -135,7 +175,46 @@ func (a *Authenticator) Authenticate(ctx context.Context, r *http.Request) (*Use
 	if !ok || !strings.EqualFold(scheme, "Bearer") || token == "" {
 		return nil, &AuthError{Reason: "the Authorization header is not a bearer token"}
 	}
-	return a.token(ctx, token)
+	return a.token(ctx, token, clientAddress(r))
+}
+
+// clientAddress is the host part of the request's peer address (the
+// whole of it when it has no port).
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// allowReview takes one of client's TokenReviews, or says how long until
+// the next is allowed.
+func (a *Authenticator) allowReview(client string, now time.Time) (bool, time.Duration) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	l := a.limiters[client]
+	if l == nil {
+		if a.limiters == nil || len(a.limiters) >= reviewClients {
+			a.limiters = map[string]*rate.Limiter{}
+		}
+		l = rate.NewLimiter(reviewRate, reviewBurst)
+		a.limiters[client] = l
+	}
+	r := l.ReserveN(now, 1)
+	if d := r.DelayFrom(now); d > 0 {
+		r.CancelAt(now)
+		return false, d
+	}
+	return true, 0
+}
+
+// remember caches e under key in *m, emptying a full cache first.
+func remember(m *map[[32]byte]tokenEntry, key [32]byte, e tokenEntry) {
+	if *m == nil || len(*m) >= tokenCacheEntries {
+		*m = map[[32]byte]tokenEntry{}
+	}
+	(*m)[key] = e
 }
 
 func (a *Authenticator) certificate(chain []*x509.Certificate) (*User, error) {
@@ -157,7 +236,7 @@ func (a *Authenticator) certificate(chain []*x509.Certificate) (*User, error) {
 	return &User{Name: leaf.Subject.CommonName, Groups: append(leaf.Subject.Organization, "system:authenticated"), Method: "x509"}, nil
 }
 
-func (a *Authenticator) token(ctx context.Context, token string) (*User, error) {
+func (a *Authenticator) token(ctx context.Context, token, client string) (*User, error) {
 	key := sha256.Sum256([]byte(token))
 	now := time.Now()
 	a.mu.Lock()
@@ -165,7 +244,14 @@ func (a *Authenticator) token(ctx context.Context, token string) (*User, error) 
 		a.mu.Unlock()
 		return e.user, nil
 	}
+	if e, ok := a.refused[key]; ok && now.Before(e.expires) {
+		a.mu.Unlock()
+		return nil, e.refusal
+	}
 	a.mu.Unlock()
+	if ok, wait := a.allowReview(client, now); !ok {
+		return nil, &ThrottledError{Client: client, RetryAfter: wait}
+	}
 
 	// A token meant for audio-api (a program's projected token) first;
 	// else one meant for the API server itself, which is what a person's
@@ -186,7 +272,11 @@ func (a *Authenticator) token(ctx context.Context, token string) (*User, error) 
 		if reason == "" {
 			reason = "the API server did not authenticate the token"
 		}
-		return nil, &AuthError{Reason: "token refused: " + reason}
+		refusal := &AuthError{Reason: "token refused: " + reason}
+		a.mu.Lock()
+		remember(&a.refused, key, tokenEntry{refusal: refusal, expires: now.Add(refusalCacheMax)})
+		a.mu.Unlock()
+		return nil, refusal
 	}
 	u := &User{Name: tr.Status.User.Username, UID: tr.Status.User.UID, Groups: tr.Status.User.Groups, Method: "token"}
 	if len(tr.Status.User.Extra) > 0 {
@@ -200,10 +290,7 @@ func (a *Authenticator) token(ctx context.Context, token string) (*User, error) 
 		expires = exp
 	}
 	a.mu.Lock()
-	if a.tokens == nil || len(a.tokens) > 1024 {
-		a.tokens = map[[32]byte]tokenEntry{}
-	}
-	a.tokens[key] = tokenEntry{user: u, expires: expires}
+	remember(&a.tokens, key, tokenEntry{user: u, expires: expires})
 	a.mu.Unlock()
 	return u, nil
 }

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/crc32"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -242,6 +243,13 @@ func (s *server) serve(w *recorder, r *http.Request, rq *request) {
 	u, err := s.authn.Authenticate(r.Context(), r)
 	if err != nil {
 		var ae *AuthError
+		var te *ThrottledError
+		if errors.As(err, &te) {
+			p := captureapi.NewProblem(captureapi.ProblemTooManyRequests, "%s.", te.Error())
+			p.RetryAfter = max(1, int(math.Ceil(te.RetryAfter.Seconds())))
+			s.problem(w, r, rq, p)
+			return
+		}
 		if !errors.As(err, &ae) {
 			s.problem(w, r, rq, captureapi.NewProblem(captureapi.ProblemUnavailable, "Authentication could not be checked: %v.", err))
 			return

@@ -42,6 +42,7 @@ var (
 	ProblemAway             = ProblemType{SharedProblemBase + "away", "The object is on no node", http.StatusConflict}
 	ProblemUpstreamFailed   = ProblemType{SharedProblemBase + "upstream-failed", "The capture container answered badly", http.StatusBadGateway}
 	ProblemCaptureBusy      = ProblemType{SharedProblemBase + "capture-busy", "Every tap is in use", http.StatusServiceUnavailable}
+	ProblemTooManyRequests  = ProblemType{SharedProblemBase + "too-many-requests", "Too many credentials to check from this client", http.StatusTooManyRequests}
 	ProblemUnavailable      = ProblemType{SharedProblemBase + "unavailable", "Capture is not available", http.StatusServiceUnavailable}
 	ProblemUpstreamTimeout  = ProblemType{SharedProblemBase + "upstream-timeout", "The capture container did not answer in time", http.StatusGatewayTimeout}
 	ProblemInternal         = ProblemType{SharedProblemBase + "internal", "Internal error", http.StatusInternalServerError}
@@ -64,7 +65,7 @@ var ProblemTypes = []ProblemType{
 	ProblemBadRequest, ProblemUnauthenticated, ProblemForbidden, ProblemNotFound, ProblemNoNode,
 	ProblemMethodNotAllowed, ProblemNotAcceptable, ProblemAway, ProblemUpstreamFailed, ProblemCaptureBusy,
 	ProblemUnavailable, ProblemUpstreamTimeout, ProblemInternal, ProblemWrongTarget, ProblemRecorderFailed,
-	ProblemEncoderFailed, ProblemDisconnected,
+	ProblemEncoderFailed, ProblemDisconnected, ProblemTooManyRequests,
 }
 
 // DefaultRetryAfter is the Retry-After, in seconds, of a 503 that sets

@@ -153,20 +153,20 @@ const QueryTemplate = "{?t,bitrate}"
 var Routes = buildRoutes()
 
 func buildRoutes() []Route {
-	docStatuses := []int{200, 304, 401, 405, 406}
+	docStatuses := []int{200, 304, 401, 405, 406, 429}
 	rs := []Route{
 		{Kind: KindDiscovery, Path: Root, Template: Root, OperationID: "getDiscovery",
 			Summary: "The resources served and the templates of their routes.", MediaTypes: []string{MediaTypeJSON}, Statuses: docStatuses},
 		{Kind: KindOpenAPI, Path: OpenAPIPath, Template: OpenAPIPath, OperationID: "getOpenAPI",
 			Summary: "This API's OpenAPI 3.1 document.", MediaTypes: []string{MediaTypeOpenAPI}, Statuses: docStatuses},
 	}
-	tapStatuses := []int{200, 400, 401, 403, 404, 405, 406, 409, 500, 502, 503, 504}
+	tapStatuses := []int{200, 400, 401, 403, 404, 405, 406, 409, 429, 500, 502, 503, 504}
 	for _, res := range Resources {
 		base := Root + "/" + res.Plural + "/{name}"
 		tapTemplate := base + "/" + Aspect + "{.ext}"
 		rs = append(rs, Route{Kind: KindInfo, Path: base, Template: base, Resource: res,
 			OperationID: "get" + res.Kind, Summary: "Where the " + res.Kind + " is and the format a tap of it has.",
-			MediaTypes: []string{MediaTypeJSON}, Statuses: []int{200, 400, 401, 403, 404, 405, 409, 502, 503, 504}})
+			MediaTypes: []string{MediaTypeJSON}, Statuses: []int{200, 400, 401, 403, 404, 405, 409, 429, 502, 503, 504}})
 		var all []string
 		for _, f := range Formats {
 			all = append(all, f.MediaType)

@@ -166,6 +166,7 @@ func TestAudioAPI(t *testing.T) {
 	must(t, os.WriteFile(tokenFile, []byte(captureToken), 0o600))
 
 	rc := capturetest.As(c, "system:serviceaccount:liken-system:audio-api", ns, nil)
+	reviews := countTokenReviews(rc)
 	client, err := kubernetes.NewForConfig(rc)
 	must(t, err)
 	dyn, err := dynamic.NewForConfig(rc)
@@ -452,6 +453,8 @@ func TestAudioAPI(t *testing.T) {
 
 	t.Run("cli", func(t *testing.T) { checkCLI(t, ctx, c, dynAdmin, addr, listenerKube, nobodyKube(t, ctx, c)) })
 	t.Run("certificates", func(t *testing.T) { checkCertificates(t, ctx, c, captureToken) })
+	// Last: it spends this client address's share of token reviews.
+	t.Run("forged tokens", func(t *testing.T) { checkForgedTokens(t, ctx, https, tap, listener, reviews) })
 }
 
 // checkMinted reads what audio-api minted at start.
