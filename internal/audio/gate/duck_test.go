@@ -87,9 +87,19 @@ func TestAnnouncementDucksMusic(t *testing.T) {
 
 	announce := f.d.Command(ctx, "pw-play", "--target", nodeA, "--raw", "--format", "s16", "--rate", "48000", "--channels", "2", "-")
 	announce.Env = append(announce.Env, "PIPEWIRE_REMOTE="+gate.SocketPath(f.d.RuntimeDir, uidB))
+	announce.Env = append(announce.Env, gate.RoleEnv(gate.RoleAnnouncement)...)
 	announce.Stdin = bytes.NewReader(pwtest.Tone(announceHz, 0.2, rate, 2, 1500*time.Millisecond))
-	if out, err := announce.CombinedOutput(); err != nil {
-		t.Fatalf("the announcement: %v: %s", err, out)
+	var out lockedBuffer
+	announce.Stdout, announce.Stderr = &out, &out
+	if err := announce.Start(); err != nil {
+		t.Fatal(err)
+	}
+	stream, _ := f.linkedStream(t, ctx, announce.Process.Pid)
+	if r := stream.Props["media.role"]; r != "Announcement" {
+		t.Errorf("the announcement's stream has media.role %q, want the one its claim's environment stamps, Announcement", r)
+	}
+	if err := announce.Wait(); err != nil {
+		t.Fatalf("the announcement: %v: %s", err, out.String())
 	}
 	f.waitLog(t, ctx, nodeA, "restored")
 	end := rec.Recorded()

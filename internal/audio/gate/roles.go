@@ -58,6 +58,19 @@ func MediaRole(role string) (mediaRole string, ok bool) {
 	return mediaRole, ok
 }
 
+// RoleEnv is the environment that stamps role on every stream a
+// consumer makes: PIPEWIRE_PROPS, which libpipewire merges into each
+// pw_stream's properties over the application's own
+// (src/pipewire/stream.c, pw_stream_new), naming the role's media.role.
+// No role (or an unknown one), no variable.
+func RoleEnv(role string) []string {
+	mr, ok := MediaRole(role)
+	if !ok {
+		return nil
+	}
+	return []string{"PIPEWIRE_PROPS={ media.role = " + mr + " }"}
+}
+
 // RoleNames are the roles a claim may name, sorted.
 func RoleNames() []string {
 	return slices.Sorted(maps.Keys(mediaRoles))
