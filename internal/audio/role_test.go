@@ -13,7 +13,11 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
 
+	"github.com/google/go-cmp/cmp"
+
+	audiov1 "github.com/liken-sh/operators/api/audio/v1alpha1"
 	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/dra"
 )
@@ -73,5 +77,31 @@ func TestPrepareCarriesVolumeAndRole(t *testing.T) {
 	}
 	if !slices.Contains(edits.Env, "PIPEWIRE_PROPS={ media.role = Announcement }") {
 		t.Errorf("env %q stamps no media.role", edits.Env)
+	}
+}
+
+// Each Sink's spec.duckDecibels reaches the claim gate's file by its
+// node.name, 20 dB when absent; the file is written again only when a
+// ducking changes.
+func TestSinksDuckingHandedToTheGate(t *testing.T) {
+	run := t.TempDir()
+	o := &operator{}
+	o.cfg.Remote.RuntimeDir = run
+	six := int32(6)
+	o.noteDucking("liken.audio.card0-pcm3", audiov1.SinkSpec{DuckDecibels: &six})
+	o.noteDucking("bluez_output.00_11_22_33_44_55.1", audiov1.SinkSpec{})
+	o.noteDucking("", audiov1.SinkSpec{DuckDecibels: &six}) // no node: nothing
+	o.writeDucking(klog.Background())
+	got, err := gate.ReadDucking(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"liken.audio.card0-pcm3": 6, "bluez_output.00_11_22_33_44_55.1": gate.DefaultDuckDecibels}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("ducking file (-want +got):\n%s", d)
+	}
+	huge := int32(500)
+	if d := DuckDecibels(audiov1.SinkSpec{DuckDecibels: &huge}); d != gate.MaxDuckDecibels {
+		t.Errorf("500 dB held to %d, want %d", d, gate.MaxDuckDecibels)
 	}
 }
