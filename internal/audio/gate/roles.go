@@ -76,11 +76,11 @@ func RoleNames() []string {
 	return slices.Sorted(maps.Keys(mediaRoles))
 }
 
-// DuckingFile, in the runtime directory, holds how many decibels each
-// sink's other streams are lowered while an announcement plays on it, by
-// node.name (the Sink's spec.duckDecibels). The operator writes it; the
-// gate reads it whenever an announcement starts, so a change holds from
-// the next announcement on.
+// DuckingFile is the file in the runtime directory that holds how many
+// decibels each sink's other streams are lowered while an announcement
+// plays on it, by node.name (the Sink's spec.duckDecibels). The operator
+// writes it; the gate reads it whenever an announcement starts, so a
+// change holds from the next announcement on.
 const DuckingFile = "ducking.json"
 
 // DefaultDuckDecibels is the ducking of a sink the file does not name.
