@@ -53,7 +53,8 @@ func claimSnippets(t *testing.T, page string) map[string]string {
 
 // TestDocsClaimsApply applies every claim, and part of a claim, that
 // docs/gamepad.md shows (mode: direct, a pad held alone with all its
-// consumers, a selector) with a server-side dry run against the bases, and
+// consumers, a selector), and docs/speaker.md (a whole output, a claim's
+// role and volume), with a server-side dry run against the bases, and
 // checks that what the page asks for survives validation: the API server
 // drops a field it does not serve (a feature that is off) without an
 // error, so the answer is read back.
@@ -64,6 +65,9 @@ func TestDocsClaimsApply(t *testing.T) {
 	if len(snippets) < 3 {
 		t.Fatalf("docs/gamepad.md has %d claim snippets, want the selector, consumers and mode: direct ones", len(snippets))
 	}
+	for name, doc := range claimSnippets(t, "../docs/speaker.md") {
+		snippets["speaker-"+name] = strings.ReplaceAll(doc, "name: "+name+"\n", "name: speaker-"+name+"\n")
+	}
 	c, err := harness.Start(ctx, harness.Options{Logf: t.Logf})
 	if err != nil {
 		t.Fatal(err)
@@ -72,11 +76,13 @@ func TestDocsClaimsApply(t *testing.T) {
 	if _, err := c.WaitForServiceAccount(ctx, "default", "default"); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := c.Kubectl(ctx, "apply", "--server-side", "-k", "deploy/bluetooth"); err != nil {
-		t.Fatalf("deploy/bluetooth: %v\n%s", err, out)
+	for _, base := range []string{"deploy/bluetooth", "deploy/audio"} {
+		if out, err := c.Kubectl(ctx, "apply", "--server-side", "-k", base); err != nil {
+			t.Fatalf("%s: %v\n%s", base, err, out)
+		}
 	}
 	dir := t.TempDir()
-	var sawConsumers, sawDirect bool
+	var sawConsumers, sawDirect, sawRole bool
 	for name, doc := range snippets {
 		path := filepath.Join(dir, name+".yaml")
 		if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
@@ -115,6 +121,17 @@ func TestDocsClaimsApply(t *testing.T) {
 				t.Errorf("%s: the API server kept capacity.requests.consumers %q, want \"4\":\n%s", name, got, out)
 			}
 		}
+		if strings.Contains(doc, "role: announcement") {
+			sawRole = true
+			cfg := claim.Spec.Devices.Config
+			var params map[string]any
+			if len(cfg) == 1 {
+				json.Unmarshal(cfg[0].Opaque.Parameters, &params) //nolint:errcheck // checked by the comparison
+			}
+			if len(cfg) != 1 || cfg[0].Opaque.Driver != "audio.liken.sh" || params["role"] != "announcement" || params["volume"] != float64(100) {
+				t.Errorf("%s: config %s, want audio.liken.sh's role and volume", name, out)
+			}
+		}
 		if strings.Contains(doc, "mode: direct") {
 			sawDirect = true
 			cfg := claim.Spec.Devices.Config
@@ -127,7 +144,7 @@ func TestDocsClaimsApply(t *testing.T) {
 			}
 		}
 	}
-	if !sawConsumers || !sawDirect {
-		t.Errorf("applied the consumers snippet: %v, the mode: direct one: %v", sawConsumers, sawDirect)
+	if !sawConsumers || !sawDirect || !sawRole {
+		t.Errorf("applied the consumers snippet: %v, the mode: direct one: %v, docs/speaker.md's role one: %v", sawConsumers, sawDirect, sawRole)
 	}
 }

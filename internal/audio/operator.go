@@ -282,7 +282,8 @@ type operator struct {
 	untrusted       map[string]bool
 	trustWaitLogged map[uint32]bool
 	trustErr        string
-	claimErr        string // the last failure keeping claim files
+	claimErr        string         // the last failure keeping claim files
+	ducking         map[string]int // each sink's ducking by node.name (noteDucking)
 
 	// mixers are the cards' mixers as last read (passes only); mixMu
 	// guards the marks the card watchers set when a card's controls change.

@@ -38,12 +38,25 @@ type Params struct {
 	// attribute). Prepare fails on a wired output, and on a speaker that
 	// does not offer it, naming those it offers.
 	Codec string `json:"codec,omitempty"`
+	// Volume is the gain of the claim's own streams, in percent of
+	// unity (linear, 0 to 100), apart from the Sink's spec.volume; the
+	// claim gate sets it on each stream. Absent leaves the streams as
+	// they set themselves.
+	Volume *int `json:"volume,omitempty"`
+	// Role is what the claim plays, one of gate.RoleNames ("music",
+	// "announcement", ...): its streams carry the matching media.role,
+	// and an announcement ducks the other claims' streams on its output
+	// while it plays (the Sink's spec.duckDecibels).
+	Role string `json:"role,omitempty"`
 }
 
 // Validate refuses a codec that is not spelt as one (1 to 32 lower-case
 // letters, digits and '_'), naming its length rather than repeating a
 // long value.
 func (p *Params) Validate() error {
+	if err := validateShare(p.Volume, p.Role); err != nil {
+		return err
+	}
 	if p.Codec == "" || pipewire.CodecNameValid(p.Codec) {
 		return nil
 	}
@@ -106,14 +119,17 @@ func PrepareWithCodecs(lookup Lookup, codecs Codecs, runtimeDir string, wait tim
 			return dra.ContainerEdits{}, fmt.Errorf("output %s has no PipeWire sink right now", name)
 		}
 		uid := string(req.Claim.UID)
-		c := gate.Claim{UID: uid, Nodes: claimNodes(req, lookup), Streams: claimStreams(req)}
+		c := gate.Claim{UID: uid, Nodes: claimNodes(req, lookup), Streams: claimStreams(req),
+			Volume: req.Params.Volume, Role: req.Params.Role}
 		if err := gate.WriteClaim(runtimeDir, c); err != nil {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s: %w", name, err)
 		}
 		if err := waitForSocket(ctx, gate.SocketPath(runtimeDir, uid), wait); err != nil {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s: %w", name, err)
 		}
-		return Edits(gate.SocketDir(runtimeDir, uid), node), nil
+		edits := Edits(gate.SocketDir(runtimeDir, uid), node)
+		edits.Env = append(edits.Env, gate.RoleEnv(req.Params.Role)...)
+		return edits, nil
 	}
 }
 

@@ -147,6 +147,7 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 		default:
 			if obj := sinks[e.Name]; obj != nil {
 				o.steer(ctx, kind, obj, e, obj.Spec.EndpointSpec, node, controls)
+				o.noteDucking(e.NodeName, obj.Spec)
 			}
 			if i := slices.IndexFunc(declared, func(d pipewire.Output) bool { return d.Output == e.Name }); i >= 0 {
 				o.steerChannelMap(ctx, ref, e, declared[i].Positions, node)
@@ -219,7 +220,9 @@ func (o *operator) syncObjects(ctx context.Context, p Pass, g *pipewire.Graph) {
 		gauge(o.metrics.ready, e.Name, node != nil)
 		gauge(o.metrics.claimed, e.Name, hp != nil)
 	}
-	if err := o.syncSpeakers(ctx, g, p.Speakers, holders, seen); err != nil {
+	err := o.syncSpeakers(ctx, g, p.Speakers, holders, seen)
+	o.writeDucking(logger)
+	if err != nil {
 		return
 	}
 	o.markGone(ctx, seen)

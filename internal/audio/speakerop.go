@@ -211,6 +211,7 @@ func (o *operator) syncSpeakers(ctx context.Context, g *pipewire.Graph, eps []Sp
 				o.warn(ctx, ref, "VolumeWriteFailed", err.Error())
 			}
 			o.restCodec(ctx, s, e, holder != nil)
+			o.noteDucking(e.NodeName(), s.Spec)
 		}
 		if elsewhere != "" {
 			err = fmt.Errorf("status.node names %s, not this node; left alone", elsewhere)

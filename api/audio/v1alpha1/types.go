@@ -162,6 +162,15 @@ type SinkSpec struct {
 	// +kubebuilder:validation:Pattern=`^[a-z0-9_]{1,32}$`
 	// +optional
 	Codec string `json:"codec,omitempty"`
+	// DuckDecibels is how far the sink's other streams are lowered while
+	// a claim whose role is "announcement" plays on it: every stream of
+	// the other claims on the sink, by this many decibels (0 leaves them
+	// as they are). Absent is 20 dB. A change holds from the next
+	// announcement on.
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=96
+	// +optional
+	DuckDecibels *int32 `json:"duckDecibels,omitempty"`
 }
 
 // ChannelPosition is a SPA channel name (spa/param/audio/raw.h, as

@@ -71,6 +71,25 @@ type Claim struct {
 	// all together: the capacity of streams its allocation consumed.
 	// Zero (a file written before claims had shares) is DefaultMaxStreams.
 	Streams int `json:"streams,omitempty"`
+	// Volume is the gain of every stream of the claim's clients, in
+	// percent of unity (linear, 0 to 100), apart from the sink's own
+	// volume; nil leaves the streams at the gain they set themselves.
+	Volume *int `json:"volume,omitempty"`
+	// Role is what the claim plays, one of Roles ("" for none): an
+	// announcement's running stream ducks the other claims' streams on
+	// its sink (duck.go).
+	Role string `json:"role,omitempty"`
+}
+
+// check says what is wrong with c's volume and role (nil when nothing).
+func (c Claim) check() error {
+	if c.Volume != nil && (*c.Volume < 0 || *c.Volume > 100) {
+		return fmt.Errorf("claim %s: volume %d%% is outside 0 to 100", c.UID, *c.Volume)
+	}
+	if _, ok := MediaRole(c.Role); c.Role != "" && !ok {
+		return fmt.Errorf("claim %s: role %q is not one of %s", c.UID, c.Role, strings.Join(RoleNames(), ", "))
+	}
+	return nil
 }
 
 // DefaultMaxStreams is the streams of a claim file that names none: the
@@ -114,6 +133,9 @@ func WriteClaim(runtimeDir string, c Claim) error {
 	}
 	if c.Streams < 0 {
 		return fmt.Errorf("claim %s: %d streams", c.UID, c.Streams)
+	}
+	if err := c.check(); err != nil {
+		return err
 	}
 	data, err := json.Marshal(c)
 	if err != nil {
@@ -160,6 +182,10 @@ func Claims(runtimeDir string) (map[string]Claim, []error) {
 		var c Claim
 		if err := json.Unmarshal(data, &c); err != nil || c.UID != uid || len(c.Nodes) == 0 || c.Streams < 0 {
 			errs = append(errs, fmt.Errorf("claim file %s: not a claim (%v)", e.Name(), err))
+			continue
+		}
+		if err := c.check(); err != nil {
+			errs = append(errs, fmt.Errorf("claim file %s: %w", e.Name(), err))
 			continue
 		}
 		out[uid] = c

@@ -124,6 +124,7 @@ type session struct {
 	watched  map[uint32]uint32   // node proxies of claim clients' streams: their global id
 	streams  map[uint32]string   // claim clients' streams by global id: their claim UID
 	served   map[string]*served
+	duck     duckState // the streams' gains (duck.go)
 }
 
 func (s *session) run(ctx context.Context) error {
@@ -247,6 +248,7 @@ func (s *session) record(ev native.Event) {
 			}
 		}
 		s.forget(*ev.Removed)
+		s.duckForget(*ev.Removed)
 	case ev.Error != nil:
 		if _, asked := s.creating[ev.Error.ID]; !asked { // recreated logs those
 			s.cfg.Logf("claim gate: %v", ev.Error)
@@ -354,6 +356,10 @@ func (s *session) event(ev native.Event) {
 		if !ok || id != ev.NodeInfo.ID {
 			return
 		}
+		if ev.NodeInfo.Props == nil { // its state alone changed
+			s.duckInfo(ev.NodeInfo)
+			return
+		}
 		if why := s.misfit(ev.NodeInfo.Props); why != "" {
 			s.cfg.Logf("claim gate: node %d of a client of a claim changed its properties: %s: destroyed", id, why)
 			_ = s.conn.Destroy(id)
@@ -363,7 +369,9 @@ func (s *session) event(ev native.Event) {
 			g := s.globals[id]
 			g.Props = ev.NodeInfo.Props
 			s.refuse(g, uid, RefusedMonitor)
+			return
 		}
+		s.duckInfo(ev.NodeInfo)
 	}
 }
 
@@ -437,8 +445,10 @@ func (s *session) global(g native.Global) {
 			return
 		}
 		s.watched[proxy] = g.ID
+		s.duckStream(proxy, g)
 	case native.TypeLink:
 		s.link(g)
+		s.duckLink(g)
 	}
 }
 
@@ -634,6 +644,7 @@ func (s *session) syncClaims() {
 			s.cfg.Logf("claim gate: serving claim %s: %v", uid, err)
 		}
 	}
+	s.balance() // a claim's volume or role may have changed
 }
 
 // serve creates claim c's socket and hands it to the daemon as a

@@ -38,7 +38,12 @@ type fixture struct {
 
 func start(t *testing.T, more ...pipewire.Output) *fixture {
 	t.Helper()
-	outs := append([]pipewire.Output{pwtest.NullOutput(0, 3, nodeA), pwtest.NullOutput(0, 7, nodeB)}, more...)
+	return startOutputs(t, append([]pipewire.Output{pwtest.NullOutput(0, 3, nodeA), pwtest.NullOutput(0, 7, nodeB)}, more...))
+}
+
+// startOutputs is start with outs declared: A and B among them.
+func startOutputs(t *testing.T, outs []pipewire.Output) *fixture {
+	t.Helper()
 	d := pwtest.New(t, pwtest.Options{NoGate: true, Outputs: outs})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})

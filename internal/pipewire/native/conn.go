@@ -51,7 +51,11 @@ const (
 	securityContextCreate = 1
 
 	nodeEventInfo = 0
-	// nodeChangeProps is PW_NODE_CHANGE_MASK_PROPS (src/pipewire/node.h).
+	// nodeSetParam is PW_NODE_METHOD_SET_PARAM (src/pipewire/node.h).
+	nodeSetParam = 3
+	// nodeChangeState and nodeChangeProps are PW_NODE_CHANGE_MASK_STATE
+	// and PW_NODE_CHANGE_MASK_PROPS (src/pipewire/node.h).
+	nodeChangeState = 1 << 2
 	nodeChangeProps = 1 << 3
 
 	clientNodeUpdate = 2
@@ -134,18 +138,37 @@ type Bound struct {
 	Proxy, Global uint32
 }
 
-// NodeInfo is what a Node's info event says that the caller acts on.
+// NodeState is a node's state as its info event carries it (enum
+// pw_node_state, src/pipewire/node.h).
+type NodeState int32
+
+// The node states.
+const (
+	NodeError     NodeState = -1
+	NodeCreating  NodeState = 0
+	NodeSuspended NodeState = 1
+	NodeIdle      NodeState = 2
+	// NodeRunning: the node is started and processes samples each cycle
+	// of its driver.
+	NodeRunning NodeState = 3
+)
+
+// NodeInfo is what a Node's info event says that the caller acts on. It
+// arrives at bind and whenever the node's properties or state change.
 type NodeInfo struct {
 	// Proxy is the id BindNode returned.
 	Proxy uint32
 	// ID is the node's global id.
 	ID uint32
-	// Props are the node's properties as they are now. Its owner may
-	// change them at any time (a client-node's Update), object.serial
-	// included; only object.id and client.id are kept by the daemon
+	// Props are the node's properties as they are now, nil when the
+	// event is about the state alone. Its owner may change them at any
+	// time (a client-node's Update), object.serial included; only
+	// object.id and client.id are kept by the daemon
 	// (src/pipewire/impl-node.c, update_properties), measured with
 	// PipeWire 1.4.2.
 	Props map[string]string
+	// State is the node's state now.
+	State NodeState
 }
 
 // Error is an error event: the object it is about, the sequence number
@@ -374,6 +397,30 @@ func (c *Conn) UpdateClientNode(proxy uint32, props map[string]string) error {
 				w.string(props[k])
 			}
 			w.int32(0)
+		})
+	})
+}
+
+// SetNodeVolume sets the software gain of the node bound as proxy: its
+// Props param (SPA_TYPE_OBJECT_Props, spa/param/props.h) with
+// channelVolumes, gain (linear, 0 silence, 1 unity) on each of channels
+// channels. The daemon hands a client's node the param to apply
+// (module-client-node), so a stream's own converter scales its samples;
+// it needs W on the node, which a client of a socket with every
+// permission holds. A channel count outside 1 to 64 or a gain outside 0
+// to 1 is an error, and nothing is sent.
+func (c *Conn) SetNodeVolume(proxy uint32, gain float32, channels int) error {
+	if channels < 1 || channels > maxChannels {
+		return fmt.Errorf("node volume: %d channels, want 1 to %d", channels, maxChannels)
+	}
+	if !(gain >= 0 && gain <= 1) {
+		return fmt.Errorf("node volume: gain %v is outside 0 to 1", gain)
+	}
+	return c.send(proxy, nodeSetParam, nil, func(w *builder) {
+		w.id(paramProps)
+		w.int32(0)
+		w.object(objectProps, paramProps, func() {
+			w.property(propChannelVolumes, func() { w.floats(gain, channels) })
 		})
 	})
 }
@@ -677,8 +724,8 @@ func decode(id uint32, opcode uint8, body []byte) (message, error) {
 // (spa_node_info marshalled by node_marshal_info in
 // src/modules/module-protocol-native/protocol-native.c: id, the two port
 // maxima, the change mask as a Long, the two port counts, the state, the
-// error, then the properties as a dict). Other messages decode to
-// nothing.
+// error, then the properties as a dict). An info that changes neither
+// the properties nor the state, and other messages, decode to nothing.
 func decodeNode(proxy uint32, opcode uint8, body []byte) (message, error) {
 	if opcode != nodeEventInfo {
 		return message{}, nil
@@ -703,19 +750,29 @@ func decodeNode(proxy uint32, opcode uint8, body []byte) (message, error) {
 	if err != nil {
 		return bad(err)
 	}
-	for range 4 { // inputs, outputs, state, error
+	for range 2 { // inputs, outputs
 		if err := p.skip(); err != nil {
 			return bad(err)
 		}
+	}
+	state, err := p.id()
+	if err != nil {
+		return bad(err)
+	}
+	if err := p.skip(); err != nil { // error
+		return bad(err)
 	}
 	props, err := p.dict()
 	if err != nil {
 		return bad(err)
 	}
+	if mask&(nodeChangeProps|nodeChangeState) == 0 {
+		return message{}, nil
+	}
 	if mask&nodeChangeProps == 0 {
 		// The properties did not change; the dict holds what the
 		// daemon had at hand, not necessarily the node's properties.
-		return message{}, nil
+		props = nil
 	}
-	return message{event: &Event{NodeInfo: &NodeInfo{Proxy: proxy, ID: id, Props: props}}}, nil
+	return message{event: &Event{NodeInfo: &NodeInfo{Proxy: proxy, ID: id, Props: props, State: NodeState(state)}}}, nil
 }

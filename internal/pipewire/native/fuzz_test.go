@@ -3,6 +3,7 @@
 package native
 
 import (
+	"math"
 	"testing"
 )
 
@@ -45,13 +46,74 @@ func TestDecodeNodeInfo(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := m.event.NodeInfo
-	if n.Proxy != 5 || n.ID != 41 || n.Props["media.class"] != "Audio/Sink" || n.Props["node.name"] != "relabelled" {
+	if n.Proxy != 5 || n.ID != 41 || n.Props["media.class"] != "Audio/Sink" || n.Props["node.name"] != "relabelled" || n.State != NodeIdle {
 		t.Errorf("node info %+v", n)
 	}
 	for k := range len(nodeInfoBody()) - 8 {
 		if _, err := decodeNode(5, nodeEventInfo, nodeInfoBody()[:k]); err == nil {
 			t.Fatalf("a node info cut at %d bytes decoded", k)
 		}
+	}
+}
+
+// An info whose change mask names the state alone carries the state and
+// no properties: the dict then holds what the daemon had at hand.
+func TestDecodeNodeInfoStateOnly(t *testing.T) {
+	body := nodeInfoBody()
+	le.PutUint64(body[8+16*3+8:], nodeChangeState) // the mask's Long, after the Struct header and three Ints
+	m, err := decodeNode(5, nodeEventInfo, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := m.event.NodeInfo; n == nil || n.Props != nil || n.State != NodeIdle {
+		t.Errorf("state-only node info %+v", n)
+	}
+	le.PutUint64(body[8+16*3+8:], 1) // input ports alone
+	if m, err := decodeNode(5, nodeEventInfo, body); err != nil || m.event != nil {
+		t.Errorf("an info about ports alone: %+v, %v", m.event, err)
+	}
+}
+
+// SetNodeVolume's param, read back: a Struct of the param id, flags and
+// a Props Object whose one property is channelVolumes, an Array of
+// Floats.
+func TestSetNodeVolumeParam(t *testing.T) {
+	w := &builder{}
+	w.structure(func() {
+		w.id(paramProps)
+		w.int32(0)
+		w.object(objectProps, paramProps, func() {
+			w.property(propChannelVolumes, func() { w.floats(0.25, 3) })
+		})
+	})
+	p, err := openStruct(w.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id, err := p.id(); err != nil || id != paramProps {
+		t.Fatalf("param id %d, %v", id, err)
+	}
+	if _, err := p.int32(); err != nil {
+		t.Fatal(err)
+	}
+	obj, typ, err := p.member(podObject)
+	if err != nil || typ != podObject {
+		t.Fatalf("object: %v", err)
+	}
+	if le.Uint32(obj) != objectProps || le.Uint32(obj[4:]) != paramProps || le.Uint32(obj[8:]) != propChannelVolumes {
+		t.Errorf("object header % x", obj[:16])
+	}
+	arr := obj[16:]
+	if le.Uint32(arr) != 8+3*4 || le.Uint32(arr[4:]) != podArray || le.Uint32(arr[8:]) != 4 || le.Uint32(arr[12:]) != podFloat {
+		t.Errorf("array header % x", arr[:16])
+	}
+	for i := range 3 {
+		if v := math.Float32frombits(le.Uint32(arr[16+4*i:])); v != 0.25 {
+			t.Errorf("channel %d: %v", i, v)
+		}
+	}
+	if len(w.b)%8 != 0 {
+		t.Errorf("the message is %d bytes, not a multiple of 8", len(w.b))
 	}
 }
 

@@ -34,9 +34,26 @@ const (
 	podID     = 3
 	podInt    = 4
 	podLong   = 5
+	podFloat  = 6
 	podString = 8
+	podArray  = 13
 	podStruct = 14
+	podObject = 15
 	podFd     = 18
+)
+
+// Param and property ids of a node's volume (spa/param/param-types.h,
+// spa/param/props.h).
+const (
+	// paramProps is SPA_PARAM_Props, and objectProps
+	// SPA_TYPE_OBJECT_Props, the object type of that param.
+	paramProps  = 2
+	objectProps = 0x40002
+	// propChannelVolumes is SPA_PROP_channelVolumes: an Array of Float,
+	// one linear gain per channel.
+	propChannelVolumes = 0x10008
+	// maxChannels is SPA_AUDIO_MAX_CHANNELS.
+	maxChannels = 64
 )
 
 var le = binary.LittleEndian
@@ -62,6 +79,45 @@ func (w *builder) uint32(v uint32) { w.int32(int32(v)) }
 func (w *builder) int64(v int64) {
 	w.header(8, podLong)
 	w.b = le.AppendUint64(w.b, uint64(v))
+}
+
+// id writes an Id (an enum value of SPA's type system).
+func (w *builder) id(v uint32) {
+	w.header(4, podID)
+	w.b = le.AppendUint32(w.b, v)
+	w.b = le.AppendUint32(w.b, 0)
+}
+
+// object writes an Object of type typ and param id whose properties
+// fill writes (property).
+func (w *builder) object(typ, id uint32, fill func()) {
+	start := len(w.b)
+	w.header(0, podObject)
+	w.b = le.AppendUint32(w.b, typ)
+	w.b = le.AppendUint32(w.b, id)
+	fill()
+	le.PutUint32(w.b[start:], uint32(len(w.b)-start-8))
+}
+
+// property writes one property of an Object: its key, no flags, and the
+// value value writes.
+func (w *builder) property(key uint32, value func()) {
+	w.b = le.AppendUint32(w.b, key)
+	w.b = le.AppendUint32(w.b, 0)
+	value()
+}
+
+// floats writes an Array of n Floats, each v, padded to 8 bytes.
+func (w *builder) floats(v float32, n int) {
+	w.header(uint32(8+4*n), podArray)
+	w.b = le.AppendUint32(w.b, 4)
+	w.b = le.AppendUint32(w.b, podFloat)
+	for range n {
+		w.b = le.AppendUint32(w.b, math.Float32bits(v))
+	}
+	for len(w.b)%8 != 0 {
+		w.b = append(w.b, 0)
+	}
 }
 
 func (w *builder) fd(index int64) {
@@ -163,6 +219,18 @@ func (p *parser) int64() (int64, error) {
 		return 0, fmt.Errorf("%w: a Long of %d bytes", errPOD, len(body))
 	}
 	return int64(le.Uint64(body)), nil
+}
+
+// id reads an Id.
+func (p *parser) id() (uint32, error) {
+	body, _, err := p.member(podID)
+	if err != nil {
+		return 0, err
+	}
+	if len(body) < 4 {
+		return 0, fmt.Errorf("%w: an Id of %d bytes", errPOD, len(body))
+	}
+	return le.Uint32(body), nil
 }
 
 func (p *parser) uint32() (uint32, error) {
