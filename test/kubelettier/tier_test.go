@@ -61,6 +61,7 @@ func TestTier(t *testing.T) {
 		{"AudioBase", audioBase},
 		{"AudioConsumer", audioConsumer},
 		{"Capture", captureTap},
+		{"SharedSink", sharedSink},
 		{"PipeWireKill", pipewireKill},
 		{"WirePlumberLosesBus", wireplumberLosesBus},
 		{"KubeletRestart", kubeletRestart},

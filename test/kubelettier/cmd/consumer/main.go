@@ -4,13 +4,13 @@
 // reports what the container runtime gave its container (one JSON line on
 // stdout: the environment, every node under /dev, every mount point) and
 // then either waits for SIGTERM (mode "report") or plays a tone through
-// PipeWire (mode "tone"): a 440 Hz sine, 48 kHz stereo S16, fed to
+// PipeWire (mode "tone"): a sine of HZ (default 440), 48 kHz stereo S16, fed to
 // pw-cat --playback, which connects to $PIPEWIRE_REMOTE and targets
 // $PIPEWIRE_NODE as every PipeWire stream does. When pw-cat ends (its
 // PipeWire went away) it is started again after 200 ms, and a line says
 // so, so the stream resumes once PipeWire is back.
 //
-// Usage: consumer report|tone
+// Usage: consumer report|tone [HZ]
 package main
 
 import (
@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -33,8 +34,18 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 || (os.Args[1] != "report" && os.Args[1] != "tone") {
-		fmt.Fprintln(os.Stderr, "usage: consumer report|tone")
+	freq := 440.0
+	switch {
+	case len(os.Args) == 2 && (os.Args[1] == "report" || os.Args[1] == "tone"):
+	case len(os.Args) == 3 && os.Args[1] == "tone":
+		f, err := strconv.ParseFloat(os.Args[2], 64)
+		if err != nil || f < 20 || f > 20000 {
+			fmt.Fprintf(os.Stderr, "consumer: tone %q is not a frequency from 20 to 20000 Hz\n", os.Args[2])
+			os.Exit(2)
+		}
+		freq = f
+	default:
+		fmt.Fprintln(os.Stderr, "usage: consumer report|tone [HZ]")
 		os.Exit(2)
 	}
 	line, err := json.Marshal(collect())
@@ -46,7 +57,7 @@ func main() {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	if os.Args[1] == "tone" {
-		go tone()
+		go tone(freq)
 	}
 	<-stop
 }
@@ -90,9 +101,9 @@ func collect() report.Report {
 	return r
 }
 
-// tone runs pw-cat with a sine on its standard input, forever.
-func tone() {
-	const rate, freq = 48000, 440.0
+// tone runs pw-cat with a sine of freq Hz on its standard input, forever.
+func tone(freq float64) {
+	const rate = 48000
 	frame := make([]byte, 4*rate/10) // 100 ms of stereo S16
 	var n int
 	for {
