@@ -46,7 +46,9 @@ func TestRegistrationNamesAKubeletWithoutTheDRAAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer d.Stop()
-	problem := func(reason string) float64 { return testutil.ToFloat64(d.metrics.registrationProblem.WithLabelValues(reason)) }
+	problem := func(reason string) float64 {
+		return testutil.ToFloat64(d.metrics.registrationProblem.WithLabelValues(reason))
+	}
 	// logged waits for a log line holding every one of parts.
 	logged := func(what string, parts ...string) {
 		t.Helper()

@@ -21,7 +21,7 @@ type metrics struct {
 	backgroundErrors    *prometheus.CounterVec // fatal: true|false
 	registered          prometheus.Gauge
 	registrationRetries prometheus.Counter
-	registrationProblem *prometheus.GaugeVec // reason: one of registrationReasons
+	registrationProblem *prometheus.GaugeVec   // reason: one of registrationReasons
 	statusWrites        *prometheus.CounterVec // result: success|error
 }
 
