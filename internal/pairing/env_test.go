@@ -84,8 +84,10 @@ type rig struct {
 	mu       sync.Mutex
 	holders  map[string]dra.ClaimRef
 	pageScan *bool
-	last     Result
-	stop     func()
+	// nodeAdapters is Input.NodeAdapters (nil: unknown).
+	nodeAdapters []string
+	last         Result
+	stop         func()
 }
 
 func newRig(t *testing.T, adapter string) *rig {
@@ -134,11 +136,11 @@ func (r *rig) start() {
 				for k, v := range r.holders {
 					holders[k] = v
 				}
-				pageScan := r.pageScan
+				pageScan, nodeAdapters := r.pageScan, r.nodeAdapters
 				r.mu.Unlock()
 				res, _ := ctrl.Pass(ctx, Input{Objects: scopeTo(objs, r.adapter), Holders: holders,
 					InputNodes: func(string) []string { return nil }, PageScan: pageScan,
-					HIDDevPath: func(addr string) string { return r.hidDev[addr] }})
+					HIDDevPath: func(addr string) string { return r.hidDev[addr] }, NodeAdapters: nodeAdapters})
 				if len(res.KeepOut) > 0 {
 					ctrl.Retired(res.KeepOut)
 				}

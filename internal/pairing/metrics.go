@@ -12,6 +12,7 @@ type metrics struct {
 	reconcile                   prometheus.Histogram
 	errors                      prometheus.Counter
 	outcomes                    *prometheus.CounterVec
+	previousBonds               *prometheus.GaugeVec
 }
 
 // newMetrics registers with r (nil: the series exist and go nowhere):
@@ -22,6 +23,7 @@ type metrics struct {
 //	bluetooth_reconcile_duration_seconds            one pass of the pairing API
 //	bluetooth_reconcile_errors_total                objects a pass failed to write or act on
 //	bluetooth_pairing_outcomes_total{outcome}       Paired, Failed, Expired
+//	bluetooth_adapter_previous_radio_bonds{previous} bond Secrets of an earlier radio of this node, while this one holds none
 func newMetrics(r prometheus.Registerer) *metrics {
 	m := &metrics{
 		connected: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "bluetooth_peripheral_connected",
@@ -36,9 +38,11 @@ func newMetrics(r prometheus.Registerer) *metrics {
 			Help: "Objects a pass failed to write or act on."}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "bluetooth_pairing_outcomes_total",
 			Help: "PairingRequests finished, by phase."}, []string{"outcome"}),
+		previousBonds: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "bluetooth_adapter_previous_radio_bonds",
+			Help: "Bond Secrets of an earlier radio of this node (by its Adapter name) while the radio here holds no bonds: its devices must be paired again, or the radio given the old address."}, []string{"previous"}),
 	}
 	if r != nil {
-		r.MustRegister(m.connected, m.claimed, m.battery, m.reconcile, m.errors, m.outcomes)
+		r.MustRegister(m.connected, m.claimed, m.battery, m.reconcile, m.errors, m.outcomes, m.previousBonds)
 	}
 	return m
 }
