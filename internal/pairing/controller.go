@@ -42,7 +42,7 @@ type Radio interface {
 }
 
 // Config is what a Controller runs with; every field but SysRoot,
-// Registerer and Now is required.
+// BondsRoot, Registerer and Now is required.
 type Config struct {
 	// Node is this node's name.
 	Node string
@@ -57,6 +57,9 @@ type Config struct {
 	Radio Radio
 	// SysRoot is sysfs, for batteries; empty means /sys.
 	SysRoot string
+	// BondsRoot is BlueZ's storage tree (/var/lib/bluetooth), for the
+	// speakers' cached stream endpoints; empty leaves them unchecked.
+	BondsRoot string
 	// Registerer takes the controller's metrics; nil registers none.
 	Registerer prometheus.Registerer
 	// Now is the clock; nil means time.Now.

@@ -80,6 +80,9 @@ type rig struct {
 	reg     *prometheus.Registry
 	sysRoot string
 	hidDev  map[string]string
+	// bondsRoot is Config.BondsRoot: the simulator's storage tree, or
+	// empty.
+	bondsRoot string
 
 	mu       sync.Mutex
 	holders  map[string]dra.ClaimRef
@@ -116,7 +119,7 @@ func (r *rig) start() {
 	client, err := bluez.Connect(ctx, bluez.Options{Address: r.sim.Address()})
 	must(r.t, err)
 	cfg := Config{Node: "node-" + r.ns, Namespace: r.ns, Adapter: bdaddr.MustParse(r.adapter),
-		Client: r.dyn, Kube: r.kube, Radio: client, Now: r.clock.Now, SysRoot: r.sysRoot}
+		Client: r.dyn, Kube: r.kube, Radio: client, Now: r.clock.Now, SysRoot: r.sysRoot, BondsRoot: r.bondsRoot}
 	if r.reg != nil {
 		cfg.Registerer = r.reg
 	}

@@ -103,7 +103,10 @@ type PeripheralStatus struct {
 	// +optional
 	Claim *ClaimReference `json:"claim,omitempty"`
 	// Conditions: Connected and Ready; on a Peripheral no operator made,
-	// both False with reason NotServed.
+	// both False with reason NotServed. A speaker also has EndpointCache:
+	// whether BlueZ's cache of its A2DP stream endpoints agrees with the
+	// ones it offers (False, Stale, until the operator clears the cache
+	// at its next disconnection: True, Cleared).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -185,4 +188,20 @@ const (
 	ReasonNoInputNodes = "NoInputNodes"
 	// ReasonLinkUp: connected, a device that has no input nodes.
 	ReasonLinkUp = "LinkUp"
+
+	// ConditionEndpointCache: a speaker's A2DP stream endpoints as
+	// BlueZ caches them (cache/<device>, [Endpoints]), which bluetoothd
+	// loads at a connection instead of asking the speaker, agree with
+	// those bluetoothd exports for it while it is connected.
+	ConditionEndpointCache = "EndpointCache"
+	// ReasonCacheCurrent: they agree, or nothing is cached.
+	ReasonCacheCurrent = "Current"
+	// ReasonCacheStale: they disagree; the message names both lists, and
+	// the cache is cleared at the speaker's next disconnection.
+	ReasonCacheStale = "Stale"
+	// ReasonCacheCleared: the stale cache was cleared; the speaker's
+	// next connection discovers its endpoints afresh.
+	ReasonCacheCleared = "Cleared"
+	// ReasonCacheUnreadable: the cache file could not be read or parsed.
+	ReasonCacheUnreadable = "Unreadable"
 )
