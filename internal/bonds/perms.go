@@ -60,12 +60,14 @@ func unixMode(m fs.FileMode) uint32 {
 // CAP_DAC_OVERRIDE, cannot read or replace it, and bondfetch holds no
 // CAP_CHOWN to give it back), a symbolic link (bluetoothd would follow
 // it wherever it leads) or anything else that is not a file or a
-// directory. A missing adapter directory is a tree with nothing to check.
+// directory. A missing adapter directory (or a root that is no
+// directory) is a tree with nothing to check.
 // Symbolic links are never followed.
 func CheckTree(root string, adapter bdaddr.Address, owner int) (repaired []Repair, err error) {
 	var problems []error
 	walkErr := filepath.WalkDir(AdapterDir(root, adapter), func(path string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) && path == AdapterDir(root, adapter) {
+		if path == AdapterDir(root, adapter) && (errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR)) {
+			// No tree yet; what stands in its way is WriteTree's to report.
 			return fs.SkipDir
 		}
 		if err != nil {
