@@ -106,7 +106,9 @@ type PeripheralStatus struct {
 	// both False with reason NotServed. A speaker also has EndpointCache:
 	// whether BlueZ's cache of its A2DP stream endpoints agrees with the
 	// ones it offers (False, Stale, until the operator clears the cache
-	// at its next disconnection: True, Cleared).
+	// at its next disconnection: True, Cleared), and, while connected,
+	// A2DP: whether its A2DP channel is up (False, NoA2DP, while the
+	// operator repairs it).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -204,4 +206,15 @@ const (
 	ReasonCacheCleared = "Cleared"
 	// ReasonCacheUnreadable: the cache file could not be read or parsed.
 	ReasonCacheUnreadable = "Unreadable"
+
+	// ConditionA2DP: a connected speaker's A2DP channel is up
+	// (bluetoothd exports its stream endpoints). Absent while it is
+	// disconnected and on a device that is no speaker.
+	ConditionA2DP = "A2DP"
+	// ReasonA2DPUp: the channel is up.
+	ReasonA2DPUp = "StreamEndpoints"
+	// ReasonNoA2DP: connected without the channel (only HFP/HSP or
+	// AVRCP came back, as after a bluetoothd or bus restart); the
+	// message names the repair the operator makes and when.
+	ReasonNoA2DP = "NoA2DP"
 )
