@@ -55,6 +55,20 @@ func TestAsThePodRunsIt(t *testing.T) {
 	if err := os.Mkdir(vol, 0o777); err != nil { // an emptyDir's mode
 		t.Fatal(err)
 	}
+	// Kept from an earlier run with modes BlueZ never gives: repaired
+	// with no capability, since root owns them.
+	kept := filepath.Join(vol, claimed.String(), pad.String())
+	if err := os.MkdirAll(kept, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(kept, "info"), fixtures.BlueZ(t, "8bitdo-nes30-pro.info"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for p, mode := range map[string]os.FileMode{filepath.Dir(kept): 0o755, kept: 0o755, filepath.Join(kept, "info"): 0o644} {
+		if err := os.Chmod(p, mode); err != nil { // past the umask
+			t.Fatal(err)
+		}
+	}
 	script := `mount --make-rprivate / && mount --bind "$VOL" "$VOL" && mount -o remount,bind,ro / &&
 exec setpriv --inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-privs -- "$0" -test.run '^TestAsThePodRunsIt$' -test.v`
 	cmd := exec.Command("unshare", "--mount", "--", "sh", "-c", script, os.Args[0])
@@ -68,6 +82,9 @@ exec setpriv --inh-caps=-all --ambient-caps=-all --bounding-set=-all --no-new-pr
 		t.Fatal("the contained test did not pass")
 	}
 
+	if !strings.Contains(string(out), "repaired "+filepath.Join(kept, "info")+": mode 0644, now 0600") {
+		t.Error("the contained run did not log the repair of the kept info's mode")
+	}
 	// What it left: root-owned, BlueZ's modes, the fixtures' bytes.
 	a := claimed.String()
 	for rel, want := range map[string]struct {

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"regexp"
 	"strconv"
 	"time"
@@ -152,6 +153,22 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	for _, s := range fetched.Skipped {
 		logf("%v", s)
+	}
+	// A tree kept from an earlier run of this container in the same pod
+	// gets BlueZ's modes back before anything is added to it, or
+	// bluetoothd does not start on a tree it cannot use.
+	repaired, err := bonds.CheckTree(opts.root, address, os.Geteuid())
+	for _, r := range repaired {
+		logf("repaired %s (BlueZ's mode)", r)
+	}
+	if err != nil {
+		var joined interface{ Unwrap() []error }
+		if errors.As(err, &joined) {
+			for _, e := range joined.Unwrap() {
+				logf("tree: %v", e)
+			}
+		}
+		return fail("the tree of %s under %s is not one bluetoothd can use; see the lines above", address, opts.root)
 	}
 	// The operator container serves only this adapter; it reads which
 	// one from the tree they share.

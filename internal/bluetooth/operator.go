@@ -240,7 +240,7 @@ func (o *operator) startPairing(ctx context.Context) error {
 	p, err := pairing.New(pairing.Config{
 		Node: o.cfg.NodeName, Namespace: o.cfg.Namespace, Adapter: o.adapter,
 		Client: o.cfg.Dynamic, Kube: o.cfg.KubeClient, Radio: o.client, SysRoot: o.cfg.SysRoot,
-		Registerer: o.cfg.Registerer,
+		BondsRoot: o.cfg.BondsRoot, Registerer: o.cfg.Registerer,
 	})
 	if err != nil {
 		return err

@@ -105,6 +105,33 @@ func (c *Client) CancelPairing(ctx context.Context, device dbus.ObjectPath) erro
 	return err
 }
 
+// ConnectTimeout bounds Device1.Connect and ConnectProfile: bluetoothd
+// answers once the link and the profile are up or have failed, which
+// takes a page timeout (5.12 s by default) at worst, plus the profile's
+// own setup.
+const ConnectTimeout = 30 * time.Second
+
+// Connect runs Device1.Connect: bluetoothd brings the link up and
+// connects the device's auto-connect profiles (A2DP and AVRCP for a
+// speaker). A device already connected (org.bluez.Error.AlreadyConnected)
+// is success. Errors carry BlueZ's name (see ErrorName).
+func (c *Client) Connect(ctx context.Context, device dbus.ObjectPath) error {
+	err := c.call(ctx, ConnectTimeout, device, DeviceInterface+".Connect")
+	if ErrorName(err) == "org.bluez.Error.AlreadyConnected" {
+		return nil
+	}
+	return err
+}
+
+// ConnectProfile runs Device1.ConnectProfile for the service class uuid
+// (lower case, 128-bit): bluetoothd connects that one profile, the link
+// first if it is down. Errors carry BlueZ's name
+// (org.bluez.Error.Failed with the reason as its message,
+// NotAvailable for a profile the device does not offer, InProgress).
+func (c *Client) ConnectProfile(ctx context.Context, device dbus.ObjectPath, uuid string) error {
+	return c.call(ctx, ConnectTimeout, device, DeviceInterface+".ConnectProfile", uuid)
+}
+
 // Disconnect runs Device1.Disconnect; a device that is not connected
 // (org.bluez.Error.NotConnected) is success.
 func (c *Client) Disconnect(ctx context.Context, device dbus.ObjectPath) error {

@@ -18,6 +18,10 @@ const (
 	Service          = "org.bluez"
 	AdapterInterface = "org.bluez.Adapter1"
 	DeviceInterface  = "org.bluez.Device1"
+	// MediaEndpointInterface is a stream endpoint (BlueZ
+	// doc/org.bluez.MediaEndpoint.rst); bluetoothd exports a connected
+	// device's remote ones at <device>/sep<N>.
+	MediaEndpointInterface = "org.bluez.MediaEndpoint1"
 )
 
 // Standard D-Bus interfaces (D-Bus specification, "Standard Interfaces").
@@ -138,6 +142,11 @@ type Device struct {
 	// so a device off the air usually has none.
 	Battery    uint8
 	HasBattery bool
+	// Endpoints are the device's remote stream endpoints bluetoothd
+	// exports (MediaEndpoint1 objects whose Device is this one), by
+	// path; bluetoothd exports them while the device is connected, from
+	// an AVDTP discovery or from its cache of the last one.
+	Endpoints []RemoteEndpoint
 }
 
 // Objects is BlueZ's object tree as one GetManagedObjects answer read it,
@@ -168,6 +177,20 @@ func (o Objects) Adapter(path dbus.ObjectPath) (Adapter, bool) {
 		return Adapter{}, false
 	}
 	return o.Adapters[i], true
+}
+
+// RemoteEndpoint is one remote A2DP stream endpoint (MediaEndpoint1).
+type RemoteEndpoint struct {
+	Path dbus.ObjectPath
+	// UUID is its role in lower case: the A2DP sink UUID
+	// (0000110b-...) for a speaker's endpoint.
+	UUID string
+	// Codec is the A2DP codec type (0x00 SBC, 0xff vendor) and
+	// Capabilities its codec information element.
+	Codec        byte
+	Capabilities []byte
+	// DelayReporting is the endpoint's delay reporting capability.
+	DelayReporting bool
 }
 
 // PropertyError is a property that BlueZ reported with another D-Bus type
@@ -208,6 +231,23 @@ func decodeObjects(reply managedObjects) Objects {
 			out.Devices = append(out.Devices, d)
 			out.Problems = append(out.Problems, r.errs...)
 		}
+	}
+	for p, ifaces := range reply {
+		props, ok := ifaces[MediaEndpointInterface]
+		if !ok {
+			continue
+		}
+		r := propReader{path: p, iface: MediaEndpointInterface, props: props}
+		dev := r.objectPath("Device")
+		ep := RemoteEndpoint{Path: p, UUID: strings.ToLower(r.str("UUID")), Codec: get[byte](&r, "Codec"),
+			Capabilities: get[[]byte](&r, "Capabilities"), DelayReporting: r.boolean("DelayReporting")}
+		out.Problems = append(out.Problems, r.errs...)
+		if i := slices.IndexFunc(out.Devices, func(d Device) bool { return d.Path == dev }); dev != "" && i >= 0 {
+			out.Devices[i].Endpoints = append(out.Devices[i].Endpoints, ep)
+		}
+	}
+	for i := range out.Devices {
+		slices.SortFunc(out.Devices[i].Endpoints, func(a, b RemoteEndpoint) int { return cmp.Compare(a.Path, b.Path) })
 	}
 	slices.SortFunc(out.Adapters, func(a, b Adapter) int { return cmp.Compare(a.Path, b.Path) })
 	slices.SortFunc(out.Devices, func(a, b Device) int { return cmp.Compare(a.Path, b.Path) })

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/types"
 	"tags.cncf.io/container-device-interface/pkg/cdi"
 	"tags.cncf.io/container-device-interface/pkg/parser"
@@ -77,7 +78,38 @@ func (w *cdiWriter) qualified(name string) string {
 	return parser.QualifiedName(w.vendor, w.class, name)
 }
 
-// write validates and atomically replaces the claim's spec. It writes the
+// hasEdits reports whether a device gives a container anything. The CDI
+// specification refuses a device whose edits are empty (the library's
+// reader fails the whole spec: "invalid device, empty device edits"), so
+// such a device is left out of the spec and the kubelet is handed no CDI
+// ID for it: the claim is prepared, and the container gets nothing for
+// that device, which is all it asked for. equality.Semantic treats nil and
+// empty lists alike and covers every field the spec's type has, now and
+// when the specification adds one.
+func hasEdits(e ContainerEdits) bool {
+	return !equality.Semantic.DeepEqual(e, ContainerEdits{})
+}
+
+// inSpec is the devices that a claim's spec holds: those with edits.
+func inSpec(devices []preparedDevice) []preparedDevice {
+	var out []preparedDevice
+	for _, d := range devices {
+		if hasEdits(d.Edits) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// current reports whether the claim's spec is as it should be on disk:
+// present when a device of it has edits, or not needed at all.
+func (w *cdiWriter) current(claimUID types.UID, devices []preparedDevice) bool {
+	return len(inSpec(devices)) == 0 || w.exists(claimUID)
+}
+
+// write validates and atomically replaces the claim's spec, which holds
+// the devices that have edits (inSpec); a claim with none has no spec, and
+// any spec it had is removed. It writes the
 // file itself rather than through the library's Cache.WriteSpec, which
 // renames its temporary file before anything is synced (a crash can leave
 // an empty spec) and leaves the temporary file behind when a write fails
@@ -86,6 +118,10 @@ func (w *cdiWriter) qualified(name string) string {
 // under a hidden name of this driver's, then renamed, then the directory is
 // synced; on any failure it is removed and the previous spec is untouched.
 func (w *cdiWriter) write(claimUID types.UID, devices []preparedDevice) error {
+	devices = inSpec(devices)
+	if len(devices) == 0 {
+		return w.remove(claimUID)
+	}
 	spec := &cdispec.Spec{Kind: w.vendor + "/" + w.class}
 	for _, d := range devices {
 		spec.Devices = append(spec.Devices, cdispec.Device{Name: d.CDIName, ContainerEdits: d.Edits})

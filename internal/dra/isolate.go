@@ -25,6 +25,13 @@ func (d *Driver) interceptor(ctx context.Context, req any, _ *grpc.UnaryServerIn
 		d.reg.observe(s)
 		return handler(ctx, req)
 	}
+	if _, ok := req.(*registerapi.InfoRequest); ok {
+		resp, err := handler(ctx, req)
+		if info, ok := resp.(*registerapi.PluginInfo); ok && err == nil {
+			d.reg.info(info.SupportedVersions)
+		}
+		return resp, err
+	}
 	r, ok := req.(*drapbv1.NodePrepareResourcesRequest)
 	if !ok {
 		return isolate(ctx, req, handler)

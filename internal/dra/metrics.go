@@ -21,6 +21,7 @@ type metrics struct {
 	backgroundErrors    *prometheus.CounterVec // fatal: true|false
 	registered          prometheus.Gauge
 	registrationRetries prometheus.Counter
+	registrationProblem *prometheus.GaugeVec   // reason: one of registrationReasons
 	statusWrites        *prometheus.CounterVec // result: success|error
 	droppedFeatures     *prometheus.GaugeVec   // feature: the gate the API server runs without
 }
@@ -69,6 +70,9 @@ func newMetrics(reg prometheus.Registerer, driver string) *metrics {
 		registrationRetries: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "liken_dra_registration_retries_total", Help: "Times the plugin asked the kubelet to register it again after a refusal or no answer.", ConstLabels: constLabels,
 		}),
+		registrationProblem: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "liken_dra_registration_problem", Help: "1 for the reason the kubelet has not registered this plugin (KubeletWithoutDRA, KubeletDRAVersion, Refused, Unacknowledged, NoKubeletAsked), 0 for the others; all 0 once registered.", ConstLabels: constLabels,
+		}, []string{"reason"}),
 		statusWrites: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "liken_dra_claim_status_writes_total", Help: "Writes of this driver's entries in a claim's status.devices (server-side apply), by result.", ConstLabels: constLabels,
 		}, []string{"result"}),
@@ -85,9 +89,22 @@ func newMetrics(reg prometheus.Registerer, driver string) *metrics {
 	m.prepareSeconds, m.unprepareSeconds = prepareSeconds, unprepareSeconds
 	reg.MustRegister(m.prepareTotal, prepareSeconds, m.unprepareTotal, unprepareSeconds,
 		m.sliceWrites, m.sliceUnchanged, m.sliceErrors, m.publishedDevices, m.taintedDevices,
-		m.preparedClaims, m.backgroundErrors, m.registered, m.registrationRetries, m.statusWrites,
-		m.droppedFeatures)
+		m.preparedClaims, m.backgroundErrors, m.registered, m.registrationRetries, m.registrationProblem,
+		m.statusWrites, m.droppedFeatures)
+	m.setRegistrationProblem("")
 	return m
+}
+
+// setRegistrationProblem sets liken_dra_registration_problem to 1 for
+// reason and 0 for every other one; "" zeroes them all.
+func (m *metrics) setRegistrationProblem(reason string) {
+	for _, r := range registrationReasons {
+		v := 0.0
+		if r == reason {
+			v = 1
+		}
+		m.registrationProblem.WithLabelValues(r).Set(v)
+	}
 }
 
 func result(err error) string {

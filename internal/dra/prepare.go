@@ -208,7 +208,7 @@ func (d *Driver) preparedAnswer(ctx context.Context, c *drapbv1.Claim) (*drapbv1
 // The answer is the same, with the spec rebuilt if it is missing. The
 // caller holds the state lock.
 func (d *Driver) answerAgain(logger klog.Logger, uid types.UID, rec *claimRecord) ([]kubeletplugin.Device, error) {
-	if !d.cdi.exists(uid) {
+	if !d.cdi.current(uid, rec.Devices) {
 		if err := d.cdi.write(uid, rec.Devices); err != nil {
 			return nil, err
 		}
@@ -217,13 +217,17 @@ func (d *Driver) answerAgain(logger klog.Logger, uid types.UID, rec *claimRecord
 	return d.kubeletDevices(uid, rec.Devices), nil
 }
 
+// kubeletDevices is the kubelet's answer for a prepared claim: each
+// device with its CDI ID, except a device without edits, which is in no
+// spec (hasEdits) and so carries none.
 func (d *Driver) kubeletDevices(uid types.UID, devices []preparedDevice) []kubeletplugin.Device {
 	out := make([]kubeletplugin.Device, 0, len(devices))
 	for _, p := range devices {
-		out = append(out, kubeletplugin.Device{
-			Requests: p.Requests, PoolName: p.Pool, DeviceName: p.Device, ShareID: p.ShareID,
-			CDIDeviceIDs: []string{d.cdi.qualified(p.CDIName)},
-		})
+		dev := kubeletplugin.Device{Requests: p.Requests, PoolName: p.Pool, DeviceName: p.Device, ShareID: p.ShareID}
+		if hasEdits(p.Edits) {
+			dev.CDIDeviceIDs = []string{d.cdi.qualified(p.CDIName)}
+		}
+		out = append(out, dev)
 	}
 	return out
 }

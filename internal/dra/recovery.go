@@ -73,7 +73,7 @@ func (d *Driver) repairCDI(ctx context.Context) {
 	defer unlock()
 	rebuilt, removed, failed := 0, 0, 0
 	for uid, rec := range d.cp.body.Claims {
-		if rec.Phase != phaseCompleted || d.cdi.exists(uid) {
+		if rec.Phase != phaseCompleted || d.cdi.current(uid, rec.Devices) {
 			continue
 		}
 		if err := d.cdi.write(uid, rec.Devices); err != nil {

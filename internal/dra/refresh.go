@@ -32,6 +32,13 @@ type ClaimEditsFunc func(claim types.UID, device string, prepared ContainerEdits
 // current node, while a running one keeps what it has. It returns how
 // many claims were rewritten; an error names the claim whose spec or
 // record could not be written, whose old spec then stays.
+//
+// A device keeps, for its claim's life, whether it has a CDI ID: the
+// kubelet holds the IDs it was answered at prepare and hands them to the
+// runtime at every container start. So edits that would turn empty (the
+// device would leave the spec, and the ID would no longer resolve), or
+// turn non-empty for a device prepared without edits (no ID to carry
+// them), are not applied; each such device is logged.
 func (d *Driver) RefreshEdits(ctx context.Context, current EditsFunc) (int, error) {
 	return d.RefreshClaimEdits(ctx, func(_ types.UID, device string, prepared ContainerEdits) (ContainerEdits, bool) {
 		return current(device, prepared)
@@ -62,9 +69,16 @@ func (d *Driver) RefreshClaimEdits(ctx context.Context, current ClaimEditsFunc) 
 		devices := slices.Clone(rec.Devices)
 		changed := false
 		for i := range devices {
-			if edits, ok := current(uid, devices[i].Device, devices[i].Edits); ok && !equality.Semantic.DeepEqual(edits, devices[i].Edits) {
-				devices[i].Edits, changed = edits, true
+			edits, ok := current(uid, devices[i].Device, devices[i].Edits)
+			if !ok || equality.Semantic.DeepEqual(edits, devices[i].Edits) {
+				continue
 			}
+			if hasEdits(edits) != hasEdits(devices[i].Edits) {
+				klog.FromContext(ctx).Info("Prepared device's edits changed between none and some; kept as prepared, since the kubelet's CDI IDs for the claim cannot change",
+					"claim", klog.KRef(rec.Namespace, rec.Name), "uid", uid, "device", devices[i].Device, "editsNow", hasEdits(edits))
+				continue
+			}
+			devices[i].Edits, changed = edits, true
 		}
 		if !changed {
 			continue

@@ -92,3 +92,30 @@ func TestRefreshClaimEdits(t *testing.T) {
 		t.Errorf("uid-a's spec has env %q, want [CLAIM=uid-a]", env)
 	}
 }
+
+// A refresh never moves a device between having edits and having none:
+// the kubelet holds the CDI IDs it was answered at prepare, so a device
+// with an ID stays in the spec and one without stays out of it.
+func TestRefreshKeepsWhetherADeviceHasEdits(t *testing.T) {
+	f := newFixture(t)
+	c := claim("uid-c", "uid-c", []resourceapi.DeviceRequestAllocationResult{alloc("a", testDriver, "dev-c"), alloc("b", testDriver, "bare-c")})
+	if res := f.prepare(c)["uid-c"]; res.Err != nil {
+		t.Fatal(res.Err)
+	}
+	n, err := f.driver.RefreshEdits(f.ctx, func(device string, prepared ContainerEdits) (ContainerEdits, bool) {
+		if device == "dev-c" {
+			return ContainerEdits{}, true
+		}
+		return ContainerEdits{Env: []string{"LATE=1"}}, true
+	})
+	if err != nil || n != 0 {
+		t.Fatalf("RefreshEdits rewrote %d claims (%v), want none", n, err)
+	}
+	spec, err := cdi.ReadSpec(f.specPath("uid-c"), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(spec.Devices) != 1 || spec.GetDevice("uid-c-dev-c") == nil {
+		t.Fatalf("spec devices %+v, want only uid-c-dev-c as prepared", spec.Devices)
+	}
+}

@@ -35,6 +35,7 @@ func (p *pass) syncAdapter() {
 		}
 	}
 	p.releaseAbsentElsewhere(adapters, key)
+	p.markAbsentHere(adapters, key)
 	p.markUnserved(adapters, key)
 	p.markHandmadePeripherals()
 	if p.radio == nil {
@@ -112,16 +113,12 @@ func (p *pass) syncAdapter() {
 		setCondition(&st.Conditions, btv1.ConditionPresent, true, btv1.ReasonPresent,
 			fmt.Sprintf("registered with bluetoothd on node %s", p.c.cfg.Node), cur.Generation)
 	}
-	switch {
-	case bonds > 0:
+	if bonds > 0 {
 		setCondition(&st.Conditions, btv1.ConditionBondsRestored, true, btv1.ReasonRestored,
 			bondsHeld(bonds), cur.Generation)
-	case p.otherAdapterHasBonds(adapters, key):
-		setCondition(&st.Conditions, btv1.ConditionBondsRestored, false, btv1.ReasonNewAdapter,
-			"this radio holds no bonds while another radio does: a new dongle? A link key belongs to one adapter address, so its devices must be paired again with a PairingRequest", cur.Generation)
-	default:
-		setCondition(&st.Conditions, btv1.ConditionBondsRestored, true, btv1.ReasonNoBonds,
-			"nothing has been paired with this radio yet", cur.Generation)
+		p.c.metrics.previousBonds.Reset()
+	} else {
+		p.reportPreviousRadioBonds(cur, st, adapters, key)
 	}
 	p.pageScan(cur, st)
 	if err := p.c.store.writeStatus(p.ctx, btv1.AdaptersResource, "Adapter", next, cur.Status, next.Status, ""); err != nil {

@@ -36,13 +36,15 @@ type Radio interface {
 	Pair(ctx context.Context, device dbus.ObjectPath) error
 	CancelPairing(ctx context.Context, device dbus.ObjectPath) error
 	Disconnect(ctx context.Context, device dbus.ObjectPath) error
+	Connect(ctx context.Context, device dbus.ObjectPath) error
+	ConnectProfile(ctx context.Context, device dbus.ObjectPath, uuid string) error
 	RemoveDevice(ctx context.Context, adapter, device dbus.ObjectPath) error
 	RegisterAgent(ctx context.Context, h bluez.AgentHandler) error
 	UnregisterAgent(ctx context.Context) error
 }
 
 // Config is what a Controller runs with; every field but SysRoot,
-// Registerer and Now is required.
+// BondsRoot, Registerer and Now is required.
 type Config struct {
 	// Node is this node's name.
 	Node string
@@ -57,6 +59,9 @@ type Config struct {
 	Radio Radio
 	// SysRoot is sysfs, for batteries; empty means /sys.
 	SysRoot string
+	// BondsRoot is BlueZ's storage tree (/var/lib/bluetooth), for the
+	// speakers' cached stream endpoints; empty leaves them unchecked.
+	BondsRoot string
 	// Registerer takes the controller's metrics; nil registers none.
 	Registerer prometheus.Registerer
 	// Now is the clock; nil means time.Now.
@@ -117,13 +122,14 @@ type Controller struct {
 	kernel   string
 
 	mu         sync.Mutex
-	attempts   map[string]*attempt // by request key, while Device1.Pair runs or its result waits
-	retiring   map[string]bool     // peer keys kept out of the slice
-	retired    map[string]bool     // ... and a slice without them was written
-	opened     bool                // this process opened the window
-	windowErr  string              // why the radio refused the window last pass
-	timeoutFor time.Time           // the deadline BlueZ's timeouts were written for
-	logged     map[string]bool     // one-time log lines
+	attempts   map[string]*attempt    // by request key, while Device1.Pair runs or its result waits
+	retiring   map[string]bool        // peer keys kept out of the slice
+	retired    map[string]bool        // ... and a slice without them was written
+	opened     bool                   // this process opened the window
+	windowErr  string                 // why the radio refused the window last pass
+	timeoutFor time.Time              // the deadline BlueZ's timeouts were written for
+	logged     map[string]bool        // one-time log lines
+	a2dp       map[string]*a2dpRepair // by peripheral name, while a connected speaker lacks A2DP
 }
 
 // New makes a Controller; Start runs its informers.
@@ -144,7 +150,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c := &Controller{
 		cfg: cfg, wake: make(chan struct{}, 1), attempts: map[string]*attempt{},
-		retiring: map[string]bool{}, retired: map[string]bool{}, logged: map[string]bool{},
+		retiring: map[string]bool{}, retired: map[string]bool{}, logged: map[string]bool{}, a2dp: map[string]*a2dpRepair{},
 	}
 	c.store = newStore(cfg.Client, cfg.Adapter.Key(), c.poke, c.requestSpecChanged)
 	c.metrics = newMetrics(cfg.Registerer)

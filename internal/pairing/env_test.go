@@ -80,12 +80,17 @@ type rig struct {
 	reg     *prometheus.Registry
 	sysRoot string
 	hidDev  map[string]string
+	// bondsRoot is Config.BondsRoot: the simulator's storage tree, or
+	// empty.
+	bondsRoot string
 
 	mu       sync.Mutex
 	holders  map[string]dra.ClaimRef
 	pageScan *bool
-	last     Result
-	stop     func()
+	// nodeAdapters is Input.NodeAdapters (nil: unknown).
+	nodeAdapters []string
+	last         Result
+	stop         func()
 }
 
 func newRig(t *testing.T, adapter string) *rig {
@@ -114,7 +119,7 @@ func (r *rig) start() {
 	client, err := bluez.Connect(ctx, bluez.Options{Address: r.sim.Address()})
 	must(r.t, err)
 	cfg := Config{Node: "node-" + r.ns, Namespace: r.ns, Adapter: bdaddr.MustParse(r.adapter),
-		Client: r.dyn, Kube: r.kube, Radio: client, Now: r.clock.Now, SysRoot: r.sysRoot}
+		Client: r.dyn, Kube: r.kube, Radio: client, Now: r.clock.Now, SysRoot: r.sysRoot, BondsRoot: r.bondsRoot}
 	if r.reg != nil {
 		cfg.Registerer = r.reg
 	}
@@ -134,11 +139,11 @@ func (r *rig) start() {
 				for k, v := range r.holders {
 					holders[k] = v
 				}
-				pageScan := r.pageScan
+				pageScan, nodeAdapters := r.pageScan, r.nodeAdapters
 				r.mu.Unlock()
 				res, _ := ctrl.Pass(ctx, Input{Objects: scopeTo(objs, r.adapter), Holders: holders,
 					InputNodes: func(string) []string { return nil }, PageScan: pageScan,
-					HIDDevPath: func(addr string) string { return r.hidDev[addr] }})
+					HIDDevPath: func(addr string) string { return r.hidDev[addr] }, NodeAdapters: nodeAdapters})
 				if len(res.KeepOut) > 0 {
 					ctrl.Retired(res.KeepOut)
 				}

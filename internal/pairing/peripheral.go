@@ -294,6 +294,10 @@ func (p *pass) peripheralStatus(key string, per *btv1.Peripheral, d *bluez.Devic
 	}
 	setCondition(&st.Conditions, btv1.ConditionConnected, connected, connReason, connMsg, gen)
 	setCondition(&st.Conditions, btv1.ConditionReady, ready, readyReason, readyMsg, gen)
+	if d != nil && (d.Paired || d.Bonded) {
+		p.endpointCache(per, st, d)
+		p.a2dpProfile(per, st, d)
+	}
 	_ = name
 	p.c.metrics.connected.WithLabelValues(per.Name).Set(b2f(connected))
 	p.c.metrics.claimed.WithLabelValues(per.Name).Set(b2f(st.Claim != nil))

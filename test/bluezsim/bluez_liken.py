@@ -1187,6 +1187,12 @@ def device_cancel_pairing(device, sender=None):
 def device_connect_profile(device, uuid, sender=None):
     if str(uuid).lower() not in device.sim_uuids:
         raise error(ERR + 'NotAvailable', 'Operation currently not available')
+    if str(uuid).lower() == A2DP_SINK_UUID and getattr(device, 'sim_a2dp_refusals', 0) > 0:
+        # The speaker refuses the A2DP channel (busy with another host,
+        # or a firmware that wants the link anew): bluetoothd answers
+        # br-connection-profile-unavailable as org.bluez.Error.Failed.
+        device.sim_a2dp_refusals -= 1
+        raise error(ERR + 'Failed', 'br-connection-profile-unavailable')
     if not device.props[DEVICE_IFACE]['Connected']:
         connect(device)
     elif str(uuid).lower() == A2DP_SINK_UUID:
@@ -1579,6 +1585,20 @@ def DisconnectDevice(_self, adapter_name, address, reason):
     if reason not in messages:
         raise error(SIM_IFACE + '.InvalidArguments', f'reason {reason!r} is not one of {sorted(messages)}')
     disconnect(get_device(str(adapter_name), str(address)), 'org.bluez.Reason.' + reason, messages[reason])
+
+
+@dbus.service.method(SIM_IFACE, in_signature='ssi', out_signature='')
+def LoseA2DP(_self, adapter_name, address, refusals):
+    '''The speaker's A2DP channel goes while its link stays, as after a
+    bluetoothd or bus restart that brought back only its other profiles:
+    its streams close and its remote stream endpoints leave the bus. The
+    next refusals Device1.ConnectProfile calls for the A2DP sink fail
+    with org.bluez.Error.Failed; a new link (Connect) brings A2DP back.'''
+    device = get_device(str(adapter_name), str(address))
+    if not device.props[DEVICE_IFACE]['Connected']:
+        raise error(ERR + 'NotConnected', 'Not Connected')
+    a2dp_disconnect(device)
+    device.sim_a2dp_refusals = int(refusals)
 
 
 @dbus.service.method(SIM_IFACE, in_signature='ssi', out_signature='')

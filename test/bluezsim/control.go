@@ -294,6 +294,17 @@ func (s *Sim) Disconnect(adapter, device string, reason DisconnectReason) error 
 	return s.call(context.Background(), "DisconnectDevice", adapter, device, string(reason))
 }
 
+// LoseA2DP drops a connected speaker's A2DP channel while its link
+// stays, as a bluetoothd or bus restart that brought back only its other
+// profiles (HFP/HSP, AVRCP) leaves it: its transports close and its
+// remote stream endpoints leave the bus. The next refusals
+// Device1.ConnectProfile calls for the A2DP sink fail with
+// org.bluez.Error.Failed; a new link (Device1.Disconnect, then Connect)
+// brings A2DP back. It fails for a device that is not connected.
+func (s *Sim) LoseA2DP(adapter, device string, refusals int32) error {
+	return s.call(context.Background(), "LoseA2DP", adapter, device, refusals)
+}
+
 // SetBattery gives the device org.bluez.Battery1 with Percentage percent
 // (0 to 100), as BlueZ's battery plugin does while a device that reports
 // its charge is connected, or updates it; a negative percent takes

@@ -107,7 +107,9 @@ type AdapterStatus struct {
 	// with reason NotServed when no operator has a radio of this
 	// address),
 	// BondsRestored (its bonds came back from Secrets, or it is a new
-	// radio while bonds exist for another one) and PageScan (whether a
+	// radio while bonds exist for another one, or while bond Secrets of
+	// this node's earlier radio are kept: reason BondsOfPreviousRadio)
+	// and PageScan (whether a
 	// bonded device that pages the host, as a gamepad's PS button does,
 	// is answered).
 	// +listType=map
@@ -149,6 +151,13 @@ const (
 	// another radio: a new dongle, whose devices must be paired again
 	// (a link key belongs to one adapter address).
 	ReasonNewAdapter = "NewAdapter"
+	// ReasonBondsOfPreviousRadio: this radio has no bonds while bond
+	// Secrets are kept for a radio that was last on the same node and
+	// is present nowhere now (a replaced dongle, or a controller that
+	// takes a new random address at each boot). The message names that
+	// radio and both remedies: give this radio the old address, or pair
+	// again and delete the old bond Secrets.
+	ReasonBondsOfPreviousRadio = "BondsOfPreviousRadio"
 
 	// ConditionPageScan: the kernel answers pages from this radio's
 	// bonded devices. True with reason PageScanOn; False with

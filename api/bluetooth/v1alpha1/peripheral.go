@@ -103,7 +103,12 @@ type PeripheralStatus struct {
 	// +optional
 	Claim *ClaimReference `json:"claim,omitempty"`
 	// Conditions: Connected and Ready; on a Peripheral no operator made,
-	// both False with reason NotServed.
+	// both False with reason NotServed. A speaker also has EndpointCache:
+	// whether BlueZ's cache of its A2DP stream endpoints agrees with the
+	// ones it offers (False, Stale, until the operator clears the cache
+	// at its next disconnection: True, Cleared), and, while connected,
+	// A2DP: whether its A2DP channel is up (False, NoA2DP, while the
+	// operator repairs it).
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -185,4 +190,31 @@ const (
 	ReasonNoInputNodes = "NoInputNodes"
 	// ReasonLinkUp: connected, a device that has no input nodes.
 	ReasonLinkUp = "LinkUp"
+
+	// ConditionEndpointCache: a speaker's A2DP stream endpoints as
+	// BlueZ caches them (cache/<device>, [Endpoints]), which bluetoothd
+	// loads at a connection instead of asking the speaker, agree with
+	// those bluetoothd exports for it while it is connected.
+	ConditionEndpointCache = "EndpointCache"
+	// ReasonCacheCurrent: they agree, or nothing is cached.
+	ReasonCacheCurrent = "Current"
+	// ReasonCacheStale: they disagree; the message names both lists, and
+	// the cache is cleared at the speaker's next disconnection.
+	ReasonCacheStale = "Stale"
+	// ReasonCacheCleared: the stale cache was cleared; the speaker's
+	// next connection discovers its endpoints afresh.
+	ReasonCacheCleared = "Cleared"
+	// ReasonCacheUnreadable: the cache file could not be read or parsed.
+	ReasonCacheUnreadable = "Unreadable"
+
+	// ConditionA2DP: a connected speaker's A2DP channel is up
+	// (bluetoothd exports its stream endpoints). Absent while it is
+	// disconnected and on a device that is no speaker.
+	ConditionA2DP = "A2DP"
+	// ReasonA2DPUp: the channel is up.
+	ReasonA2DPUp = "StreamEndpoints"
+	// ReasonNoA2DP: connected without the channel (only HFP/HSP or
+	// AVRCP came back, as after a bluetoothd or bus restart); the
+	// message names the repair the operator makes and when.
+	ReasonNoA2DP = "NoA2DP"
 )
