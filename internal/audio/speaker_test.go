@@ -315,7 +315,7 @@ func (f *fakeCodecs) Switch(_ context.Context, dev, codec string) error {
 func TestPrepareCodec(t *testing.T) {
 	lookup := func(dev string) (string, bool, bool) { return "", false, dev == speakerDevice || dev == "wired" }
 	codecs := &fakeCodecs{}
-	prep := PrepareWithCodecs(lookup, codecs, t.TempDir(), 10*time.Millisecond)
+	prep := PrepareWithCodecs(lookup, codecs, nil, t.TempDir(), 10*time.Millisecond)
 	req := func(dev, codec string) dra.DeviceRequest[Params] {
 		return dra.DeviceRequest[Params]{Claim: &resourceapi.ResourceClaim{}, Result: resourceapi.DeviceRequestAllocationResult{Device: dev},
 			Params: Params{Codec: codec}}
