@@ -3,6 +3,7 @@
 package audio
 
 import (
+	"fmt"
 	"path"
 	"slices"
 	"strings"
@@ -54,6 +55,9 @@ type Delivery struct {
 	// Requests are the node.names of each request's devices, by
 	// top-level request name, in allocation order.
 	Requests map[string][]string
+	// Combine is the claim's combined sink (Node), when it holds more
+	// than one output.
+	Combine *gate.Combine
 }
 
 // Edits are the container edits of every device of the claim: the
@@ -87,8 +91,9 @@ func (d Delivery) Edits() dra.ContainerEdits {
 // allocation result of this driver in it, looked up by lookup. The
 // claim's node (PIPEWIRE_NODE) is its first output, else its first
 // input.
-// A result lookup does not know is left out (its own prepare fails).
-func claimDelivery(req dra.DeviceRequest[Params], runtimeDir string, lookup Lookup) Delivery {
+// A result lookup does not know is left out (its own prepare fails). An
+// error is a request's parameters that do not decode.
+func claimDelivery(req dra.DeviceRequest[Params], runtimeDir string, lookup Lookup) (Delivery, error) {
 	uid := string(req.Claim.UID)
 	d := Delivery{ClaimUID: uid, SocketDir: gate.SocketDir(runtimeDir, uid), Requests: map[string][]string{}}
 	results := []string{req.Result.Device}
@@ -102,6 +107,7 @@ func claimDelivery(req dra.DeviceRequest[Params], runtimeDir string, lookup Look
 		}
 	}
 	var outputs, inputs []string
+	position := map[string]string{} // output node.name: its Params.Position
 	for i, dev := range results {
 		node, _, ok := lookup(dev)
 		if !ok {
@@ -117,15 +123,23 @@ func claimDelivery(req dra.DeviceRequest[Params], runtimeDir string, lookup Look
 			}
 		case !slices.Contains(outputs, node):
 			outputs = append(outputs, node)
+			p, err := dra.ParamsOf[Params](DriverName, req.Claim, requests[i])
+			if err != nil {
+				return d, fmt.Errorf("request %q: %w", requests[i], err)
+			}
+			position[node] = p.Position
 		}
 	}
 	switch {
-	case len(outputs) > 0:
+	case len(outputs) > 1:
+		d.Node = gate.CombinedNodeName(uid)
+		d.Combine = combineOf(outputs, position)
+	case len(outputs) == 1:
 		d.Node = outputs[0]
 	case len(inputs) > 0:
 		d.Node = inputs[0]
 	}
-	return d
+	return d, nil
 }
 
 // renameNode replaces the node.name old by new wherever edits name it:
@@ -167,4 +181,29 @@ func namedNodes(edits dra.ContainerEdits) []string {
 		}
 	}
 	return out
+}
+
+// positions are the channels of a combined sink each Params.Position
+// plays, in the order a combined sink lists them.
+var positions = map[string][]string{
+	"":      {"FL", "FR"},
+	"front": {"FL", "FR"},
+	"rear":  {"RL", "RR"},
+}
+
+// combineOf is the combined sink of outputs (node.names, in allocation
+// order), each playing the channels of its position onto its own front
+// left and right: the combined sink has the channels of every position
+// an output takes, front before rear.
+func combineOf(outputs []string, position map[string]string) *gate.Combine {
+	c := &gate.Combine{}
+	for _, pos := range []string{"front", "rear"} {
+		if slices.ContainsFunc(outputs, func(o string) bool { return slices.Equal(positions[position[o]], positions[pos]) }) {
+			c.Positions = append(c.Positions, positions[pos]...)
+		}
+	}
+	for _, o := range outputs {
+		c.Outputs = append(c.Outputs, gate.CombineOutput{Node: o, From: positions[position[o]], To: []string{"FL", "FR"}})
+	}
+	return c
 }

@@ -35,12 +35,21 @@ type Params struct {
 	// attribute). Prepare fails on a wired output, and on a speaker that
 	// does not offer it, naming those it offers.
 	Codec string `json:"codec,omitempty"`
+	// Position is which channels of a claim's combined sink the output
+	// plays, when the claim holds more than one output: "front" (the
+	// default: front left and right) or "rear" (rear left and right, a
+	// surround pair's). The output plays them on its own front left and
+	// right. It has no effect on a claim of one output.
+	Position string `json:"position,omitempty"`
 }
 
 // Validate refuses a codec that is not spelt as one (1 to 32 lower-case
 // letters, digits and '_'), naming its length rather than repeating a
 // long value.
 func (p *Params) Validate() error {
+	if _, ok := positions[p.Position]; !ok {
+		return fmt.Errorf("position %q is not one of front, rear", p.Position)
+	}
 	if p.Codec == "" || pipewire.CodecNameValid(p.Codec) {
 		return nil
 	}
@@ -110,14 +119,21 @@ func PrepareWithCodecs(lookup Lookup, codecs Codecs, together Together, runtimeD
 			return dra.ContainerEdits{}, fmt.Errorf("output %s has no PipeWire sink right now", name)
 		}
 		uid := string(req.Claim.UID)
-		c := gate.Claim{UID: uid, Nodes: claimNodes(req, lookup), Streams: claimStreams(req)}
+		d, err := claimDelivery(req, runtimeDir, lookup)
+		if err != nil {
+			return dra.ContainerEdits{}, err
+		}
+		c := gate.Claim{UID: uid, Nodes: claimNodes(req, lookup), Streams: claimStreams(req), Combine: d.Combine}
+		if d.Combine != nil {
+			c.Nodes = append(c.Nodes, d.Node)
+		}
 		if err := gate.WriteClaim(runtimeDir, c); err != nil {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s: %w", name, err)
 		}
 		if err := waitForSocket(ctx, gate.SocketPath(runtimeDir, uid), wait); err != nil {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s: %w", name, err)
 		}
-		return claimDelivery(req, runtimeDir, lookup).Edits(), nil
+		return d.Edits(), nil
 	}
 }
 

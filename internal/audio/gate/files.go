@@ -71,6 +71,9 @@ type Claim struct {
 	// all together: the capacity of streams its allocation consumed.
 	// Zero (a file written before claims had shares) is DefaultMaxStreams.
 	Streams int `json:"streams,omitempty"`
+	// Combine is the claim's combined sink, when it holds more than one
+	// output; its node.name (CombinedNodeName) is then one of Nodes.
+	Combine *Combine `json:"combine,omitempty"`
 }
 
 // DefaultMaxStreams is the streams of a claim file that names none: the

@@ -124,6 +124,7 @@ type session struct {
 	watched  map[uint32]uint32   // node proxies of claim clients' streams: their global id
 	streams  map[uint32]string   // claim clients' streams by global id: their claim UID
 	served   map[string]*served
+	combines map[string]*combiner // combined-sink processes by claim UID (combine.go)
 }
 
 func (s *session) run(ctx context.Context) error {
@@ -561,6 +562,9 @@ func (s *session) grant(client native.Global, c Claim) {
 		if !ok {
 			id, ok = s.speakerID(name)
 		}
+		if !ok {
+			id, ok = s.combinedID(name)
+		}
 		if ok {
 			perms = append(perms, native.Permission{ID: id, Bits: native.PermR})
 			granted = append(granted, fmt.Sprintf("%s (%d)", name, id))
@@ -634,6 +638,7 @@ func (s *session) syncClaims() {
 			s.cfg.Logf("claim gate: serving claim %s: %v", uid, err)
 		}
 	}
+	s.syncCombines()
 }
 
 // serve creates claim c's socket and hands it to the daemon as a
@@ -691,6 +696,7 @@ func (s *session) stop(uid string) {
 }
 
 func (s *session) close() {
+	s.stopCombines()
 	for uid := range s.served {
 		s.stop(uid)
 	}
