@@ -355,6 +355,12 @@ func TestCodecParameterValidated(t *testing.T) {
 	if err := (&Params{Codec: "sbc_xq"}).Validate(); err != nil {
 		t.Fatalf("sbc_xq: %v", err)
 	}
+	if err := (&Params{Position: "left"}).Validate(); err == nil || !strings.Contains(err.Error(), "front, rear") {
+		t.Fatalf("position left: %v", err)
+	}
+	if err := (&Params{Position: "rear"}).Validate(); err != nil {
+		t.Fatalf("position rear: %v", err)
+	}
 }
 
 // TestSpeakerSpecFollowsItsNode: a prepared claim on a speaker gets the
