@@ -65,10 +65,21 @@ func (o *operator) syncClaimFiles(ctx context.Context) {
 		if len(nodes) == 0 {
 			continue
 		}
-		if f, ok := files[string(uid)]; ok && slices.Equal(f.Nodes, nodes) {
+		// A file there keeps what prepare wrote beside the nodes: the
+		// claim's streams, volume and role, and its combined sink, whose
+		// node stays named.
+		want := gate.Claim{UID: string(uid), Nodes: nodes}
+		f, ok := files[string(uid)]
+		if ok {
+			want.Streams, want.Combine, want.Volume, want.Role = f.Streams, f.Combine, f.Volume, f.Role
+			if f.Combine != nil {
+				want.Nodes = append(want.Nodes, gate.CombinedNodeName(string(uid)))
+			}
+		}
+		if ok && slices.Equal(f.Nodes, want.Nodes) {
 			continue
 		}
-		if err := gate.WriteClaim(dir, gate.Claim{UID: string(uid), Nodes: nodes}); err != nil {
+		if err := gate.WriteClaim(dir, want); err != nil {
 			o.claimProblem(logger, err)
 			continue
 		}

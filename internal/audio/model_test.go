@@ -201,7 +201,7 @@ func TestPrepareEdits(t *testing.T) {
 	const uid = "5a1b7c2e-0000-4000-8000-000000000001"
 	claim := &resourceapi.ResourceClaim{ObjectMeta: metav1.ObjectMeta{UID: uid}}
 	req := func(dev string) dra.DeviceRequest[Params] {
-		return dra.DeviceRequest[Params]{Claim: claim, Result: resourceapi.DeviceRequestAllocationResult{Device: dev}}
+		return dra.DeviceRequest[Params]{Claim: claim, Result: resourceapi.DeviceRequestAllocationResult{Device: dev, Request: "tv"}}
 	}
 	prep := Prepare(lookup, run, 200*time.Millisecond)
 	// No gate serves the claim: prepare fails, naming the socket.
@@ -225,10 +225,11 @@ func TestPrepareEdits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(edits.Env, []string{"PIPEWIRE_REMOTE=/var/run/audio.liken.sh/pipewire-0", "PIPEWIRE_NODE=liken.audio.pci-0000-00-1f-3-hdmi-0"}) {
+	if !slices.Equal(edits.Env, []string{"PIPEWIRE_REMOTE=/var/run/audio.liken.sh/" + uid + "/pipewire-0",
+		"PIPEWIRE_NODE=liken.audio.pci-0000-00-1f-3-hdmi-0", "LIKEN_AUDIO_NODE_TV=liken.audio.pci-0000-00-1f-3-hdmi-0"}) {
 		t.Errorf("env %v", edits.Env)
 	}
-	if m := edits.Mounts[0]; m.HostPath != gate.SocketDir(run, uid) || m.ContainerPath != RuntimeDir || !slices.Contains(m.Options, "ro") {
+	if m := edits.Mounts[0]; m.HostPath != gate.SocketDir(run, uid) || m.ContainerPath != RuntimeDir+"/"+uid || !slices.Contains(m.Options, "ro") {
 		t.Errorf("mount %+v", m)
 	}
 	// The CDI library accepts what prepare makes.

@@ -154,7 +154,7 @@ func Run(ctx context.Context, cfg Config) error {
 	// A claim prepared or unprepared changes who holds a Sink.
 	cfg.DRA.OnClaimsChanged = op.poke
 	op.startSpeakers(ctx)
-	driver, err := dra.Start(ctx, cfg.DRA, PrepareWithCodecs(op.lookup, op, cfg.runtimeDir(), DefaultSocketWait))
+	driver, err := dra.Start(ctx, cfg.DRA, PrepareWithCodecs(op.lookup, op, ContainersAlone(cfg.KubeClient), cfg.runtimeDir(), DefaultSocketWait))
 	if err != nil {
 		return err
 	}

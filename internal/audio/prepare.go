@@ -6,12 +6,9 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path"
 	"slices"
 	"strings"
 	"time"
-
-	cdispec "tags.cncf.io/container-device-interface/specs-go"
 
 	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/dra"
@@ -20,9 +17,9 @@ import (
 
 // RuntimeDir is the PipeWire runtime directory: a hostPath in deploy/audio/operator.yaml,
 // mounted at the same path in the operator's pod. A consumer's container
-// gets its claim's socket directory mounted at this path, so its
-// PIPEWIRE_REMOTE is the path of the node's socket, while the node's own
-// sockets (pipewire-0, pipewire-0-manager) are not in it.
+// gets its claim's socket directory mounted under this path
+// (ContainerDir), while the node's own sockets (pipewire-0,
+// pipewire-0-manager) are not in it.
 const RuntimeDir = "/var/run/audio.liken.sh"
 
 // SocketName is PipeWire's default socket in RuntimeDir.
@@ -48,6 +45,12 @@ type Params struct {
 	// and an announcement ducks the other claims' streams on its output
 	// while it plays (the Sink's spec.duckDecibels).
 	Role string `json:"role,omitempty"`
+	// Position is which channels of a claim's combined sink the output
+	// plays, when the claim holds more than one output: "front" (the
+	// default: front left and right) or "rear" (rear left and right, a
+	// surround pair's). The output plays them on its own front left and
+	// right. It has no effect on a claim of one output.
+	Position string `json:"position,omitempty"`
 }
 
 // Validate refuses a codec that is not spelt as one (1 to 32 lower-case
@@ -56,6 +59,9 @@ type Params struct {
 func (p *Params) Validate() error {
 	if err := validateShare(p.Volume, p.Role); err != nil {
 		return err
+	}
+	if _, ok := positions[p.Position]; !ok {
+		return fmt.Errorf("position %q is not one of front, rear", p.Position)
 	}
 	if p.Codec == "" || pipewire.CodecNameValid(p.Codec) {
 		return nil
@@ -88,30 +94,37 @@ type Lookup func(device string) (nodeName string, live bool, ok bool)
 const DefaultSocketWait = 5 * time.Second
 
 // Prepare returns the core's prepare function. A consumer gets a PipeWire
-// socket of its claim's own, PIPEWIRE_REMOTE and PIPEWIRE_NODE: the
-// claim file names the claim's nodes (every device of this driver in the
-// claim), the claim gate beside PipeWire serves the socket
-// (gate.SocketDir under runtimeDir), and the consumer's mount holds that
-// directory alone, at RuntimeDir, so the path a consumer connects to is
-// the one it always was and the node's own sockets are not in its
-// container. A device with no sink right now fails with that reason, as
-// does a socket the gate has not served within wait; the kubelet retries.
+// socket of its claim's own, PIPEWIRE_REMOTE, PIPEWIRE_NODE and a
+// variable per request (Delivery): the claim file names the claim's
+// nodes (every device of this driver in the claim), the claim gate
+// beside PipeWire serves the socket (gate.SocketDir under runtimeDir),
+// and the consumer's mount holds that directory alone, at ContainerDir,
+// so the node's own sockets are not in its container. A device with no
+// sink right now fails with that reason, as does a socket the gate has
+// not served within wait; the kubelet retries.
 func Prepare(lookup Lookup, runtimeDir string, wait time.Duration) dra.PrepareFunc[Params] {
-	return PrepareWithCodecs(lookup, nil, runtimeDir, wait)
+	return PrepareWithCodecs(lookup, nil, nil, runtimeDir, wait)
 }
 
 // PrepareWithCodecs is Prepare for an operator that publishes Bluetooth
-// speakers: a claim's codec parameter switches the speaker to that codec
-// (codecs.Switch) before its node is looked up, since the node is rebuilt.
-// A codec on a wired output fails, and so does one the speaker does not
-// offer, with the list it offers. Nil codecs has no speakers.
-func PrepareWithCodecs(lookup Lookup, codecs Codecs, runtimeDir string, wait time.Duration) dra.PrepareFunc[Params] {
+// speakers and reads pods: a claim's codec parameter switches the speaker
+// to that codec (codecs.Switch) before its node is looked up, since the
+// node is rebuilt. A codec on a wired output fails, and so does one the
+// speaker does not offer, with the list it offers. Nil codecs has no
+// speakers. together, when not nil, fails a claim that shares a
+// container with another audio claim (ContainersAlone).
+func PrepareWithCodecs(lookup Lookup, codecs Codecs, together Together, runtimeDir string, wait time.Duration) dra.PrepareFunc[Params] {
 	return func(ctx context.Context, req dra.DeviceRequest[Params]) (dra.ContainerEdits, error) {
 		name := req.Result.Device
+		if together != nil {
+			if err := together(ctx, req.Claim); err != nil {
+				return dra.ContainerEdits{}, err
+			}
+		}
 		if err := switchCodec(ctx, codecs, name, req.Params.Codec); err != nil {
 			return dra.ContainerEdits{}, err
 		}
-		node, live, ok := lookup(name)
+		_, live, ok := lookup(name)
 		if !ok {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s is not one this operator publishes", name)
 		}
@@ -119,15 +132,22 @@ func PrepareWithCodecs(lookup Lookup, codecs Codecs, runtimeDir string, wait tim
 			return dra.ContainerEdits{}, fmt.Errorf("output %s has no PipeWire sink right now", name)
 		}
 		uid := string(req.Claim.UID)
-		c := gate.Claim{UID: uid, Nodes: claimNodes(req, lookup), Streams: claimStreams(req),
+		d, err := claimDelivery(req, runtimeDir, lookup)
+		if err != nil {
+			return dra.ContainerEdits{}, err
+		}
+		c := gate.Claim{UID: uid, Nodes: claimNodes(req, lookup), Streams: claimStreams(req), Combine: d.Combine,
 			Volume: req.Params.Volume, Role: req.Params.Role}
+		if d.Combine != nil {
+			c.Nodes = append(c.Nodes, d.Node)
+		}
 		if err := gate.WriteClaim(runtimeDir, c); err != nil {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s: %w", name, err)
 		}
 		if err := waitForSocket(ctx, gate.SocketPath(runtimeDir, uid), wait); err != nil {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s: %w", name, err)
 		}
-		edits := Edits(gate.SocketDir(runtimeDir, uid), node)
+		edits := d.Edits()
 		edits.Env = append(edits.Env, gate.RoleEnv(req.Params.Role)...)
 		return edits, nil
 	}
@@ -214,24 +234,5 @@ func waitForSocket(ctx context.Context, path string, wait time.Duration) error {
 		case <-time.After(pause):
 		}
 		pause = min(2*pause, 20*time.Millisecond)
-	}
-}
-
-// Edits are the container edits of one output whose node is nodeName,
-// reached through the claim socket in socketDir. The mount is read-only:
-// a client needs to connect to the socket, which a read-only bind still
-// allows, and must not replace it. It is the directory, not the socket,
-// that is bound, so the socket the gate binds anew after a PipeWire
-// restart is the one the consumer sees.
-func Edits(socketDir, nodeName string) dra.ContainerEdits {
-	return dra.ContainerEdits{
-		Env: []string{
-			"PIPEWIRE_REMOTE=" + path.Join(RuntimeDir, SocketName),
-			"PIPEWIRE_NODE=" + nodeName,
-		},
-		Mounts: []*cdispec.Mount{{
-			HostPath: socketDir, ContainerPath: RuntimeDir, Type: "bind",
-			Options: []string{"ro", "rbind", "rprivate", "nosuid", "nodev"},
-		}},
 	}
 }

@@ -315,7 +315,7 @@ func (f *fakeCodecs) Switch(_ context.Context, dev, codec string) error {
 func TestPrepareCodec(t *testing.T) {
 	lookup := func(dev string) (string, bool, bool) { return "", false, dev == speakerDevice || dev == "wired" }
 	codecs := &fakeCodecs{}
-	prep := PrepareWithCodecs(lookup, codecs, t.TempDir(), 10*time.Millisecond)
+	prep := PrepareWithCodecs(lookup, codecs, nil, t.TempDir(), 10*time.Millisecond)
 	req := func(dev, codec string) dra.DeviceRequest[Params] {
 		return dra.DeviceRequest[Params]{Claim: &resourceapi.ResourceClaim{}, Result: resourceapi.DeviceRequestAllocationResult{Device: dev},
 			Params: Params{Codec: codec}}
@@ -354,6 +354,12 @@ func TestCodecParameterValidated(t *testing.T) {
 	}
 	if err := (&Params{Codec: "sbc_xq"}).Validate(); err != nil {
 		t.Fatalf("sbc_xq: %v", err)
+	}
+	if err := (&Params{Position: "left"}).Validate(); err == nil || !strings.Contains(err.Error(), "front, rear") {
+		t.Fatalf("position left: %v", err)
+	}
+	if err := (&Params{Position: "rear"}).Validate(); err != nil {
+		t.Fatalf("position rear: %v", err)
 	}
 }
 

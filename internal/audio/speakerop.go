@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
 	"time"
 
@@ -69,9 +68,13 @@ func (o *operator) speakerPass(ctx context.Context, g *pipewire.Graph) []Speaker
 // container of the claim's pod gets the node that exists. A speaker with
 // no node keeps its last name.
 func (o *operator) refreshSpeakerSpecs(ctx context.Context, eps []SpeakerEndpoint) {
+	renamed := map[string]string{} // old node.name: new
 	changed := false
 	for _, e := range eps {
 		if n := e.NodeName(); n != "" && o.speakerNodes[e.Name()] != n {
+			if old := o.speakerNodes[e.Name()]; old != "" {
+				renamed[old] = n
+			}
 			o.speakerNodes[e.Name()] = n
 			changed = true
 		}
@@ -80,12 +83,24 @@ func (o *operator) refreshSpeakerSpecs(ctx context.Context, eps []SpeakerEndpoin
 		return
 	}
 	current := maps.Clone(o.speakerNodes)
+	// Every device of a claim carries the claim's whole delivery
+	// (Delivery), so each is renamed, not only the speaker's own. A name
+	// this process did not see change (it started since) is known only
+	// in a claim that names one node: the speaker's.
 	_, err := o.driver.RefreshEdits(ctx, func(device string, prepared dra.ContainerEdits) (dra.ContainerEdits, bool) {
-		name, ok := current[device]
-		if !ok || len(prepared.Mounts) == 0 || slices.Contains(prepared.Env, "PIPEWIRE_NODE="+name) {
-			return prepared, false
+		out, changed := prepared, false
+		for old, n := range renamed {
+			var ok bool
+			if out, ok = renameNode(out, old, n); ok {
+				changed = true
+			}
 		}
-		return Edits(prepared.Mounts[0].HostPath, name), true
+		if n, ok := current[device]; ok && !changed {
+			if names := namedNodes(out); len(names) == 1 && names[0] != n {
+				out, changed = renameNode(out, names[0], n)
+			}
+		}
+		return out, changed
 	})
 	if err != nil {
 		klog.FromContext(ctx).Error(err, "Refreshing the CDI specs of claims on speakers")

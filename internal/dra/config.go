@@ -102,3 +102,15 @@ func decodeParams[P any](blocks []opaqueBlock) (P, error) {
 	}
 	return p, nil
 }
+
+// ParamsOf decodes the parameters of request in claim for driver, as
+// prepare receives them in DeviceRequest.Params (class blocks before
+// claim blocks, general before request-specific, strictly, validated),
+// for a prepare that needs the parameters of the claim's other requests
+// too. An unallocated claim has none: P's defaults.
+func ParamsOf[P any](driver string, claim *resourceapi.ResourceClaim, request string) (P, error) {
+	if claim.Status.Allocation == nil {
+		return decodeParams[P](nil)
+	}
+	return decodeParams[P](blocksFor(driver, claim.Status.Allocation, request))
+}

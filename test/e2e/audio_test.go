@@ -179,9 +179,10 @@ func TestAudioOperator(t *testing.T) {
 			nodeName = o.Name
 		}
 	}
-	if !slices.Contains(edits.Env, "PIPEWIRE_NODE="+nodeName) || !slices.Contains(edits.Env, "PIPEWIRE_REMOTE=/var/run/audio.liken.sh/pipewire-0") ||
+	if !slices.Contains(edits.Env, "PIPEWIRE_NODE="+nodeName) || !slices.Contains(edits.Env, "PIPEWIRE_REMOTE=/var/run/audio.liken.sh/"+string(allocated.UID)+"/pipewire-0") ||
+		!slices.Contains(edits.Env, audio.EnvNodePrefix+"SPEAKERS="+nodeName) ||
 		len(edits.Mounts) != 1 || edits.Mounts[0].HostPath != gate.SocketDir(pw.RuntimeDir, string(allocated.UID)) ||
-		edits.Mounts[0].ContainerPath != audio.RuntimeDir {
+		edits.Mounts[0].ContainerPath != audio.ContainerDir(string(allocated.UID)) {
 		t.Fatalf("CDI edits %+v", edits)
 	}
 	// The consumer's mount holds the claim's socket alone, and through it

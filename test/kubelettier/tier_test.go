@@ -354,14 +354,14 @@ func audioConsumer(t *testing.T, ctx context.Context) {
 	if claim.Status.Allocation == nil || len(claim.Status.Allocation.Devices.Results) != 1 {
 		t.Fatalf("claim not allocated to one device: %+v", claim.Status)
 	}
-	if r.Env["PIPEWIRE_REMOTE"] != "/var/run/audio.liken.sh/pipewire-0" && r.Env["PIPEWIRE_REMOTE"] != "/run/audio.liken.sh/pipewire-0" {
+	if want := "/var/run/audio.liken.sh/" + string(claim.UID) + "/pipewire-0"; r.Env["PIPEWIRE_REMOTE"] != want {
 		t.Errorf("PIPEWIRE_REMOTE = %q", r.Env["PIPEWIRE_REMOTE"])
 	}
 	node := r.Env["PIPEWIRE_NODE"]
 	if node == "" {
 		t.Fatalf("no PIPEWIRE_NODE in the consumer's environment")
 	}
-	if !slices.ContainsFunc(r.Mounts, func(m string) bool { return strings.HasSuffix(m, "/run/audio.liken.sh") }) {
+	if !slices.ContainsFunc(r.Mounts, func(m string) bool { return strings.HasSuffix(m, "/run/audio.liken.sh/"+string(claim.UID)) }) {
 		t.Errorf("the consumer has no mount of the PipeWire runtime directory: %v", r.Mounts)
 	}
 	waitLinked(t, ctx, node, 30*time.Second)
@@ -372,7 +372,7 @@ func audioConsumer(t *testing.T, ctx context.Context) {
 	var held []string
 	var inside os.FileInfo
 	for _, hp := range containerProcs(t, getPod(t, ctx, "default", "speaker"), "consumer") {
-		dir := fmt.Sprintf("/proc/%d/root/var/run/audio.liken.sh", hp.pid)
+		dir := fmt.Sprintf("/proc/%d/root/var/run/audio.liken.sh/%s", hp.pid, claim.UID)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			continue // a pw-cat that just ended
@@ -385,7 +385,7 @@ func audioConsumer(t *testing.T, ctx context.Context) {
 		break
 	}
 	if !slices.Equal(held, []string{"pipewire-0"}) {
-		t.Errorf("the consumer's /var/run/audio.liken.sh holds %q, want its claim's socket pipewire-0 alone", held)
+		t.Errorf("the consumer's /var/run/audio.liken.sh/%s holds %q, want its claim's socket pipewire-0 alone", claim.UID, held)
 	}
 	claimSocket, err := os.Stat(fmt.Sprintf("/run/audio.liken.sh/claims/%s/pipewire-0", claim.UID))
 	if err != nil || inside == nil || !os.SameFile(inside, claimSocket) {

@@ -79,6 +79,9 @@ type Claim struct {
 	// announcement's running stream ducks the other claims' streams on
 	// its sink (duck.go).
 	Role string `json:"role,omitempty"`
+	// Combine is the claim's combined sink, when it holds more than one
+	// output; its node.name (CombinedNodeName) is then one of Nodes.
+	Combine *Combine `json:"combine,omitempty"`
 }
 
 // check says what is wrong with c's volume and role (nil when nothing).

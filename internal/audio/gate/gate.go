@@ -124,7 +124,8 @@ type session struct {
 	watched  map[uint32]uint32   // node proxies of claim clients' streams: their global id
 	streams  map[uint32]string   // claim clients' streams by global id: their claim UID
 	served   map[string]*served
-	duck     duckState // the streams' gains (duck.go)
+	duck     duckState            // the streams' gains (duck.go)
+	combines map[string]*combiner // combined-sink processes by claim UID (combine.go)
 }
 
 func (s *session) run(ctx context.Context) error {
@@ -571,6 +572,9 @@ func (s *session) grant(client native.Global, c Claim) {
 		if !ok {
 			id, ok = s.speakerID(name)
 		}
+		if !ok {
+			id, ok = s.combinedID(name)
+		}
 		if ok {
 			perms = append(perms, native.Permission{ID: id, Bits: native.PermR})
 			granted = append(granted, fmt.Sprintf("%s (%d)", name, id))
@@ -645,6 +649,7 @@ func (s *session) syncClaims() {
 		}
 	}
 	s.balance() // a claim's volume or role may have changed
+	s.syncCombines()
 }
 
 // serve creates claim c's socket and hands it to the daemon as a
@@ -702,6 +707,7 @@ func (s *session) stop(uid string) {
 }
 
 func (s *session) close() {
+	s.stopCombines()
 	for uid := range s.served {
 		s.stop(uid)
 	}
