@@ -27,8 +27,9 @@ const (
 )
 
 // SocketName is the name of the socket PipeWire serves in its runtime
-// directory: its default core name, the one deploy/audio/operator.yaml's consumers reach
-// through PIPEWIRE_REMOTE=/var/run/audio.liken.sh/pipewire-0.
+// directory: its default core name. A consumer reaches its claim's own
+// socket of that name, in a directory named after the claim
+// (PIPEWIRE_REMOTE=/var/run/audio.liken.sh/<claim UID>/pipewire-0).
 const SocketName = pipewire.SocketName
 
 // Environment variables the modes read. PipeWire looks for its runtime
