@@ -200,8 +200,13 @@ func TestVMRelayAcrossNap(t *testing.T) {
 	consumer.reaches(key(btnSouth+1, 1), abs(1, 40))
 	st2 := r.Stats()
 	t.Logf("stats %+v", st2)
-	if st2.Attachments != 2 || st2.Released < 2 {
-		t.Errorf("stats %+v, want 2 attachments and at least 2 releases", st2)
+	// The kernel releases the pad's held keys itself as the device goes
+	// (drivers/input/input.c, input_disconnect_device), and the relay
+	// copies that frame when it reads it before the read that fails; the
+	// stick's axis is the relay's alone to return. So one release at
+	// least, two when the relay's read failed first.
+	if st2.Attachments != 2 || st2.Released < 1 {
+		t.Errorf("stats %+v, want 2 attachments and at least 1 release", st2)
 	}
 }
 
