@@ -129,8 +129,10 @@ func TestAudioClaimStatus(t *testing.T) {
 			t.Errorf("status data %s = %v, want %v (data %v)", k, data[k], v, data)
 		}
 	}
-	if e.Pool != node || e.ShareID != nil {
-		t.Errorf("entry pool %q share %v, want pool %q and no share", e.Pool, e.ShareID, node)
+	// Outputs are shared devices: the entry names the claim's share.
+	share := got.Status.Allocation.Devices.Results[0].ShareID
+	if e.Pool != node || e.ShareID == nil || share == nil || *e.ShareID != string(*share) {
+		t.Errorf("entry pool %q share %v, want pool %q and the allocation's share %v", e.Pool, e.ShareID, node, share)
 	}
 	if !othersIntact(got) {
 		t.Errorf("liken.sh's entry after the output's was written: %+v", got.Status.Devices)
