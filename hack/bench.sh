@@ -79,6 +79,7 @@ bench bt-latency ./test/e2e/ 'BluetoothEventToSlice' 1x
 bench bt-rss ./test/e2e/ 'BluetoothOperatorIdleRSS' 1x
 bench pass ./internal/audio/ 'AudioPass16Outputs' 1s -test.benchmem
 bench speaker ./internal/audio/ 'SpeakerConnectToSlice' 5x
+bench share ./internal/audio/ 'PrepareSixteenthShare' 200x
 bench audio-rss ./test/e2e/ 'AudioOperatorIdleRSS' 1x
 bench probes ./test/e2e/ 'AudioProbes' 1x
 bench capture ./internal/capture/ 'Capture(IdleRSS|Tap)' 1x
@@ -108,6 +109,7 @@ cat "$out/tone.console"
 row "claim prepare over gRPC, p50 / p99" "$(m dra PrepareGRPC p50-ms) / $(m dra PrepareGRPC p99-ms) ms" "p99 <= 20 ms" "-"
 row "slice writes, 1,000 device changes in 10 s" "$(m storm SliceWritesEventStorm writes)" "<= $(m storm SliceWritesEventStorm bound) (one a settle window)" "-"
 row "Bluetooth link change to slice, p50 / max" "$(m bt-latency BluetoothEventToSlice p50-ms) / $(m bt-latency BluetoothEventToSlice max-ms) ms" "<= 1700 ms" "-"
+row "audio prepare of the 16th share of one output, p50 / p99" "$(m share PrepareSixteenthShare p50-ms) / $(m share PrepareSixteenthShare p99-ms) ms" "p99 <= 20 ms" "-"
 row "speaker connect to slice, p50 / max" "$(m speaker SpeakerConnectToSlice p50-ms) / $(m speaker SpeakerConnectToSlice max-ms) ms" "<= 1700 ms" "-"
 row "Bluetooth operator idle VmRSS, 8 bonds" "$(m bt-rss BluetoothOperatorIdleRSS rss-max-MiB) MiB (anon $(m bt-rss BluetoothOperatorIdleRSS anon-max-MiB), file $(m bt-rss BluetoothOperatorIdleRSS file-max-MiB); peak $(m bt-rss BluetoothOperatorIdleRSS hwm-MiB))" "<= 20 MiB" "64 MiB"
 row "audio pass over 16 outputs" "$(m pass AudioPass16Outputs ns/op) ns, $(m pass AudioPass16Outputs B/op) B" "-" "-"
