@@ -98,36 +98,39 @@ func (d *Daemons) Play(ctx context.Context, target string, pcm []byte, rate, cha
 // monitor ports) or Record (a source).
 type Recording struct {
 	cmd    *exec.Cmd
-	out    lockedBuffer
+	out    LockedBuffer
 	stderr bytes.Buffer
 	done   chan struct{}
 	err    error
 }
 
-// lockedBuffer is pw-record's stdout, which the test may measure while
-// pw-record writes it.
-type lockedBuffer struct {
+// LockedBuffer is a command's output that a test reads while the
+// command writes it (pw-record's stdout, a client's stderr); its zero
+// value is empty and ready.
+type LockedBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (l *LockedBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) Len() int {
+// Len is how many bytes were written.
+func (l *LockedBuffer) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Len()
 }
 
-// Bytes is the whole capture; call it once pw-record has exited.
-func (l *lockedBuffer) Bytes() []byte {
+// Bytes is what was written so far, as a copy.
+func (l *LockedBuffer) Bytes() []byte {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.b.Bytes()
+	return bytes.Clone(l.b.Bytes())
 }
 
 // RecordMonitor starts recording what the sink named target plays (its
@@ -205,3 +208,6 @@ func PeakFrequency(x []float64, rate float64, lo, hi int) int {
 	}
 	return best
 }
+
+// String is what was written, as text.
+func (l *LockedBuffer) String() string { return string(l.Bytes()) }

@@ -89,7 +89,7 @@ func TestAnnouncementDucksMusic(t *testing.T) {
 	announce.Env = append(announce.Env, "PIPEWIRE_REMOTE="+gate.SocketPath(f.d.RuntimeDir, uidB))
 	announce.Env = append(announce.Env, gate.RoleEnv(gate.RoleAnnouncement)...)
 	announce.Stdin = bytes.NewReader(pwtest.Tone(announceHz, 0.2, rate, 2, 1500*time.Millisecond))
-	var out lockedBuffer
+	var out pwtest.LockedBuffer
 	announce.Stdout, announce.Stderr = &out, &out
 	if err := announce.Start(); err != nil {
 		t.Fatal(err)

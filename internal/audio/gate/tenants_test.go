@@ -10,7 +10,6 @@ import (
 	"io"
 	"os/exec"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,24 +19,6 @@ import (
 )
 
 const uidB = "9d0e6a7b-2c1f-4e8d-b5a4-3f2e1d0c9b8a"
-
-// lockedBuffer is a command's stderr, read while the command runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // waitLog reads the gate's log until a line holds every one of parts.
 func (f *fixture) waitLog(t *testing.T, ctx context.Context, parts ...string) string {
@@ -61,11 +42,11 @@ func (f *fixture) waitLog(t *testing.T, ctx context.Context, parts ...string) st
 
 // claimTool starts a pw-cat tool through claim uid's socket, its stderr
 // kept.
-func (f *fixture) claimTool(t *testing.T, ctx context.Context, uid string, args ...string) (*exec.Cmd, *lockedBuffer, <-chan struct{}) {
+func (f *fixture) claimTool(t *testing.T, ctx context.Context, uid string, args ...string) (*exec.Cmd, *pwtest.LockedBuffer, <-chan struct{}) {
 	t.Helper()
 	cmd := f.d.Command(ctx, args[0], args[1:]...)
 	cmd.Env = append(cmd.Env, "PIPEWIRE_REMOTE="+gate.SocketPath(f.d.RuntimeDir, uid))
-	stderr := &lockedBuffer{}
+	stderr := &pwtest.LockedBuffer{}
 	cmd.Stderr = stderr
 	if strings.HasSuffix(args[0], "pw-record") {
 		cmd.Stdout = io.Discard
@@ -82,7 +63,7 @@ func (f *fixture) claimTool(t *testing.T, ctx context.Context, uid string, args 
 }
 
 // claimPlay plays through claim uid's socket onto nodeA.
-func (f *fixture) claimPlay(t *testing.T, ctx context.Context, uid string) (*exec.Cmd, *lockedBuffer, <-chan struct{}) {
+func (f *fixture) claimPlay(t *testing.T, ctx context.Context, uid string) (*exec.Cmd, *pwtest.LockedBuffer, <-chan struct{}) {
 	t.Helper()
 	cmd, stderr, exited := f.claimTool(t, ctx, uid, "pw-play", "--target", nodeA, "--raw", "--format", "s16", "--rate", "48000", "--channels", "2", "-")
 	return cmd, stderr, exited
