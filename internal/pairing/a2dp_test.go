@@ -33,16 +33,7 @@ func TestSpeakerWithoutA2DP(t *testing.T) {
 	name := strings.ToLower(strings.ReplaceAll(spk, ":", "-"))
 	condition := func(what string, ok func(c metav1.Condition) bool) metav1.Condition {
 		t.Helper()
-		var c metav1.Condition
-		eventually(t, what, func() (bool, string) {
-			per, err := getObj[btv1.Peripheral](r, btv1.PeripheralsResource, name)
-			if err != nil {
-				return false, err.Error()
-			}
-			c = cond(per.Status.Conditions, btv1.ConditionA2DP)
-			return ok(c), fmt.Sprintf("%+v", c)
-		})
-		return c
+		return r.peripheralCondition(t, name, btv1.ConditionA2DP, what, ok)
 	}
 	condition("A2DP True once connected", func(c metav1.Condition) bool {
 		return c.Status == metav1.ConditionTrue && c.Reason == btv1.ReasonA2DPUp

@@ -46,16 +46,7 @@ func TestStaleEndpointCache(t *testing.T) {
 	name := strings.ToLower(strings.ReplaceAll(spk, ":", "-"))
 	condition := func(what string, ok func(c metav1.Condition) bool) metav1.Condition {
 		t.Helper()
-		var c metav1.Condition
-		eventually(t, what, func() (bool, string) {
-			per, err := getObj[btv1.Peripheral](r, btv1.PeripheralsResource, name)
-			if err != nil {
-				return false, err.Error()
-			}
-			c = cond(per.Status.Conditions, btv1.ConditionEndpointCache)
-			return ok(c), fmt.Sprintf("%+v", c)
-		})
-		return c
+		return r.peripheralCondition(t, name, btv1.ConditionEndpointCache, what, ok)
 	}
 	stale := condition("EndpointCache False, Stale", func(c metav1.Condition) bool {
 		return c.Status == metav1.ConditionFalse && c.Reason == btv1.ReasonCacheStale

@@ -256,3 +256,19 @@ func getObj[T any](r *rig, gvr schema.GroupVersionResource, name string) (*T, er
 	var out T
 	return &out, runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, &out)
 }
+
+// peripheralCondition waits until the Peripheral named name has a
+// condition of type typ that ok accepts, and returns it.
+func (r *rig) peripheralCondition(t *testing.T, name, typ, what string, ok func(c metav1.Condition) bool) metav1.Condition {
+	t.Helper()
+	var c metav1.Condition
+	eventually(t, what, func() (bool, string) {
+		per, err := getObj[btv1.Peripheral](r, btv1.PeripheralsResource, name)
+		if err != nil {
+			return false, err.Error()
+		}
+		c = cond(per.Status.Conditions, typ)
+		return ok(c), fmt.Sprintf("%+v", c)
+	})
+	return c
+}
