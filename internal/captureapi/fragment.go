@@ -151,11 +151,13 @@ func parseNPT(s string) (time.Duration, error) {
 	var total time.Duration
 	unit := []time.Duration{time.Second, time.Minute, time.Hour}
 	for i, p := range parts {
+		pos := len(parts) - 1 - i
+		// Bounded in its own unit, so that n times the unit cannot
+		// overflow a Duration (ten million hours would).
 		n, err := strconv.ParseUint(p, 10, 63)
-		if err != nil || n > uint64(maxNPT/time.Second) {
+		if err != nil || n > uint64(maxNPT/unit[pos]) {
 			return 0, fmt.Errorf("%q is out of range (at most %d hours)", s, int64(maxNPT/time.Hour))
 		}
-		pos := len(parts) - 1 - i
 		if i > 0 && n > 59 {
 			return 0, fmt.Errorf("%q: minutes and seconds after a colon are 00 to 59", s)
 		}
