@@ -111,19 +111,7 @@ func envOf(env []string, key string) (string, int) {
 func TestAudioTwoClaimsOneContainer(t *testing.T) {
 	a := startAudioNode(t, audioNodeOptions{AsOperator: true})
 	ctx, cluster, client, draOpts := a.ctx, a.cluster, a.client, a.dra
-	nodeOf := map[string]string{}
-	for _, o := range a.outputs {
-		nodeOf[o.Output] = o.Name
-	}
-	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
-		n := 0
-		for _, d := range s.Spec.Devices {
-			if (d.Name == xpsDP || d.Name == xpsJack) && !deviceTainted(s, d.Name) {
-				n++
-			}
-		}
-		return n == 2
-	})
+	nodeOf := dpAndJackPublished(t, a)
 	kl := kubelet.New(client, draOpts.RegistrarDir)
 	t.Cleanup(func() { kl.Close() })
 	plugin, err := kl.Discover(ctx, audio.DriverName)
@@ -206,19 +194,7 @@ func onset(x []float64) int {
 func TestAudioCombinedSink(t *testing.T) {
 	a := startAudioNode(t, audioNodeOptions{})
 	ctx, cluster, client, pw, draOpts := a.ctx, a.cluster, a.client, a.pw, a.dra
-	nodeOf := map[string]string{}
-	for _, o := range a.outputs {
-		nodeOf[o.Output] = o.Name
-	}
-	waitForDriverSlice(t, ctx, cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
-		n := 0
-		for _, d := range s.Spec.Devices {
-			if (d.Name == xpsDP || d.Name == xpsJack) && !deviceTainted(s, d.Name) {
-				n++
-			}
-		}
-		return n == 2
-	})
+	nodeOf := dpAndJackPublished(t, a)
 	// The analog output states a delay of 40 ms.
 	const statedNs = 40_000_000
 	g, err := pw.Remote().Dump(ctx)
@@ -356,4 +332,25 @@ func TestAudioCombinedSink(t *testing.T) {
 		g, err := pw.Remote().Dump(ctx)
 		return err == nil && !slices.ContainsFunc(g.Nodes, func(n pipewire.Node) bool { return n.Name == combined })
 	})
+}
+
+// dpAndJackPublished waits until the audio driver publishes the DP output
+// and the jack output untainted, and returns each output's node.name by
+// its name.
+func dpAndJackPublished(t *testing.T, a *audioNode) map[string]string {
+	t.Helper()
+	nodeOf := map[string]string{}
+	for _, o := range a.outputs {
+		nodeOf[o.Output] = o.Name
+	}
+	waitForDriverSlice(t, a.ctx, a.cluster, audio.DriverName, func(s *resourceapi.ResourceSlice) bool {
+		n := 0
+		for _, d := range s.Spec.Devices {
+			if (d.Name == xpsDP || d.Name == xpsJack) && !deviceTainted(s, d.Name) {
+				n++
+			}
+		}
+		return n == 2
+	})
+	return nodeOf
 }
