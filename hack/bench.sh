@@ -81,6 +81,7 @@ bench pass ./internal/audio/ 'AudioPass16Outputs' 1s -test.benchmem
 bench speaker ./internal/audio/ 'SpeakerConnectToSlice' 5x
 bench share ./internal/audio/ 'PrepareSixteenthShare' 200x
 bench audio-rss ./test/e2e/ 'AudioOperatorIdleRSS' 1x
+bench shared-rss ./test/e2e/ 'AudioOperatorSharedRSS' 1x
 bench probes ./test/e2e/ 'AudioProbes' 1x
 bench capture ./internal/capture/ 'Capture(IdleRSS|Tap)' 1x
 bench api-ttfb ./test/e2e/ 'AudioAPIFirstByte' 10x
@@ -114,6 +115,7 @@ row "speaker connect to slice, p50 / max" "$(m speaker SpeakerConnectToSlice p50
 row "Bluetooth operator idle VmRSS, 8 bonds" "$(m bt-rss BluetoothOperatorIdleRSS rss-max-MiB) MiB (anon $(m bt-rss BluetoothOperatorIdleRSS anon-max-MiB), file $(m bt-rss BluetoothOperatorIdleRSS file-max-MiB); peak $(m bt-rss BluetoothOperatorIdleRSS hwm-MiB))" "<= 20 MiB" "64 MiB"
 row "audio pass over 16 outputs" "$(m pass AudioPass16Outputs ns/op) ns, $(m pass AudioPass16Outputs B/op) B" "-" "-"
 row "audio operator container idle, 16 outputs" "$(m audio-rss AudioOperatorIdleRSS container-rss-max-MiB) MiB (operator $(m audio-rss AudioOperatorIdleRSS rss-max-MiB): anon $(m audio-rss AudioOperatorIdleRSS anon-max-MiB), file $(m audio-rss AudioOperatorIdleRSS file-max-MiB); pw-dump $(m audio-rss AudioOperatorIdleRSS children-rss-max-MiB))" "<= 40 MiB" "128 MiB"
+row "audio operator container, every shareable device 4 shares" "$(m shared-rss AudioOperatorSharedRSS container-rss-max-MiB) MiB with $(m shared-rss AudioOperatorSharedRSS shares) shares of $(m shared-rss AudioOperatorSharedRSS outputs) devices (operator $(m shared-rss AudioOperatorSharedRSS rss-max-MiB): anon $(m shared-rss AudioOperatorSharedRSS anon-max-MiB), file $(m shared-rss AudioOperatorSharedRSS file-max-MiB))" "<= 40 MiB" "128 MiB"
 row "graph-answers probe, CPU p50 / max, peak RSS" "$(m probes AudioProbes graph-answers-cpu-p50-ms) / $(m probes AudioProbes graph-answers-cpu-max-ms) ms, $(m probes AudioProbes graph-answers-rss-max-MiB) MiB" "<= 20 ms, <= 12 MiB" "128 MiB"
 row "endpoints-registered probe, CPU p50 / max, peak RSS" "$(m probes AudioProbes endpoints-registered-cpu-p50-ms) / $(m probes AudioProbes endpoints-registered-cpu-max-ms) ms, $(m probes AudioProbes endpoints-registered-rss-max-MiB) MiB" "<= 20 ms, <= 12 MiB" "128 MiB"
 row "capture container idle VmRSS" "$(m capture CaptureIdleRSS rss-max-MiB) MiB (anon $(m capture CaptureIdleRSS anon-max-MiB), file $(m capture CaptureIdleRSS file-max-MiB))" "<= 16 MiB" "64 MiB"

@@ -30,6 +30,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 	"k8s.io/klog/v2"
 )
@@ -206,9 +207,81 @@ func AfterStartup(ctx context.Context, wait time.Duration, report func(dropped i
 	}()
 }
 
+// DefaultBurstCheck is how often, once start-up is over, an operator
+// looks at how much of its binary it has mapped (RssFile): rare enough to
+// cost nothing at rest (one read of /proc/self/status), soon enough that a
+// burst's pages are given back within a minute of its end.
+const DefaultBurstCheck = 30 * time.Second
+
+// DefaultBurstGrowth is how many bytes RssFile must have grown since the
+// last release before the pages are dropped again: a burst of work
+// (dozens of claims prepared at once, a relist) touches MiBs of code that
+// rest never runs, while a few pages come and go on their own.
+const DefaultBurstGrowth = 4 << 20
+
+// ReleaseAfterBursts runs ReleaseStartupMemory again after a burst of
+// work, on a goroutine of its own until ctx ends: every interval it reads
+// this process's RssFile (/proc/self/status, through prometheus/procfs),
+// and when that has grown by at least growth bytes since the last release
+// and did not grow over the last interval (the burst is over), it
+// releases and passes the result to report. A process that stays at rest
+// reads one small file per interval and releases nothing. A failed read
+// is passed to report as an error, and the checks go on.
+func ReleaseAfterBursts(ctx context.Context, interval time.Duration, growth int64, report func(dropped int64, err error)) {
+	go func() {
+		tick := time.NewTicker(interval)
+		defer tick.Stop()
+		// The base is what is mapped now, right after a release: a burst
+		// before the first check is a burst too.
+		base, err := rssFile()
+		if err != nil {
+			report(0, err)
+			base = -1
+		}
+		last := base
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			now, err := rssFile()
+			if err != nil {
+				report(0, err)
+				continue
+			}
+			if base < 0 {
+				base = now
+			}
+			if now-base >= growth && now <= last {
+				report(ReleaseStartupMemory())
+				if now, err = rssFile(); err == nil {
+					base = now
+				}
+			}
+			last = now
+		}
+	}()
+}
+
+// rssFile returns this process's RssFile in bytes: resident pages of
+// mapped files, most of them its own binary's.
+func rssFile() (int64, error) {
+	self, err := procfs.Self()
+	if err != nil {
+		return 0, fmt.Errorf("procmem: %w", err)
+	}
+	st, err := self.NewStatus()
+	if err != nil {
+		return 0, fmt.Errorf("procmem: %w", err)
+	}
+	return int64(st.RssFile), nil
+}
+
 // Fit is what an operator's main calls once at start: SetLimitFromCgroup
-// with DefaultLimitFraction, and AfterStartup with DefaultStartupWindow,
-// logging both results with ctx's logger.
+// with DefaultLimitFraction, AfterStartup with DefaultStartupWindow, and
+// ReleaseAfterBursts with DefaultBurstCheck and DefaultBurstGrowth from
+// then on, logging every result with ctx's logger.
 func Fit(ctx context.Context) {
 	logger := klog.FromContext(ctx)
 	if limit, err := SetLimitFromCgroup(DefaultLimitFraction); err != nil {
@@ -221,5 +294,12 @@ func Fit(ctx context.Context) {
 			logger.Error(err, "Releasing start-up memory")
 		}
 		logger.V(2).Info("Released start-up memory", "mappingBytes", dropped)
+		ReleaseAfterBursts(ctx, DefaultBurstCheck, DefaultBurstGrowth, func(dropped int64, err error) {
+			if err != nil {
+				logger.Error(err, "Releasing memory after a burst")
+				return
+			}
+			logger.V(2).Info("Released memory after a burst", "mappingBytes", dropped)
+		})
 	})
 }

@@ -3,14 +3,17 @@
 package procmem
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"runtime/debug"
-	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"golang.org/x/sys/unix"
 )
 
 func TestCgroupMemoryMax(t *testing.T) {
@@ -86,33 +89,77 @@ zzzz-0001 r--p 00000000 fd:01 123 /usr/local/bin/op
 // TestReleaseStartupMemory drops this test binary's read-only mappings:
 // RssFile falls, and the process goes on running the code it dropped.
 func TestReleaseStartupMemory(t *testing.T) {
-	before := rssFile(t)
+	before := rssFileKB(t)
 	dropped, err := ReleaseStartupMemory()
 	if err != nil {
 		t.Fatal(err)
 	}
-	after := rssFile(t)
+	after := rssFileKB(t)
 	if dropped <= 0 || after >= before {
 		t.Errorf("dropped %d bytes of mappings; RssFile %d kB before, %d kB after", dropped, before, after)
 	}
 	t.Logf("dropped %d MiB of mappings; RssFile %d kB before, %d kB after", dropped>>20, before, after)
 }
 
-func rssFile(t *testing.T) int64 {
+func rssFileKB(t *testing.T) int64 {
 	t.Helper()
-	data, err := os.ReadFile("/proc/self/status")
+	n, err := rssFile()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(l, "RssFile:"); ok {
-			n, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
+	return n >> 10
+}
+
+// TestReleaseAfterBursts: at rest nothing is released; once RssFile has
+// grown by the set amount (a file mapped and read, standing in for code a
+// burst touched) and stopped growing, the binary's mappings are dropped
+// once, and not again while nothing else grows.
+func TestReleaseAfterBursts(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type release struct {
+		dropped int64
+		err     error
 	}
-	t.Fatal("no RssFile in /proc/self/status")
-	return 0
+	got := make(chan release, 16)
+	const interval, growth = 50 * time.Millisecond, 4 << 20
+	ReleaseAfterBursts(ctx, interval, growth, func(dropped int64, err error) { got <- release{dropped, err} })
+	select {
+	case r := <-got:
+		t.Fatalf("released at rest: %+v", r)
+	case <-time.After(10 * interval):
+	}
+
+	path := filepath.Join(t.TempDir(), "burst")
+	if err := os.WriteFile(path, bytes.Repeat([]byte{1}, 2*growth), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := unix.Mmap(int(f.Fd()), 0, 2*growth, unix.PROT_READ, unix.MAP_PRIVATE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = unix.Munmap(m) }()
+	var sum byte
+	for i := 0; i < len(m); i += os.Getpagesize() {
+		sum += m[i]
+	}
+	t.Logf("touched %d MiB of a mapped file (sum %d)", len(m)>>20, sum)
+	select {
+	case r := <-got:
+		if r.err != nil || r.dropped <= 0 {
+			t.Fatalf("release after the burst: dropped %d bytes, error %v", r.dropped, r.err)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("no release within a minute of a burst")
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("released again with nothing grown: %+v", r)
+	case <-time.After(10 * interval):
+	}
 }

@@ -73,24 +73,8 @@ func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
 		op := w.startOperator(b)
 		waitForDriverSlice(b, ctx, cluster, audio.DriverName, w.published)
 		op.pastStartup()
-		for range 10 {
-			pid := op.Pid()
-			m, err := memoryOf(pid)
-			if err != nil {
-				b.Fatalf("operator: %v (exited: %v)\n%s", err, op.Exited(), op.Log())
-			}
-			most = most.max(m)
-			kids, n, err := childrenRSS(pid)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if n == 0 {
-				b.Fatalf("the operator has no pw-dump child following the graph\n%s", op.Log())
-			}
-			children = max(children, kids)
-			container = max(container, m.RSS+kids)
-			time.Sleep(500 * time.Millisecond)
-		}
+		m, kids, both := sampleAudioContainer(b, op)
+		most, children, container = most.max(m), max(children, kids), max(container, both)
 		if err := op.stop(); err != nil {
 			b.Fatalf("operator on SIGTERM: %v\n%s", err, op.Log())
 		}
@@ -110,6 +94,35 @@ func BenchmarkAudioOperatorIdleRSS(b *testing.B) {
 	b.ReportMetric(mib(children), "children-rss-max-MiB")
 	b.ReportMetric(mib(container), "container-rss-max-MiB")
 	b.ReportMetric(0, "ns/op") // the iteration time is the waits' sum, not a figure
+}
+
+// sampleAudioContainer reads the memory of the operator op and of its
+// children (the `pw-dump -m` following the graph, which shares the
+// container's limit) every 500 ms for 5 s. It returns the operator's
+// largest figures, its children's largest VmRSS sum and the largest
+// VmRSS of both together, in bytes; it fails b when the operator is gone
+// or has no child.
+func sampleAudioContainer(b *testing.B, op *operatorProcess) (most memory, children, container int64) {
+	b.Helper()
+	for range 10 {
+		pid := op.Pid()
+		m, err := memoryOf(pid)
+		if err != nil {
+			b.Fatalf("operator: %v (exited: %v)\n%s", err, op.Exited(), op.Log())
+		}
+		most = most.max(m)
+		kids, n, err := childrenRSS(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if n == 0 {
+			b.Fatalf("the operator has no pw-dump child following the graph\n%s", op.Log())
+		}
+		children = max(children, kids)
+		container = max(container, m.RSS+kids)
+		time.Sleep(500 * time.Millisecond)
+	}
+	return most, children, container
 }
 
 // audioWorld is a node as the audio operator sees it: the audio image's

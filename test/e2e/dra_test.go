@@ -209,7 +209,7 @@ func waitForSlice(t *testing.T, ctx context.Context, c *harness.Cluster, ok func
 	return nil
 }
 
-func prepareOK(t *testing.T, ctx context.Context, p *kubelet.Plugin, claim *resourceapi.ResourceClaim) *drapbv1.Device {
+func prepareOK(t testing.TB, ctx context.Context, p *kubelet.Plugin, claim *resourceapi.ResourceClaim) *drapbv1.Device {
 	t.Helper()
 	resp, err := p.Prepare(ctx, claim)
 	if err != nil {

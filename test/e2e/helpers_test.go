@@ -71,7 +71,7 @@ func waitForDriverSlice(t testing.TB, ctx context.Context, c *harness.Cluster, d
 
 // createWithPod makes the claim and a pod on the node that uses it, and
 // returns the claim once the real scheduler allocated it.
-func createWithPod(t *testing.T, ctx context.Context, c *harness.Cluster, claim *resourceapi.ResourceClaim, pod string) *resourceapi.ResourceClaim {
+func createWithPod(t testing.TB, ctx context.Context, c *harness.Cluster, claim *resourceapi.ResourceClaim, pod string) *resourceapi.ResourceClaim {
 	t.Helper()
 	client := c.Client()
 	_, err := client.ResourceV1().ResourceClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{})
