@@ -62,6 +62,7 @@ func TestTier(t *testing.T) {
 		{"AudioConsumer", audioConsumer},
 		{"Capture", captureTap},
 		{"SharedSink", sharedSink},
+		{"TwoOutputs", twoOutputs},
 		{"PipeWireKill", pipewireKill},
 		{"WirePlumberLosesBus", wireplumberLosesBus},
 		{"KubeletRestart", kubeletRestart},

@@ -4,13 +4,15 @@
 // reports what the container runtime gave its container (one JSON line on
 // stdout: the environment, every node under /dev, every mount point) and
 // then either waits for SIGTERM (mode "report") or plays a tone through
-// PipeWire (mode "tone"): a sine of HZ (default 440), 48 kHz stereo S16, fed to
+// PipeWire (mode "tone"): a sine of HZ (default 440), 48 kHz S16 in every
+// channel of CHANNELS (2, stereo, by default; 4 is front and rear pairs,
+// FL,FR,RL,RR, for a claim's combined sink), fed to
 // pw-cat --playback, which connects to $PIPEWIRE_REMOTE and targets
 // $PIPEWIRE_NODE as every PipeWire stream does. When pw-cat ends (its
 // PipeWire went away) it is started again after 200 ms, and a line says
 // so, so the stream resumes once PipeWire is back.
 //
-// Usage: consumer report|tone [HZ]
+// Usage: consumer report|tone [HZ [CHANNELS]]
 package main
 
 import (
@@ -34,18 +36,25 @@ import (
 )
 
 func main() {
-	freq := 440.0
+	freq, channels := 440.0, 2
 	switch {
 	case len(os.Args) == 2 && (os.Args[1] == "report" || os.Args[1] == "tone"):
-	case len(os.Args) == 3 && os.Args[1] == "tone":
+	case (len(os.Args) == 3 || len(os.Args) == 4) && os.Args[1] == "tone":
 		f, err := strconv.ParseFloat(os.Args[2], 64)
 		if err != nil || f < 20 || f > 20000 {
 			fmt.Fprintf(os.Stderr, "consumer: tone %q is not a frequency from 20 to 20000 Hz\n", os.Args[2])
 			os.Exit(2)
 		}
 		freq = f
+		if len(os.Args) == 4 {
+			if os.Args[3] != "2" && os.Args[3] != "4" {
+				fmt.Fprintf(os.Stderr, "consumer: %q channels, want 2 or 4\n", os.Args[3])
+				os.Exit(2)
+			}
+			channels, _ = strconv.Atoi(os.Args[3])
+		}
 	default:
-		fmt.Fprintln(os.Stderr, "usage: consumer report|tone [HZ]")
+		fmt.Fprintln(os.Stderr, "usage: consumer report|tone [HZ [CHANNELS]]")
 		os.Exit(2)
 	}
 	line, err := json.Marshal(collect())
@@ -57,7 +66,7 @@ func main() {
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	if os.Args[1] == "tone" {
-		go tone(freq)
+		go tone(freq, channels)
 	}
 	<-stop
 }
@@ -102,12 +111,16 @@ func collect() report.Report {
 }
 
 // tone runs pw-cat with a sine of freq Hz on its standard input, forever.
-func tone(freq float64) {
+func tone(freq float64, channels int) {
 	const rate = 48000
-	frame := make([]byte, 4*rate/10) // 100 ms of stereo S16
+	frame := make([]byte, 2*channels*rate/10) // 100 ms of S16
+	args := []string{"--playback", "--rate", "48000", "--channels", strconv.Itoa(channels), "--format", "s16", "--raw"}
+	if channels == 4 {
+		args = append(args, "--channel-map", "FL,FR,RL,RR")
+	}
 	var n int
 	for {
-		cmd := exec.Command("/usr/bin/pw-cat", "--playback", "--rate", "48000", "--channels", "2", "--format", "s16", "--raw", "-")
+		cmd := exec.Command("/usr/bin/pw-cat", append(args, "-")...)
 		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 		in, err := cmd.StdinPipe()
 		if err == nil {
@@ -120,10 +133,11 @@ func tone(freq float64) {
 		}
 		fmt.Println("tone: playing")
 		for {
-			for i := 0; i < len(frame); i += 4 {
+			for i := 0; i < len(frame); i += 2 * channels {
 				v := int16(8000 * math.Sin(2*math.Pi*freq*float64(n)/rate))
-				binary.LittleEndian.PutUint16(frame[i:], uint16(v))
-				binary.LittleEndian.PutUint16(frame[i+2:], uint16(v))
+				for c := range channels {
+					binary.LittleEndian.PutUint16(frame[i+2*c:], uint16(v))
+				}
 				n++
 			}
 			if _, err := in.Write(frame); err != nil {
