@@ -32,6 +32,13 @@ type mediaRange struct {
 // candidate. tapPath is the negotiated tap's path (Match.TapPath), from
 // which a 406 builds the href of each acceptable format.
 //
+// Why not github.com/munnerz/goautoneg, which the module graph holds: its
+// ParseAccept drops a malformed range and reads a bad q as 0 without a
+// word, where a client here is told which range was wrong (400); it
+// splits a quoted parameter at a comma or semicolon inside the quotes,
+// which the codecs parameter of an audio range carries ("opus, flac");
+// and it has no bound on the ranges it allocates.
+//
 // Errors: 400 ProblemBadRequest for an Accept past 4096 bytes or
 // MaxAcceptRanges ranges, or a range that is not type/subtype or whose q
 // is not a qvalue; 406 ProblemNotAcceptable, listing every candidate as

@@ -43,8 +43,12 @@ type Radio interface {
 	UnregisterAgent(ctx context.Context) error
 }
 
+// DefaultKernelReleasePath is where Linux gives the running kernel's
+// release, "6.12.48+deb13-amd64" (proc(5)).
+const DefaultKernelReleasePath = "/proc/sys/kernel/osrelease"
+
 // Config is what a Controller runs with; every field but SysRoot,
-// BondsRoot, Registerer and Now is required.
+// KernelReleasePath, BondsRoot, Registerer and Now is required.
 type Config struct {
 	// Node is this node's name.
 	Node string
@@ -59,6 +63,11 @@ type Config struct {
 	Radio Radio
 	// SysRoot is sysfs, for batteries; empty means /sys.
 	SysRoot string
+	// KernelReleasePath is the file holding the running kernel's release
+	// (proc(5): /proc/sys/kernel/osrelease), shown in each Adapter's
+	// status; empty means DefaultKernelReleasePath. An unreadable file
+	// leaves the release out of the status.
+	KernelReleasePath string
 	// BondsRoot is BlueZ's storage tree (/var/lib/bluetooth), for the
 	// speakers' cached stream endpoints; empty leaves them unchecked.
 	BondsRoot string
@@ -145,6 +154,9 @@ func New(cfg Config) (*Controller, error) {
 	if cfg.SysRoot == "" {
 		cfg.SysRoot = "/sys"
 	}
+	if cfg.KernelReleasePath == "" {
+		cfg.KernelReleasePath = DefaultKernelReleasePath
+	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -154,7 +166,7 @@ func New(cfg Config) (*Controller, error) {
 	}
 	c.store = newStore(cfg.Client, cfg.Adapter.Key(), c.poke, c.requestSpecChanged)
 	c.metrics = newMetrics(cfg.Registerer)
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+	if b, err := os.ReadFile(cfg.KernelReleasePath); err == nil {
 		c.kernel = strings.TrimSpace(string(b))
 	}
 	return c, nil

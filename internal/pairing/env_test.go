@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/liken-sh/operators/test/poll"
 	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 	"time"
@@ -112,14 +113,21 @@ func newRig(t *testing.T, adapter string) *rig {
 }
 
 // start runs a controller until the test ends or stop is called.
+// testKernelRelease is the kernel release the rig's controllers read,
+// standing in for /proc/sys/kernel/osrelease.
+const testKernelRelease = "6.1.0-liken-test"
+
 func (r *rig) start() {
 	r.t.Helper()
 	_, ctx := ktesting.NewTestContext(r.t)
 	ctx, cancel := context.WithCancel(ctx)
 	client, err := bluez.Connect(ctx, bluez.Options{Address: r.sim.Address()})
 	must(r.t, err)
+	release := filepath.Join(r.t.TempDir(), "osrelease")
+	must(r.t, os.WriteFile(release, []byte(testKernelRelease+"\n"), 0o644))
 	cfg := Config{Node: "node-" + r.ns, Namespace: r.ns, Adapter: bdaddr.MustParse(r.adapter),
-		Client: r.dyn, Kube: r.kube, Radio: client, Now: r.clock.Now, SysRoot: r.sysRoot, BondsRoot: r.bondsRoot}
+		Client: r.dyn, Kube: r.kube, Radio: client, Now: r.clock.Now, SysRoot: r.sysRoot, BondsRoot: r.bondsRoot,
+		KernelReleasePath: release}
 	if r.reg != nil {
 		cfg.Registerer = r.reg
 	}

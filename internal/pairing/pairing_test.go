@@ -80,7 +80,7 @@ func TestAdoption(t *testing.T) {
 		return adapter.Status.Bonds == 2 && isTrue(adapter.Status.Conditions, btv1.ConditionPresent), fmt.Sprintf("%+v", adapter.Status)
 	})
 	if !slices.Contains(adapter.Finalizers, btv1.AdapterFinalizer) || len(adapter.OwnerReferences) != 0 ||
-		adapter.Status.Address != r.adapter || adapter.Status.BluezVersion != "5.66" || !adapter.Status.Powered {
+		adapter.Status.Address != r.adapter || adapter.Status.BluezVersion != "5.66" || adapter.Status.KernelVersion != testKernelRelease || !adapter.Status.Powered {
 		t.Errorf("Adapter: finalizers %v owners %v status %+v", adapter.Finalizers, adapter.OwnerReferences, adapter.Status)
 	}
 	for _, c := range []struct {

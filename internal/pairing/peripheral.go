@@ -245,7 +245,6 @@ func (p *pass) peripheralStatus(key string, per *btv1.Peripheral, d *bluez.Devic
 		t := metav1.NewTime(p.now)
 		st.Bond.PairedAt = &t
 	}
-	name := "peripheral"
 	gen := per.Generation
 	connected, ready := false, false
 	var connReason, connMsg, readyReason, readyMsg string
@@ -298,7 +297,6 @@ func (p *pass) peripheralStatus(key string, per *btv1.Peripheral, d *bluez.Devic
 		p.endpointCache(per, st, d)
 		p.a2dpProfile(per, st, d)
 	}
-	_ = name
 	p.c.metrics.connected.WithLabelValues(per.Name).Set(b2f(connected))
 	p.c.metrics.claimed.WithLabelValues(per.Name).Set(b2f(st.Claim != nil))
 	if st.Battery != nil && st.Battery.Percentage != nil {
