@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/liken-sh/operators/internal/atomicfile"
 )
 
 // configMode is the mode of main.conf and input.conf: bluetoothd reads them
@@ -50,37 +52,8 @@ func writeConfig(dir string, classicBondedOnly bool) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("create %s: %w", dir, err)
 	}
-	if err := writeFileAtomic(filepath.Join(dir, "main.conf"), []byte(mainConf)); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "main.conf"), []byte(mainConf), configMode); err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(dir, "input.conf"), fmt.Appendf(nil, inputConfFormat, classicBondedOnly))
-}
-
-// writeFileAtomic replaces path with data at configMode.
-func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, werr := f.Write(data)
-	cerr := f.Close()
-	if err := firstErr(werr, cerr, os.Chmod(tmp, configMode)); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
-}
-
-func firstErr(errs ...error) error {
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return atomicfile.WriteFile(filepath.Join(dir, "input.conf"), fmt.Appendf(nil, inputConfFormat, classicBondedOnly), configMode)
 }

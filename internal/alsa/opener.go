@@ -13,6 +13,8 @@ import (
 	"sync"
 
 	"github.com/fsnotify/fsnotify"
+
+	"github.com/liken-sh/operators/internal/atomicfile"
 )
 
 // Opener opens a card's control interface by card number. [DevOpener]
@@ -92,19 +94,7 @@ func WriteDump(dir string, d *Dump) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, ".card*.json.tmp")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), DumpPath(dir, d.Card))
+	return atomicfile.WriteFile(DumpPath(dir, d.Card), data, 0o600)
 }
 
 // Recorded returns the card served for card number card, reading its file

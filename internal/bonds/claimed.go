@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/liken-sh/operators/internal/atomicfile"
 	"github.com/liken-sh/operators/internal/bdaddr"
 )
 
@@ -29,12 +30,7 @@ func WriteClaimed(root string, adapter bdaddr.Address) error {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return fmt.Errorf("recording the claimed adapter: %w", err)
 	}
-	path := filepath.Join(root, ClaimedFile)
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(adapter.String()+"\n"), 0o644); err != nil {
-		return fmt.Errorf("recording the claimed adapter: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(root, ClaimedFile), []byte(adapter.String()+"\n"), 0o644); err != nil {
 		return fmt.Errorf("recording the claimed adapter: %w", err)
 	}
 	return nil
