@@ -113,7 +113,8 @@ func (e *SkipError) Error() string {
 // else is skipped with a *SkipError naming the Secret and key, and the rest
 // of the Secret is still read: a Secret not labelled with adapter (whole),
 // a key that is not one of the three shapes around a Bluetooth address, the
-// zero address, a second key for the same device, an info that fails
+// zero address, the broadcast address (FF:FF:FF:FF:FF:FF), the adapter's
+// own address, a second key for the same device, an info that fails
 // CheckInfo or holds no key (the check Sync makes before it stores one;
 // skipped with that device's cache), a cache that fails CheckCache or has
 // no bond beside it. An empty cache value counts as no cache.
@@ -169,6 +170,10 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 			skip(k, "not <address>%s, <address>%s, <address>%s or <address>, with a Bluetooth address", InfoSuffix, CacheSuffix, InputSuffix)
 		case device.IsZero():
 			skip(k, "the zero address names no device")
+		case device.IsBroadcast():
+			skip(k, "FF:FF:FF:FF:FF:FF is the broadcast address and names no device")
+		case device == adapter:
+			skip(k, "%s is the adapter's own address and names no device bonded with it", device)
 		default:
 			*list = append(*list, entry{device, k})
 		}
