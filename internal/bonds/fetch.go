@@ -32,7 +32,9 @@ type Fetched struct {
 	// device.
 	Bonds []Bond
 	// Skipped are the Secrets and keys that were not used, each a
-	// *SkipError.
+	// *SkipError: at most MaxSkipped of them in MaxSkippedBytes, then,
+	// when there were more, one *MoreSkipped counting the rest
+	// (SkippedCount adds them up).
 	Skipped []error
 }
 
@@ -49,7 +51,8 @@ type SecretLister interface {
 // (AdapterLabel=adapter.Key()) through secrets, which lists that
 // namespace's Secrets, page by page, and decodes their bonds as
 // DecodeSecrets does, keeping only the bonds between pages and at most
-// MaxFetchedBonds of them in MaxFetchedBytes. It needs list on Secrets in
+// MaxFetchedBonds of them in MaxFetchedBytes, and listing at most
+// MaxSkipped skips in MaxSkippedBytes. It needs list on Secrets in
 // namespace and nothing else. No Secrets is not an error: an adapter that
 // has paired nothing has none. A failed list is an error naming the
 // namespace and selector.

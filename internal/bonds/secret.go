@@ -120,13 +120,14 @@ func (e *SkipError) Error() string {
 // no bond beside it. An empty cache value counts as no cache.
 //
 // Bonds come back sorted by device; none is empty and every one passes
-// Bond.Check.
+// Bond.Check. At most MaxSkipped skips in MaxSkippedBytes are listed; the
+// rest are counted in a *MoreSkipped that ends the list.
 func DecodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []Bond, skipped []error) {
-	found, skipped := decodeSecret(adapter, s)
-	for _, f := range found {
+	var skips skipList
+	for _, f := range decodeSecret(adapter, s, &skips) {
 		bonds = append(bonds, f.Bond)
 	}
-	return bonds, skipped
+	return bonds, skips.errors()
 }
 
 // sourced is a decoded bond and the data key its info came from.
@@ -135,15 +136,19 @@ type sourced struct {
 	key string
 }
 
-// decodeSecret is DecodeSecret, keeping each bond's key.
-func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, skipped []error) {
+// notDeviceKey is the reason a key that names no device is skipped for.
+const notDeviceKey = "not <address>" + InfoSuffix + ", <address>" + CacheSuffix + ", <address>" + InputSuffix + " or <address>, with a Bluetooth address"
+
+// decodeSecret is DecodeSecret, keeping each bond's key and adding what
+// it skips to skips. Past the list's bounds a skip costs a count: a
+// Secret of tens of thousands of keys costs the sorted list of its keys,
+// beside the Secret itself.
+func decodeSecret(adapter bdaddr.Address, s *corev1.Secret, skips *skipList) (bonds []sourced) {
 	id := s.Namespace + "/" + s.Name
-	skip := func(key, format string, args ...any) {
-		skipped = append(skipped, &SkipError{Secret: id, Key: key, Reason: fmt.Sprintf(format, args...)})
-	}
+	skip := func(key, format string, args ...any) { skips.add(id, key, format, args...) }
 	if got := s.Labels[AdapterLabel]; got != adapter.Key() {
 		skip("", "labelled %s=%q, not this adapter's %q", AdapterLabel, got, adapter.Key())
-		return nil, skipped
+		return nil
 	}
 	type entry struct {
 		device bdaddr.Address
@@ -167,7 +172,7 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 		device, err := bdaddr.Parse(name)
 		switch {
 		case err != nil:
-			skip(k, "not <address>%s, <address>%s, <address>%s or <address>, with a Bluetooth address", InfoSuffix, CacheSuffix, InputSuffix)
+			skip(k, notDeviceKey)
 		case device.IsZero():
 			skip(k, "the zero address names no device")
 		case device.IsBroadcast():
@@ -253,7 +258,7 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 		}
 	}
 	sort.Slice(bonds, func(i, j int) bool { return bytes.Compare(bonds[i].Device[:], bonds[j].Device[:]) < 0 })
-	return bonds, skipped
+	return bonds
 }
 
 // DecodeSecrets reads the bonds of adapter out of several Secrets, one
@@ -264,12 +269,16 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 // different bytes for one device are a conflict nothing can settle:
 // neither is used, and the error names both, so a planted copy never
 // replaces the real one by the way its name sorts (byte-identical copies
-// are one bond). Each copy that loses is reported in skipped, as is
-// everything DecodeSecret skips.
+// are one bond); a further copy of that standing is not used either, its
+// error naming at most MaxConflictNames of the others and counting the
+// rest. Each copy that loses is reported in skipped, as is everything
+// DecodeSecret skips.
 //
 // At most MaxFetchedBonds bonds and MaxFetchedBytes bytes of them are
 // held: past either bound a Secret's bond is skipped, naming the bound,
-// and the bonds held so far are kept.
+// and the bonds held so far are kept. At most MaxSkipped skips in
+// MaxSkippedBytes are listed, over all the Secrets; the rest are counted
+// in a *MoreSkipped that ends the list.
 func DecodeSecrets(adapter bdaddr.Address, secrets []corev1.Secret) (bonds []Bond, skipped []error) {
 	d := newDecoder(adapter)
 	for i := range secrets {
@@ -297,7 +306,7 @@ type decoder struct {
 	best     map[bdaddr.Address]candidate
 	conflict map[bdaddr.Address]conflict // devices whose best copies disagree
 	held     int                         // bytes of the bonds in best
-	skipped  []error
+	skips    skipList
 }
 
 type candidate struct {
@@ -305,13 +314,6 @@ type candidate struct {
 	name string // the Secret's
 	key  string // the info's
 	rank int
-}
-
-// conflict is two copies of one device's bond of the same rank that
-// differ; a copy of a higher rank settles it.
-type conflict struct {
-	rank  int
-	names []string
 }
 
 func (c candidate) size() int { return len(c.bond.Info) + len(c.bond.Cache) + len(c.bond.Input) }
@@ -337,9 +339,7 @@ func (d *decoder) rank(name string, device bdaddr.Address) int {
 }
 
 func (d *decoder) add(s *corev1.Secret) {
-	got, skips := decodeSecret(d.adapter, s)
-	d.skipped = append(d.skipped, skips...)
-	for _, b := range got {
+	for _, b := range decodeSecret(d.adapter, s, &d.skips) {
 		d.offer(s.Namespace, candidate{b.Bond, s.Name, b.key, d.rank(s.Name, b.Device)})
 	}
 }
@@ -347,14 +347,19 @@ func (d *decoder) add(s *corev1.Secret) {
 func (d *decoder) offer(namespace string, c candidate) {
 	device := c.bond.Device
 	lose := func(loser candidate, format string, args ...any) {
-		d.skipped = append(d.skipped, &SkipError{Secret: namespace + "/" + loser.name, Key: loser.key, Reason: fmt.Sprintf(format, args...)})
+		d.skips.add(namespace+"/"+loser.name, loser.key, format, args...)
 	}
 	if k, ok := d.conflict[device]; ok {
-		if c.rank <= k.rank {
-			k.names = append(k.names, c.name)
+		switch {
+		case c.rank < k.rank:
+			lose(c, "device %s is also in secrets %s, which win over this one and hold different keys: none of them is restored; delete the wrong ones",
+				device, k)
+			return
+		case c.rank == k.rank:
+			lose(c, "device %s is held with different keys by this secret and secrets %s of the same standing: none of them is restored; delete the wrong ones",
+				device, k)
+			k.add(c.name)
 			d.conflict[device] = k
-			lose(c, "device %s is held with different keys by secrets %s of the same standing: none of them is restored; delete the wrong ones",
-				device, strings.Join(k.names, ", "))
 			return
 		}
 		delete(d.conflict, device)
@@ -368,8 +373,10 @@ func (d *decoder) offer(namespace string, c candidate) {
 		lose(c, "device %s is also in secret %s, with the same bytes", device, old.name)
 		return
 	case dup && c.rank == old.rank:
-		names := []string{old.name, c.name}
-		d.conflict[device] = conflict{rank: c.rank, names: names}
+		k := conflict{rank: c.rank}
+		k.add(old.name)
+		k.add(c.name)
+		d.conflict[device] = k
 		d.drop(device)
 		reason := fmt.Sprintf("device %s is held with different keys by secrets %s and %s of the same standing: neither is restored; delete the wrong one",
 			device, old.name, c.name)
@@ -405,7 +412,7 @@ func (d *decoder) result() ([]Bond, []error) {
 		bonds = append(bonds, c.bond)
 	}
 	sortBonds(bonds)
-	return bonds, d.skipped
+	return bonds, d.skips.errors()
 }
 
 func sortBonds(bonds []Bond) {
