@@ -350,12 +350,7 @@ func (d *decoder) offer(namespace string, c candidate) {
 		d.skips.add(namespace+"/"+loser.name, loser.key, format, args...)
 	}
 	if k, ok := d.conflict[device]; ok {
-		switch {
-		case c.rank < k.rank:
-			lose(c, "device %s is also in secrets %s, which win over this one and hold different keys: none of them is restored; delete the wrong ones",
-				device, k)
-			return
-		case c.rank == k.rank:
+		if c.rank <= k.rank {
 			lose(c, "device %s is held with different keys by this secret and secrets %s of the same standing: none of them is restored; delete the wrong ones",
 				device, k)
 			k.add(c.name)
