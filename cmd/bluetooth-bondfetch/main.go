@@ -14,7 +14,9 @@
 // (package bonds). Secret contents are untrusted: what cannot be a bond is
 // skipped with a line naming the Secret and key, and so is what is past
 // the bound on what it holds at once (bonds.MaxFetchedBonds and
-// bonds.MaxFetchedBytes).
+// bonds.MaxFetchedBytes). At most bonds.MaxSkipped such lines in
+// bonds.MaxSkippedBytes are logged; one line "and N more keys skipped"
+// counts the rest.
 //
 // Exit status 0 means the tree is written, or there was nothing to write
 // (an adapter that has paired nothing has no Secrets). Any other failure

@@ -222,6 +222,8 @@ func TestRestore(t *testing.T) {
 		Data: map[string][]byte{
 			"etc-passwd.info":         padInfo,
 			"00-00-00-00-00-00.info":  padInfo,
+			"ff-ff-ff-ff-ff-ff.info":  padInfo,
+			claimed.Key() + ".info":   padInfo,
 			"aa-bb-cc-dd-ee-01.info":  []byte("root::0:0::/root:/bin/sh\n"),
 			"aa-bb-cc-dd-ee-02.info":  append(bytes.Repeat([]byte("#\n"), bonds.MaxInfoSize), padInfo...),
 			"aa-bb-cc-dd-ee-03.cache": padCache,
@@ -287,6 +289,8 @@ func TestRestore(t *testing.T) {
 		"bondfetch: hci3, below the claimed USB device " + filepath.Join(n.dev, "bus/usb/001/005") + ", is the adapter at " + a,
 		`secret restore/bluetooth-bond-evil key "etc-passwd.info" skipped`,
 		`secret restore/bluetooth-bond-evil key "00-00-00-00-00-00.info" skipped`,
+		`secret restore/bluetooth-bond-evil key "ff-ff-ff-ff-ff-ff.info" skipped: FF:FF:FF:FF:FF:FF is the broadcast address and names no device`,
+		`secret restore/bluetooth-bond-evil key "` + claimed.Key() + `.info" skipped: ` + claimed.String() + ` is the adapter's own address`,
 		`secret restore/bluetooth-bond-evil key "aa-bb-cc-dd-ee-01.info" skipped: info is not a BlueZ key file`,
 		`secret restore/bluetooth-bond-evil key "aa-bb-cc-dd-ee-02.info" skipped: info is`,
 		`secret restore/bluetooth-bond-evil key "aa-bb-cc-dd-ee-03.cache" skipped: no info`,

@@ -198,6 +198,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stderr 
 	}
 	logf("restored %d bonds of %s from %d secrets under %s: %d files written, %d unchanged, %d kept, %d secret keys skipped",
 		len(fetched.Bonds), address, fetched.Secrets, bonds.AdapterDir(opts.root, address),
-		len(report.Written), len(report.Unchanged), len(report.Kept), len(fetched.Skipped))
+		len(report.Written), len(report.Unchanged), len(report.Kept), bonds.SkippedCount(fetched.Skipped))
 	return claimed()
 }

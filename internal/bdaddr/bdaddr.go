@@ -89,6 +89,11 @@ func (a Address) Kernel() [6]byte { return [6]byte(FromKernel(a)) }
 // for an adapter whose address it has not read yet.
 func (a Address) IsZero() bool { return a == Address{} }
 
+// IsBroadcast reports whether a is FF:FF:FF:FF:FF:FF, the broadcast
+// address (BDADDR_NONE in the kernel's include/net/bluetooth/bluetooth.h),
+// which names no single device.
+func (a Address) IsBroadcast() bool { return a == Address{0xff, 0xff, 0xff, 0xff, 0xff, 0xff} }
+
 // String returns BlueZ's spelling, uppercase with colons:
 // "E4:17:D8:C5:67:6D". It is the name of the address's directory under
 // /var/lib/bluetooth.

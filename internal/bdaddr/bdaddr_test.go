@@ -51,6 +51,9 @@ func TestKernelOrder(t *testing.T) {
 	if a.IsZero() || !(Address{}).IsZero() {
 		t.Fatal("IsZero wrong")
 	}
+	if a.IsBroadcast() || (Address{}).IsBroadcast() || !MustParse("ff-ff-ff-ff-ff-ff").IsBroadcast() {
+		t.Fatal("IsBroadcast wrong")
+	}
 }
 
 func FuzzParse(f *testing.F) {

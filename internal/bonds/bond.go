@@ -146,11 +146,17 @@ func CheckCache(data []byte) error {
 }
 
 // Check returns an error when b is not a bond this package would store or
-// write: a zero adapter or device address, or an info or cache that fails
-// CheckInfo or CheckCache.
+// write: a zero adapter or device address, a device that is the broadcast
+// address or the adapter itself, or an info or cache that fails CheckInfo
+// or CheckCache.
 func (b Bond) Check() error {
-	if b.Adapter.IsZero() || b.Device.IsZero() {
+	switch {
+	case b.Adapter.IsZero() || b.Device.IsZero():
 		return fmt.Errorf("bond %s of adapter %s: zero address", b.Device, b.Adapter)
+	case b.Device.IsBroadcast():
+		return fmt.Errorf("bond %s of adapter %s: the broadcast address names no device", b.Device, b.Adapter)
+	case b.Device == b.Adapter:
+		return fmt.Errorf("bond %s of adapter %s: the adapter's own address names no device", b.Device, b.Adapter)
 	}
 	if err := CheckInfo(b.Info); err != nil {
 		return fmt.Errorf("bond %s of adapter %s: %w", b.Device, b.Adapter, err)

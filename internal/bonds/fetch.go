@@ -12,11 +12,15 @@ import (
 	"github.com/liken-sh/operators/internal/bdaddr"
 )
 
-// fetchPage bounds how many Secrets one list response holds. A Secret may
-// be up to 1 MiB, and a page is held three times over while it is read
-// (the response body, its JSON decoding, the Secrets), beside the bonds
-// kept so far.
-const fetchPage = 4
+// fetchPage bounds how many Secrets one list response holds: one. A
+// Secret may be up to 1 MiB on the wire, and decoded it can be several
+// times that: 80,000 keys of a byte each become some 7 MiB of map entries
+// and strings. A page is held about three times over while it is read
+// (the response body, its decoding, the Secrets), beside the bonds kept
+// so far, so four Secrets a page of such keys took 33 MiB of heap at the
+// peak and one takes 19 (TestSkipsAreBounded in cmd/bluetooth-bondfetch).
+// A request per Secret costs milliseconds; a radio has a few bonds.
+const fetchPage = 1
 
 // FetchMemoryLimit is the soft memory limit (runtime/debug.SetMemoryLimit)
 // bondfetch sets, in bytes: below the 64 MiB of its container
@@ -32,7 +36,9 @@ type Fetched struct {
 	// device.
 	Bonds []Bond
 	// Skipped are the Secrets and keys that were not used, each a
-	// *SkipError.
+	// *SkipError: at most MaxSkipped of them in MaxSkippedBytes, then,
+	// when there were more, one *MoreSkipped counting the rest
+	// (SkippedCount adds them up).
 	Skipped []error
 }
 
@@ -49,7 +55,8 @@ type SecretLister interface {
 // (AdapterLabel=adapter.Key()) through secrets, which lists that
 // namespace's Secrets, page by page, and decodes their bonds as
 // DecodeSecrets does, keeping only the bonds between pages and at most
-// MaxFetchedBonds of them in MaxFetchedBytes. It needs list on Secrets in
+// MaxFetchedBonds of them in MaxFetchedBytes, and listing at most
+// MaxSkipped skips in MaxSkippedBytes. It needs list on Secrets in
 // namespace and nothing else. No Secrets is not an error: an adapter that
 // has paired nothing has none. A failed list is an error naming the
 // namespace and selector.

@@ -113,19 +113,21 @@ func (e *SkipError) Error() string {
 // else is skipped with a *SkipError naming the Secret and key, and the rest
 // of the Secret is still read: a Secret not labelled with adapter (whole),
 // a key that is not one of the three shapes around a Bluetooth address, the
-// zero address, a second key for the same device, an info that fails
+// zero address, the broadcast address (FF:FF:FF:FF:FF:FF), the adapter's
+// own address, a second key for the same device, an info that fails
 // CheckInfo or holds no key (the check Sync makes before it stores one;
 // skipped with that device's cache), a cache that fails CheckCache or has
 // no bond beside it. An empty cache value counts as no cache.
 //
 // Bonds come back sorted by device; none is empty and every one passes
-// Bond.Check.
+// Bond.Check. At most MaxSkipped skips in MaxSkippedBytes are listed; the
+// rest are counted in a *MoreSkipped that ends the list.
 func DecodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []Bond, skipped []error) {
-	found, skipped := decodeSecret(adapter, s)
-	for _, f := range found {
+	var skips skipList
+	for _, f := range decodeSecret(adapter, s, &skips) {
 		bonds = append(bonds, f.Bond)
 	}
-	return bonds, skipped
+	return bonds, skips.errors()
 }
 
 // sourced is a decoded bond and the data key its info came from.
@@ -134,15 +136,19 @@ type sourced struct {
 	key string
 }
 
-// decodeSecret is DecodeSecret, keeping each bond's key.
-func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, skipped []error) {
+// notDeviceKey is the reason a key that names no device is skipped for.
+const notDeviceKey = "not <address>" + InfoSuffix + ", <address>" + CacheSuffix + ", <address>" + InputSuffix + " or <address>, with a Bluetooth address"
+
+// decodeSecret is DecodeSecret, keeping each bond's key and adding what
+// it skips to skips. Past the list's bounds a skip costs a count: a
+// Secret of tens of thousands of keys costs the sorted list of its keys,
+// beside the Secret itself.
+func decodeSecret(adapter bdaddr.Address, s *corev1.Secret, skips *skipList) (bonds []sourced) {
 	id := s.Namespace + "/" + s.Name
-	skip := func(key, format string, args ...any) {
-		skipped = append(skipped, &SkipError{Secret: id, Key: key, Reason: fmt.Sprintf(format, args...)})
-	}
+	skip := func(key, format string, args ...any) { skips.add(id, key, format, args...) }
 	if got := s.Labels[AdapterLabel]; got != adapter.Key() {
 		skip("", "labelled %s=%q, not this adapter's %q", AdapterLabel, got, adapter.Key())
-		return nil, skipped
+		return nil
 	}
 	type entry struct {
 		device bdaddr.Address
@@ -166,9 +172,13 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 		device, err := bdaddr.Parse(name)
 		switch {
 		case err != nil:
-			skip(k, "not <address>%s, <address>%s, <address>%s or <address>, with a Bluetooth address", InfoSuffix, CacheSuffix, InputSuffix)
+			skip(k, notDeviceKey)
 		case device.IsZero():
 			skip(k, "the zero address names no device")
+		case device.IsBroadcast():
+			skip(k, "FF:FF:FF:FF:FF:FF is the broadcast address and names no device")
+		case device == adapter:
+			skip(k, "%s is the adapter's own address and names no device bonded with it", device)
 		default:
 			*list = append(*list, entry{device, k})
 		}
@@ -248,7 +258,7 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 		}
 	}
 	sort.Slice(bonds, func(i, j int) bool { return bytes.Compare(bonds[i].Device[:], bonds[j].Device[:]) < 0 })
-	return bonds, skipped
+	return bonds
 }
 
 // DecodeSecrets reads the bonds of adapter out of several Secrets, one
@@ -259,12 +269,16 @@ func decodeSecret(adapter bdaddr.Address, s *corev1.Secret) (bonds []sourced, sk
 // different bytes for one device are a conflict nothing can settle:
 // neither is used, and the error names both, so a planted copy never
 // replaces the real one by the way its name sorts (byte-identical copies
-// are one bond). Each copy that loses is reported in skipped, as is
-// everything DecodeSecret skips.
+// are one bond); a further copy of that standing is not used either, its
+// error naming at most MaxConflictNames of the others and counting the
+// rest. Each copy that loses is reported in skipped, as is everything
+// DecodeSecret skips.
 //
 // At most MaxFetchedBonds bonds and MaxFetchedBytes bytes of them are
 // held: past either bound a Secret's bond is skipped, naming the bound,
-// and the bonds held so far are kept.
+// and the bonds held so far are kept. At most MaxSkipped skips in
+// MaxSkippedBytes are listed, over all the Secrets; the rest are counted
+// in a *MoreSkipped that ends the list.
 func DecodeSecrets(adapter bdaddr.Address, secrets []corev1.Secret) (bonds []Bond, skipped []error) {
 	d := newDecoder(adapter)
 	for i := range secrets {
@@ -292,7 +306,7 @@ type decoder struct {
 	best     map[bdaddr.Address]candidate
 	conflict map[bdaddr.Address]conflict // devices whose best copies disagree
 	held     int                         // bytes of the bonds in best
-	skipped  []error
+	skips    skipList
 }
 
 type candidate struct {
@@ -300,13 +314,6 @@ type candidate struct {
 	name string // the Secret's
 	key  string // the info's
 	rank int
-}
-
-// conflict is two copies of one device's bond of the same rank that
-// differ; a copy of a higher rank settles it.
-type conflict struct {
-	rank  int
-	names []string
 }
 
 func (c candidate) size() int { return len(c.bond.Info) + len(c.bond.Cache) + len(c.bond.Input) }
@@ -332,9 +339,7 @@ func (d *decoder) rank(name string, device bdaddr.Address) int {
 }
 
 func (d *decoder) add(s *corev1.Secret) {
-	got, skips := decodeSecret(d.adapter, s)
-	d.skipped = append(d.skipped, skips...)
-	for _, b := range got {
+	for _, b := range decodeSecret(d.adapter, s, &d.skips) {
 		d.offer(s.Namespace, candidate{b.Bond, s.Name, b.key, d.rank(s.Name, b.Device)})
 	}
 }
@@ -342,14 +347,14 @@ func (d *decoder) add(s *corev1.Secret) {
 func (d *decoder) offer(namespace string, c candidate) {
 	device := c.bond.Device
 	lose := func(loser candidate, format string, args ...any) {
-		d.skipped = append(d.skipped, &SkipError{Secret: namespace + "/" + loser.name, Key: loser.key, Reason: fmt.Sprintf(format, args...)})
+		d.skips.add(namespace+"/"+loser.name, loser.key, format, args...)
 	}
 	if k, ok := d.conflict[device]; ok {
 		if c.rank <= k.rank {
-			k.names = append(k.names, c.name)
+			lose(c, "device %s is held with different keys by this secret and secrets %s of the same standing: none of them is restored; delete the wrong ones",
+				device, k)
+			k.add(c.name)
 			d.conflict[device] = k
-			lose(c, "device %s is held with different keys by secrets %s of the same standing: none of them is restored; delete the wrong ones",
-				device, strings.Join(k.names, ", "))
 			return
 		}
 		delete(d.conflict, device)
@@ -363,8 +368,10 @@ func (d *decoder) offer(namespace string, c candidate) {
 		lose(c, "device %s is also in secret %s, with the same bytes", device, old.name)
 		return
 	case dup && c.rank == old.rank:
-		names := []string{old.name, c.name}
-		d.conflict[device] = conflict{rank: c.rank, names: names}
+		k := conflict{rank: c.rank}
+		k.add(old.name)
+		k.add(c.name)
+		d.conflict[device] = k
 		d.drop(device)
 		reason := fmt.Sprintf("device %s is held with different keys by secrets %s and %s of the same standing: neither is restored; delete the wrong one",
 			device, old.name, c.name)
@@ -400,7 +407,7 @@ func (d *decoder) result() ([]Bond, []error) {
 		bonds = append(bonds, c.bond)
 	}
 	sortBonds(bonds)
-	return bonds, d.skipped
+	return bonds, d.skips.errors()
 }
 
 func sortBonds(bonds []Bond) {

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"github.com/liken-sh/operators/internal/bdaddr"
 	"github.com/liken-sh/operators/test/fixtures"
 )
 
@@ -165,6 +166,47 @@ func TestDecodeSecretHostile(t *testing.T) {
 		}
 		if !strings.Contains(err.Error(), se.Key) {
 			t.Errorf("message does not name the key: %v", err)
+		}
+	}
+}
+
+// Addresses that name no device bonded with the adapter, in every
+// spelling a key may use, are skipped with the reason; a valid bond beside
+// them is kept. Bond.Check refuses them too, so WriteTree and Sync would.
+func TestDecodeSecretRefusesAddressesOfNoDevice(t *testing.T) {
+	info := recordedBonds(t)[0].Info
+	s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "x", Namespace: "ns", Labels: map[string]string{AdapterLabel: adapter.Key()}},
+		Data: map[string][]byte{
+			"ff-ff-ff-ff-ff-ff.info":   info,
+			"FF:FF:FF:FF:FF:FF":        info,
+			adapter.Key() + ".info":    info,
+			adapter.String() + ".info": info,
+			adapter.Key():              info,
+			InfoKey(pad):               info,
+		}}
+	bonds, skipped := DecodeSecret(adapter, s)
+	if len(bonds) != 1 || bonds[0].Device != pad {
+		t.Fatalf("bonds %+v", bonds)
+	}
+	want := map[string]string{
+		"ff-ff-ff-ff-ff-ff.info":   "FF:FF:FF:FF:FF:FF is the broadcast address and names no device",
+		"FF:FF:FF:FF:FF:FF":        "FF:FF:FF:FF:FF:FF is the broadcast address and names no device",
+		adapter.Key() + ".info":    adapter.String() + " is the adapter's own address and names no device bonded with it",
+		adapter.String() + ".info": adapter.String() + " is the adapter's own address",
+		adapter.Key():              adapter.String() + " is the adapter's own address",
+	}
+	if len(skipped) != len(want) {
+		t.Errorf("%d skipped, want %d: %v", len(skipped), len(want), skipped)
+	}
+	for _, err := range skipped {
+		var se *SkipError
+		if !errors.As(err, &se) || !strings.Contains(se.Reason, want[se.Key]) || want[se.Key] == "" {
+			t.Errorf("%v, want the reason %q", err, want[se.Key])
+		}
+	}
+	for _, device := range []bdaddr.Address{adapter, bdaddr.MustParse("FF:FF:FF:FF:FF:FF")} {
+		if err := (Bond{Adapter: adapter, Device: device, Info: info}).Check(); err == nil || !strings.Contains(err.Error(), "names no device") {
+			t.Errorf("Check of a bond with device %s: %v", device, err)
 		}
 	}
 }
