@@ -3,16 +3,20 @@
 package gate
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/liken-sh/operators/internal/pipewire/native"
+	"github.com/liken-sh/operators/internal/tailbuf"
 )
 
 // Combine is the combined sink of a claim that holds more than one
@@ -128,9 +132,10 @@ context.modules = [
 
 // combiner is one claim's combined-sink process.
 type combiner struct {
-	conf Combine
-	cmd  *exec.Cmd
-	done chan struct{}
+	conf     Combine
+	cmd      *exec.Cmd
+	done     chan struct{}
+	stopping atomic.Bool // set by stop, so its own SIGTERM is not logged as an end
 }
 
 func (c *combiner) exited() bool {
@@ -143,6 +148,7 @@ func (c *combiner) exited() bool {
 }
 
 func (c *combiner) stop() {
+	c.stopping.Store(true)
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	<-c.done
 }
@@ -203,15 +209,30 @@ func (s *session) startCombine(uid string, c Combine) (*combiner, error) {
 	if err != nil {
 		return nil, err
 	}
-	cmd.Stdout, cmd.Stderr = log, log
+	tail := tailbuf.New(combineTail)
+	cmd.Stdout = io.MultiWriter(log, tail)
+	cmd.Stderr = cmd.Stdout
 	if err := cmd.Start(); err != nil {
 		log.Close()
 		return nil, err
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); log.Close(); close(done) }()
-	return &combiner{conf: c, cmd: cmd, done: done}, nil
+	cb := &combiner{conf: c, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		log.Close()
+		if !cb.stopping.Load() {
+			// Ended on its own: what it said last is why, and the
+			// session starts it again at its next sync.
+			s.cfg.Logf("claim gate: combined sink %s of claim %s ended (%v): %s", CombinedNodeName(uid), uid, err, bytes.TrimSpace(tail.Bytes()))
+		}
+		close(cb.done)
+	}()
+	return cb, nil
 }
+
+// combineTail is how much of a combined-sink process's last output is
+// kept to say why it ended, in bytes.
+const combineTail = 2048
 
 // stopCombines stops every combined-sink process (the session ends).
 func (s *session) stopCombines() {
