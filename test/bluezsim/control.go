@@ -298,12 +298,27 @@ func (s *Sim) Connect(adapter, device string) error {
 // org.bluez.Error.Failed "br-connection-page-timeout", as bluetoothd
 // fails them when the controller reports a page timeout. Switched on, it
 // answers the next page; like a speaker, it does not connect by itself
-// (Connect is the device connecting). Devices start switched on.
+// (Connect is the device connecting). Devices start switched on, and one
+// switched off stays off when the BlueZ side restarts.
 func (s *Sim) SetSwitchedOn(adapter, device string, on bool) error {
 	if err := checkAddress(device); err != nil {
 		return err
 	}
-	return s.call(context.Background(), "SetSwitchedOn", adapter, device, on)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.call(context.Background(), "SetSwitchedOn", adapter, device, on); err != nil {
+		return err
+	}
+	key := [2]string{adapter, strings.ToUpper(device)}
+	if on {
+		delete(s.off, key)
+		return nil
+	}
+	if s.off == nil {
+		s.off = map[[2]string]bool{}
+	}
+	s.off[key] = true
+	return nil
 }
 
 // ConnectCall is one Device1.Connect call a client made.

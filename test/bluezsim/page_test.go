@@ -87,3 +87,36 @@ func TestSwitchedOffAnswersNoPage(t *testing.T) {
 		t.Errorf("recorded calls %+v: arrival times out of order or no sender", calls)
 	}
 }
+
+// TestSwitchedOffStaysOffAcrossRestart: a speaker's power is its own, so
+// one switched off is still off the air when the BlueZ side restarts
+// and loads its bond again.
+func TestSwitchedOffStaysOffAcrossRestart(t *testing.T) {
+	s, _ := setup(t, Options{PageTimeout: 50 * time.Millisecond})
+	const spk = "A0:AB:51:33:B7:12"
+	path, err := s.AddSpeaker("hci0", spk, Speaker{Name: "Kitchen"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetSwitchedOn("hci0", spk, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StopBlueZ(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartBlueZ(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.conn.Object(Service, path).CallWithContext(ctx, DeviceInterface+".Connect", 0).Err; errorName(err) != "org.bluez.Error.Failed" {
+		t.Fatalf("Connect after the restart: %v, want the page timeout", err)
+	}
+	if err := s.SetSwitchedOn("hci0", spk, true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.conn.Object(Service, path).CallWithContext(ctx, DeviceInterface+".Connect", 0).Err; err != nil {
+		t.Fatalf("Connect once switched on: %v", err)
+	}
+}

@@ -88,7 +88,10 @@ type Sim struct {
 	bluez    *child.Process  // nil while the BlueZ side is stopped
 	busDown  bool            // between StopBus and StartBus
 	adapters []adapterRecord // re-registered when the BlueZ side restarts
-	stopped  bool
+	// off holds the devices switched off (adapter name, address): a
+	// device's power outlives a restart of bluetoothd.
+	off     map[[2]string]bool
+	stopped bool
 }
 
 // adapterRecord is an adapter as AddAdapter registered it.
@@ -232,7 +235,23 @@ func (s *Sim) StartBlueZ(ctx context.Context) error {
 			return fmt.Errorf("bluezsim: register adapter %s again: %w", a.name, err)
 		}
 	}
+	for dev := range s.off {
+		// A device that did not come back (not bonded) is off the air
+		// anyway.
+		if err := s.call(ctx, "SetSwitchedOn", dev[0], dev[1], false); err != nil && dbusErrorName(err) != controlInterface+".NoSuchDevice" {
+			return fmt.Errorf("bluezsim: switch %s off again: %w", dev[1], err)
+		}
+	}
 	return nil
+}
+
+// dbusErrorName is the D-Bus error name in err, or "".
+func dbusErrorName(err error) string {
+	var e dbus.Error
+	if errors.As(err, &e) {
+		return e.Name
+	}
+	return ""
 }
 
 // waitOwner polls until org.bluez has an owner, p exits, or the bound
