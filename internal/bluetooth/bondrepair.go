@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	resourceapi "k8s.io/api/resource/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
@@ -30,11 +31,13 @@ const (
 	ReasonBondSecretLeftAlone = "BondSecretLeftAlone"
 )
 
-// newSecretRecorder returns an Event recorder (events.k8s.io/v1) for
-// Events about Secrets, which runs until ctx ends.
-func newSecretRecorder(ctx context.Context, kube kubernetes.Interface) events.EventRecorder {
+// newRecorder returns the operator's Event recorder (events.k8s.io/v1),
+// for Events about bond Secrets and about the ResourceClaims that hold a
+// speaker it connects; it runs until ctx ends.
+func newRecorder(ctx context.Context, kube kubernetes.Interface) events.EventRecorder {
 	scheme := runtime.NewScheme()
 	_ = corev1.AddToScheme(scheme)
+	_ = resourceapi.AddToScheme(scheme)
 	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: kube.EventsV1()})
 	b.StartRecordingToSink(ctx.Done())
 	return b.NewRecorder(scheme, "bluetooth.liken.sh/operator")

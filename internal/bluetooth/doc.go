@@ -18,6 +18,12 @@
 //     D-Bus directory and points DBUS_SYSTEM_BUS_ADDRESS at it, so that a
 //     sound server can reach bluetoothd's Media1 API.
 //
+// A speaker does not page the host when it is switched on, so while a
+// claim of the audio driver holds a paired, trusted speaker that is not
+// connected, the operator connects it (Device1.Connect) at once and then
+// with waits doubling from 10 s to 2 min (Reconnectable,
+// DefaultReconnectFirst); it never connects an input device.
+//
 // The numbers decoded here (Class of Device fields, 16-bit service UUIDs,
 // the appearance category of HID devices) are from the Bluetooth SIG's
 // Assigned Numbers document, sections 2.6 (Appearance), 2.8 (Class of

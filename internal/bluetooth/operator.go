@@ -79,7 +79,14 @@ type Config struct {
 	// callback after pairing.
 	BondSettle time.Duration
 	Backstop   time.Duration
-	Registerer prometheus.Registerer
+	// ReconnectFirst and ReconnectCeiling time the connects of a held
+	// speaker that is not connected (Reconnectable): the wait after the
+	// first failed attempt, doubling after each further one up to the
+	// ceiling. Zero means DefaultReconnectFirst (10 s) and
+	// DefaultReconnectCeiling (2 min).
+	ReconnectFirst   time.Duration
+	ReconnectCeiling time.Duration
+	Registerer       prometheus.Registerer
 }
 
 func (c *Config) complete() error {
@@ -106,6 +113,12 @@ func (c *Config) complete() error {
 	if c.Backstop <= 0 {
 		c.Backstop = DefaultBackstop
 	}
+	if c.ReconnectFirst <= 0 {
+		c.ReconnectFirst = DefaultReconnectFirst
+	}
+	if c.ReconnectCeiling <= 0 {
+		c.ReconnectCeiling = DefaultReconnectCeiling
+	}
 	c.DRA.DriverName, c.DRA.CDIClass = DriverName, CDIClass
 	c.DRA.NodeName, c.DRA.KubeClient, c.DRA.Registerer = c.NodeName, c.KubeClient, c.Registerer
 	return nil
@@ -115,7 +128,11 @@ func (c *Config) complete() error {
 // kubelet, and on every change (a BlueZ signal, a HID uevent, the backstop)
 // reads bluetoothd's objects and the HID devices, asserts page scan,
 // publishes the device set, and, after the bond settle window, writes
-// every bond bluetoothd holds back to its Secret.
+// every bond bluetoothd holds back to its Secret. Beside that it follows
+// the ResourceClaims of the audio driver's pool on this node and connects
+// the speakers they hold while those are not connected (Reconnectable),
+// at once and then with waits doubling from ReconnectFirst to
+// ReconnectCeiling.
 //
 // It returns nil when ctx ends (SIGTERM: a clean exit, the slice stays for
 // the next pod) and an error otherwise: bluetoothd or the bus did not
@@ -189,7 +206,12 @@ func Run(ctx context.Context, cfg Config) error {
 			op.hci.Close()
 		}
 	}()
-	op.recorder = newSecretRecorder(ctx, cfg.KubeClient)
+	op.recorder = newRecorder(ctx, cfg.KubeClient)
+	stopReconnect, err := op.startReconnect(ctx)
+	if err != nil {
+		return err
+	}
+	defer stopReconnect()
 	watchBondSecrets(ctx, cfg.KubeClient, cfg.Namespace, func(name string) {
 		logger.Info("A bond Secret was deleted; writing the bonds BlueZ holds back", "secret", name)
 		op.mu.Lock()
@@ -274,6 +296,8 @@ type operator struct {
 	pairing *pairing.Controller // nil until the adapter is known, or without Dynamic
 	follow  *time.Timer         // the pairing API's follow-up pass
 	hci     *hci.Socket         // for the page-scan flag; nil until first used
+
+	reconnect *reconnector // connects the speakers claims hold; nil until Run starts it
 
 	mu   sync.Mutex
 	live []bdaddr.Address // the adapters of the latest pass, for bond sync
@@ -366,6 +390,7 @@ func (o *operator) pass(ctx context.Context) error {
 		nodeAdapters = append(nodeAdapters, a.Address)
 	}
 	objs = o.scope(ctx, objs)
+	o.reconnect.observe(objs.Devices)
 	if err := o.startPairing(ctx); err != nil {
 		return err
 	}

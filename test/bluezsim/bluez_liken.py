@@ -31,7 +31,7 @@ dbus-python's own decorator (native_method below).
 
 The test harness drives it through the sh.liken.BluezSim1 interface on /
 (the Go package test/bluezsim). Parameters, as JSON: {"storage": path,
-"late_write_ms": int}.
+"late_write_ms": int, "page_timeout_ms": int}.
 '''
 
 import json
@@ -40,6 +40,7 @@ import re
 import secrets
 import socket
 import tempfile
+import time
 
 import dbus
 import dbus.service
@@ -99,10 +100,13 @@ SIM = None  # the SimState, set by load()
 class SimState:
     '''What bluetoothd keeps outside the D-Bus objects.'''
 
-    def __init__(self, mock, storage, late_write_ms):
+    def __init__(self, mock, storage, late_write_ms, page_timeout_ms):
         self.mock = mock
         self.storage = storage
         self.late_write_ms = late_write_ms
+        self.page_timeout_ms = page_timeout_ms
+        self.started = time.monotonic()
+        self.connect_calls = []    # Device1.Connect calls, in arrival order
         self.agents = {}           # sender -> (path, capability)
         self.default_agent = None  # (sender, path)
         self.endpoints = {}        # (adapter, sender, path) -> {UUID, Codec, Capabilities}, in registration order
@@ -1021,12 +1025,15 @@ def create_device(adapter_name, address, spec, loaded=None):
     device.sim_delay_reporting = bool(spec.get('DelayReporting', False))
     # AVRCP absolute volume (0-127), where the speaker supports it.
     device.sim_volume = int(spec['Volume']) if 'Volume' in spec else None
-    native_method(device, DEVICE_IFACE, 'Pair', '', '', device_pair_async, sender=True, is_async=True)
+    device.sim_off = False  # switched off or out of range: it answers no page
     for method, in_sig, func in (
-            ('Connect', '', device_connect),
+            ('Pair', '', device_pair_async),
+            ('Connect', '', device_connect_async),
+            ('ConnectProfile', 's', device_connect_profile_async)):
+        native_method(device, DEVICE_IFACE, method, in_sig, '', func, sender=True, is_async=True)
+    for method, in_sig, func in (
             ('Disconnect', '', device_disconnect),
             ('CancelPairing', '', device_cancel_pairing),
-            ('ConnectProfile', 's', device_connect_profile),
             ('DisconnectProfile', 's', device_disconnect_profile)):
         native_method(device, DEVICE_IFACE, method, in_sig, '', func, sender=True)
     if not loaded:
@@ -1034,13 +1041,23 @@ def create_device(adapter_name, address, spec, loaded=None):
     return device
 
 
-def connect(device):
+def check_connect(device):
+    '''What bluetoothd refuses before it pages: an adapter that is off,
+    a blocked device, a link that is already up.'''
     if not device_adapter(device).props[ADAPTER_IFACE]['Powered']:
         raise error(ERR + 'NotReady', 'Resource Not Ready')
     if device.props[DEVICE_IFACE]['Blocked']:
         raise error(ERR + 'Failed', 'Operation failed')
     if device.props[DEVICE_IFACE]['Connected']:
         raise error(ERR + 'AlreadyConnected', 'Already Connected')
+
+
+def connect(device):
+    check_connect(device)
+    link_up(device)
+
+
+def link_up(device):
     update(device, DEVICE_IFACE, {'Connected': dbus.Boolean(True)})
     update(device, DEVICE_IFACE, {'ServicesResolved': dbus.Boolean(True)})
     if device.sim_endpoints and device.props[DEVICE_IFACE]['Paired']:
@@ -1089,8 +1106,60 @@ def pair(device):
             GLib.idle_add(late)
 
 
-def device_connect(device, sender=None):
-    connect(device)
+def page(device, reply, fail):
+    '''The host pages the device, as Device1.Connect and ConnectProfile do
+    for a device whose link is down (the device may be paged, it never
+    pages the host: a speaker switched on waits). A device that is on
+    answers and the link comes up at once. A device switched off or out of
+    range (SwitchOff) does not answer: after the controller's page timeout
+    the kernel reports it (HCI status 0x04, EHOSTDOWN) and bluetoothd fails
+    the call with org.bluez.Error.Failed "br-connection-page-timeout"
+    (BlueZ 5.66 src/error.h, btd_error_bredr_conn_from_errno). A device
+    switched on before the timeout ends answers then.'''
+    try:
+        check_connect(device)
+    except dbus.exceptions.DBusException as e:
+        fail(e)
+        return
+
+    def answer():
+        if device.path not in mockobject.objects:
+            fail(error(ERR + 'DoesNotExist', 'Does Not Exist'))
+            return
+        if device.sim_off:
+            fail(error(ERR + 'Failed', 'br-connection-page-timeout'))
+            return
+        try:
+            connect(device)
+        except dbus.exceptions.DBusException as e:
+            fail(e)
+            return
+        reply()
+
+    if not device.sim_off:
+        answer()
+        return
+    GLib.timeout_add(SIM.page_timeout_ms, lambda: answer() and False)
+
+
+def device_connect_async(device, sender=None, reply=None, fail=None):
+    '''Device1.Connect: the link through a page, then the profiles. Each
+    call is recorded with its arrival time and outcome (State's
+    connectCalls).'''
+    call = {'device': device.path, 'sender': str(sender),
+            'atNs': int((time.monotonic() - SIM.started) * 1e9), 'error': '', 'pending': True}
+    SIM.connect_calls.append(call)
+
+    def done(*_args):
+        call['pending'] = False
+        reply()
+
+    def failed(e):
+        call['pending'] = False
+        call['error'] = f'{e.get_dbus_name()}: {e.get_dbus_message()}'
+        fail(e)
+
+    page(device, done, failed)
 
 
 def device_disconnect(device, sender=None):
@@ -1184,19 +1253,23 @@ def device_cancel_pairing(device, sender=None):
     raise error(ERR + 'DoesNotExist', 'Does Not Exist')
 
 
-def device_connect_profile(device, uuid, sender=None):
+def device_connect_profile_async(device, uuid, sender=None, reply=None, fail=None):
     if str(uuid).lower() not in device.sim_uuids:
-        raise error(ERR + 'NotAvailable', 'Operation currently not available')
+        fail(error(ERR + 'NotAvailable', 'Operation currently not available'))
+        return
     if str(uuid).lower() == A2DP_SINK_UUID and getattr(device, 'sim_a2dp_refusals', 0) > 0:
         # The speaker refuses the A2DP channel (busy with another host,
         # or a firmware that wants the link anew): bluetoothd answers
         # br-connection-profile-unavailable as org.bluez.Error.Failed.
         device.sim_a2dp_refusals -= 1
-        raise error(ERR + 'Failed', 'br-connection-profile-unavailable')
+        fail(error(ERR + 'Failed', 'br-connection-profile-unavailable'))
+        return
     if not device.props[DEVICE_IFACE]['Connected']:
-        connect(device)
-    elif str(uuid).lower() == A2DP_SINK_UUID:
+        page(device, reply, fail)
+        return
+    if str(uuid).lower() == A2DP_SINK_UUID:
         a2dp_connect(device)
+    reply()
 
 
 def device_disconnect_profile(device, uuid, sender=None):
@@ -1571,7 +1644,24 @@ def EnterPasskey(_self, adapter_name, address, passkey):
 @dbus.service.method(SIM_IFACE, in_signature='ss', out_signature='')
 def ConnectDevice(_self, adapter_name, address):
     '''The device connects (a controller switched on reconnects).'''
-    connect(get_device(str(adapter_name), str(address)))
+    device = get_device(str(adapter_name), str(address))
+    if device.sim_off:
+        raise error(SIM_IFACE + '.SwitchedOff', f'{address} is switched off (SwitchOn first)')
+    connect(device)
+
+
+@dbus.service.method(SIM_IFACE, in_signature='ssb', out_signature='')
+def SetSwitchedOn(_self, adapter_name, address, on):
+    '''The device is switched on (on) or off, or comes into range or
+    leaves it. Switched off, a connected device drops its link as a
+    speaker whose power button was pressed does (Disconnected reason
+    org.bluez.Reason.Remote), and it answers no page until it is switched
+    on; switched on, it waits to be paged and does not connect by
+    itself.'''
+    device = get_device(str(adapter_name), str(address))
+    device.sim_off = not bool(on)
+    if device.sim_off and device.props[DEVICE_IFACE]['Connected']:
+        disconnect(device, 'org.bluez.Reason.Remote', 'Connection terminated by remote user')
 
 
 @dbus.service.method(SIM_IFACE, in_signature='sss', out_signature='')
@@ -1654,7 +1744,8 @@ def UpdateObject(_self, path, interface, changes):
 @dbus.service.method(SIM_IFACE, in_signature='', out_signature='s')
 def State(_self):
     '''What callers registered, as JSON: agents, the default agent,
-    endpoints, players, applications and discovery sessions.'''
+    endpoints, players, applications and discovery sessions; and the
+    Device1.Connect calls made, with when each arrived and how it ended.'''
     return json.dumps({
         'agents': [{'sender': s, 'path': p, 'capability': c} for s, (p, c) in sorted(SIM.agents.items())],
         'defaultAgent': {'sender': SIM.default_agent[0], 'path': SIM.default_agent[1]} if SIM.default_agent else None,
@@ -1667,6 +1758,7 @@ def State(_self):
                       for s, active in sorted(sessions.items()) if active is True],
         'agentCalls': SIM.log_agent,
         'transports': [t.state() for _p, t in sorted(SIM.transports.items())],
+        'connectCalls': SIM.connect_calls,
     })
 
 
@@ -1676,7 +1768,9 @@ def load(mock, parameters):
     storage = str(parameters.get('storage', ''))
     if not os.path.isabs(storage):
         raise error(SIM_IFACE + '.InvalidArguments', f'storage {storage!r} is not an absolute path')
-    SIM = SimState(mock, storage, int(parameters.get('late_write_ms', 0)))
+    # The controller's default page timeout: 0x2000 slots of 0.625 ms
+    # (Bluetooth Core Vol 4 Part E 7.3.16, Write Page Timeout).
+    SIM = SimState(mock, storage, int(parameters.get('late_write_ms', 0)), int(parameters.get('page_timeout_ms', 5120)))
 
     manager = mockobject.objects['/org/bluez']
     manager.props[INTROSPECT_IFACE] = {}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 )
@@ -284,8 +285,74 @@ func (s *Sim) EnterPasskey(adapter, device string, passkey uint32) error {
 }
 
 // Connect brings the device's link up: Connected, then ServicesResolved.
+// It fails for a device switched off (SetSwitchedOn).
 func (s *Sim) Connect(adapter, device string) error {
 	return s.call(context.Background(), "ConnectDevice", adapter, device)
+}
+
+// SetSwitchedOn switches the device on or off, as a person does with its
+// power button (or as it comes into range and leaves it). Switched off,
+// a connected device drops its link (Device1.Disconnected reason
+// org.bluez.Reason.Remote) and answers no page: Device1.Connect and
+// ConnectProfile fail, once Options.PageTimeout has passed, with
+// org.bluez.Error.Failed "br-connection-page-timeout", as bluetoothd
+// fails them when the controller reports a page timeout. Switched on, it
+// answers the next page; like a speaker, it does not connect by itself
+// (Connect is the device connecting). Devices start switched on, and one
+// switched off stays off when the BlueZ side restarts.
+func (s *Sim) SetSwitchedOn(adapter, device string, on bool) error {
+	if err := checkAddress(device); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.call(context.Background(), "SetSwitchedOn", adapter, device, on); err != nil {
+		return err
+	}
+	key := [2]string{adapter, strings.ToUpper(device)}
+	if on {
+		delete(s.off, key)
+		return nil
+	}
+	if s.off == nil {
+		s.off = map[[2]string]bool{}
+	}
+	s.off[key] = true
+	return nil
+}
+
+// ConnectCall is one Device1.Connect call a client made.
+type ConnectCall struct {
+	// Device is the device's object path; Sender the caller's unique
+	// name.
+	Device dbus.ObjectPath `json:"device"`
+	Sender string          `json:"sender"`
+	// At is when the call arrived, since the simulated bluetoothd
+	// started (its monotonic clock).
+	At time.Duration `json:"atNs"`
+	// Pending is true until it is answered; Error is then "" for
+	// success, else the D-Bus error name and message
+	// ("org.bluez.Error.Failed: br-connection-page-timeout").
+	Pending bool   `json:"pending"`
+	Error   string `json:"error"`
+}
+
+// ConnectCalls returns the Device1.Connect calls clients made on the
+// device of adapter, in arrival order, since the simulated bluetoothd
+// started.
+func (s *Sim) ConnectCalls(adapter, device string) ([]ConnectCall, error) {
+	r, err := s.Registrations()
+	if err != nil {
+		return nil, err
+	}
+	want := DevicePath(adapter, device)
+	var out []ConnectCall
+	for _, c := range r.ConnectCalls {
+		if c.Device == want {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }
 
 // Disconnect drops the device's link: ServicesResolved and Connected go
@@ -384,6 +451,8 @@ type Registrations struct {
 	} `json:"agentCalls"`
 	// Transports are the configured streams, ordered by path.
 	Transports []Transport `json:"transports"`
+	// ConnectCalls are the Device1.Connect calls made, in arrival order.
+	ConnectCalls []ConnectCall `json:"connectCalls"`
 }
 
 // Registrations returns the agents, media endpoints, players, applications

@@ -17,7 +17,11 @@
 // sees only org.bluez. Stop and StopBlueZ make org.bluez leave the bus, as
 // bluetoothd exiting does; RestartBus restarts dbus-daemon too, as a
 // restart of the bluetoothd container does, recreating the socket at the
-// same path.
+// same path. SetSwitchedOn switches a device off and on: switched off, it
+// answers no page, so Device1.Connect fails with bluetoothd's page-timeout
+// error after Options.PageTimeout; switched on, it waits to be paged, as
+// a speaker does. ConnectCalls lists the Device1.Connect calls clients
+// made, with when each arrived and how it ended.
 //
 // Speakers. AddSpeaker adds a paired A2DP sink offering the codecs given
 // (SBC, aptX, aptX HD, LDAC). A sound server registers its A2DP source

@@ -64,7 +64,16 @@ type Options struct {
 	// StartTimeout bounds the wait for org.bluez to be owned; zero means
 	// DefaultStartTimeout.
 	StartTimeout time.Duration
+	// PageTimeout is how long a page of a device that does not answer
+	// (switched off: SetSwitchedOn) lasts before Device1.Connect fails;
+	// zero means a controller's default, 5.12 s.
+	PageTimeout time.Duration
 }
+
+// DefaultPageTimeout is a controller's page timeout after reset: 0x2000
+// slots of 0.625 ms (Bluetooth Core Vol 4 Part E 7.3.16, Write Page
+// Timeout).
+const DefaultPageTimeout = 5120 * time.Millisecond
 
 // Sim is a running simulator: a private system bus and, on it, the
 // simulated bluetoothd. Its methods are safe for concurrent use.
@@ -79,7 +88,10 @@ type Sim struct {
 	bluez    *child.Process  // nil while the BlueZ side is stopped
 	busDown  bool            // between StopBus and StartBus
 	adapters []adapterRecord // re-registered when the BlueZ side restarts
-	stopped  bool
+	// off holds the devices switched off (adapter name, address): a
+	// device's power outlives a restart of bluetoothd.
+	off     map[[2]string]bool
+	stopped bool
 }
 
 // adapterRecord is an adapter as AddAdapter registered it.
@@ -94,6 +106,9 @@ type adapterRecord struct {
 func Start(ctx context.Context, opts Options) (*Sim, error) {
 	if opts.StartTimeout <= 0 {
 		opts.StartTimeout = DefaultStartTimeout
+	}
+	if opts.PageTimeout <= 0 {
+		opts.PageTimeout = DefaultPageTimeout
 	}
 	// A short directory name: the socket path must fit in 107 bytes.
 	dir, err := os.MkdirTemp("", "bluezsim")
@@ -200,7 +215,8 @@ func (s *Sim) StartBlueZ(ctx context.Context) error {
 	if s.busDown {
 		return errors.New("bluezsim: the bus is stopped (StartBus)")
 	}
-	params, err := json.Marshal(map[string]any{"storage": s.storage, "late_write_ms": s.opts.LateWrite.Milliseconds()})
+	params, err := json.Marshal(map[string]any{"storage": s.storage, "late_write_ms": s.opts.LateWrite.Milliseconds(),
+		"page_timeout_ms": s.opts.PageTimeout.Milliseconds()})
 	if err != nil {
 		return err
 	}
@@ -219,7 +235,23 @@ func (s *Sim) StartBlueZ(ctx context.Context) error {
 			return fmt.Errorf("bluezsim: register adapter %s again: %w", a.name, err)
 		}
 	}
+	for dev := range s.off {
+		// A device that did not come back (not bonded) is off the air
+		// anyway.
+		if err := s.call(ctx, "SetSwitchedOn", dev[0], dev[1], false); err != nil && dbusErrorName(err) != controlInterface+".NoSuchDevice" {
+			return fmt.Errorf("bluezsim: switch %s off again: %w", dev[1], err)
+		}
+	}
 	return nil
+}
+
+// dbusErrorName is the D-Bus error name in err, or "".
+func dbusErrorName(err error) string {
+	var e dbus.Error
+	if errors.As(err, &e) {
+		return e.Name
+	}
+	return ""
 }
 
 // waitOwner polls until org.bluez has an owner, p exits, or the bound
