@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -211,3 +212,25 @@ func PeakFrequency(x []float64, rate float64, lo, hi int) int {
 
 // String is what was written, as text.
 func (l *LockedBuffer) String() string { return string(l.Bytes()) }
+
+// Decibels returns ratio, a ratio of amplitudes, in decibels: 20·log10.
+func Decibels(ratio float64) float64 { return 20 * math.Log10(ratio) }
+
+// ToneLevel returns the median of the Goertzel amplitudes at freq Hz of
+// x's 10 ms windows (x sampled at rate Hz; a trailing partial window is
+// left out), 0 when x holds no whole window: the level of a tone that
+// fills x, unmoved by the few windows a discontinuity (a cycle a client
+// lost) cuts. A tone that does not fit a window a whole number of times
+// leaks little: 997 Hz at 48 kHz reads within 0.3 % of its amplitude.
+func ToneLevel(x []float64, rate, freq float64) float64 {
+	window := int(rate / 100)
+	var levels []float64
+	for i := 0; window > 0 && i+window <= len(x); i += window {
+		levels = append(levels, Goertzel(x[i:i+window], rate, freq))
+	}
+	if len(levels) == 0 {
+		return 0
+	}
+	slices.Sort(levels)
+	return levels[len(levels)/2]
+}
