@@ -44,7 +44,8 @@ func TestCapturesCarryTheirPCM(t *testing.T) {
 		t.Fatalf("recorded %d bytes of the fed source within 60 s, want %d", len(pcm), want)
 	}
 	runs := LoopRuns(pcm, tone, frame)
-	level, peak := ToneLevel(Samples(pcm, HardwareChannels, 0), rate, hz), PeakFrequency(Samples(pcm, HardwareChannels, 0)[:rate], rate, hz-100, hz+100)
+	x := Samples(pcm, HardwareChannels, 0)
+	level, peak := ToneLevel(x[runs.Lead:], rate, hz), PeakFrequency(x[runs.LongestAt:runs.LongestAt+runs.Longest], rate, hz-100, hz+100)
 	t.Logf("FIGURE recording of the fed source: %d frames: %d of silence first, %d runs of the fed loop (longest %d, the first from frame %d of the loop), %d outside, %d too few to tell at the end; peak at %d Hz, median 10 ms level %.4f (fed %d Hz at %.1f)",
 		runs.Frames, runs.Lead, runs.Runs, runs.Longest, runs.Start, runs.Outside, runs.Tail, peak, level, hz, amp)
 	if runs.Outside > 0 || runs.Runs == 0 {

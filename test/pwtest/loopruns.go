@@ -15,13 +15,14 @@ type Runs struct {
 	// frames in order from some offset, around and around: 1 for a
 	// recording of a source fed the loop that lost and repeated nothing.
 	Runs int
-	// Longest is the longest run, in frames.
-	Longest int
+	// Longest is the longest run, in frames, and LongestAt the frame of
+	// the recording it starts at: the stretch to read a tone's
+	// frequency from, with no discontinuity to spread it.
+	Longest, LongestAt int
 	// Lead is how many frames of silence (every byte zero) come before
-	// the first run: PipeWire's ALSA source gives a quantum of silence
-	// for a cycle it reads nothing in (spa/plugins/alsa/alsa-pcm.c,
-	// spa_alsa_skip), and a recording of a source that had just started
-	// began with one (PipeWire 1.4.2).
+	// the first run: with PipeWire 1.4.2 most recordings of a fed source
+	// began with a quantum of silence (1024 frames), also some that
+	// joined a source already running.
 	Lead int
 	// Outside is how many frames of the recording are in no run, but for
 	// Lead and Tail: frames the loop does not hold in that order, such as
@@ -122,7 +123,9 @@ func LoopRuns(pcm, loop []byte, frame int) Runs {
 			r.Start = start
 		}
 		r.Runs++
-		r.Longest = max(r.Longest, q-p)
+		if q-p > r.Longest {
+			r.Longest, r.LongestAt = q-p, p
+		}
 		p = q
 	}
 	return r

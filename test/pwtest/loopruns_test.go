@@ -35,7 +35,7 @@ func TestLoopRuns(t *testing.T) {
 		[]byte{1},       // a partial frame
 	)
 	got := LoopRuns(pcm, loop, frame)
-	want := Runs{Runs: 4, Longest: 3000, Lead: 1024, Outside: 200, Tail: 10, Frames: 1024 + 3000 + 2048 + 1024 + 200 + 100 + 10, Start: 47000}
+	want := Runs{Runs: 4, Longest: 3000, LongestAt: 1024, Lead: 1024, Outside: 200, Tail: 10, Frames: 1024 + 3000 + 2048 + 1024 + 200 + 100 + 10, Start: 47000}
 	if got != want {
 		t.Errorf("LoopRuns: %+v, want %+v", got, want)
 	}
