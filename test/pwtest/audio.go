@@ -139,20 +139,31 @@ func (l *LockedBuffer) Bytes() []byte {
 // Hz with channels channels. The stream is linked by WirePlumber shortly
 // after; wait for the link before playing (pipewire.Graph.LinksOf).
 func (d *Daemons) RecordMonitor(ctx context.Context, target string, rate, channels int) (*Recording, error) {
-	return d.record(ctx, []string{"-P", "stream.capture.sink=true", "--target", target}, rate, channels)
+	return d.record(ctx, "", []string{"-P", "stream.capture.sink=true", "--target", target}, rate, channels)
 }
 
 // Record starts recording from the source named target as RecordMonitor
 // does from a sink's monitor. Without stream.capture.sink WirePlumber
 // links the recorder to the source itself, which then runs.
 func (d *Daemons) Record(ctx context.Context, target string, rate, channels int) (*Recording, error) {
-	return d.record(ctx, []string{"--target", target}, rate, channels)
+	return d.record(ctx, "", []string{"--target", target}, rate, channels)
 }
 
-func (d *Daemons) record(ctx context.Context, args []string, rate, channels int) (*Recording, error) {
+// RecordThrough is Record by a client that reaches PipeWire only through
+// the socket at remote (PIPEWIRE_REMOTE), as the consumer of a claim
+// does through the claim's socket (gate.SocketPath).
+func (d *Daemons) RecordThrough(ctx context.Context, remote, target string, rate, channels int) (*Recording, error) {
+	return d.record(ctx, remote, []string{"--target", target}, rate, channels)
+}
+
+// record starts pw-record with args, through remote when it is set.
+func (d *Daemons) record(ctx context.Context, remote string, args []string, rate, channels int) (*Recording, error) {
 	r := &Recording{done: make(chan struct{})}
 	r.cmd = d.Command(ctx, "pw-record", append(args,
 		"--raw", "--format", "s16", "--rate", strconv.Itoa(rate), "--channels", strconv.Itoa(channels), "-")...)
+	if remote != "" {
+		r.cmd.Env = append(r.cmd.Env, "PIPEWIRE_REMOTE="+remote)
+	}
 	r.cmd.Stdout = &r.out
 	r.cmd.Stderr = &r.stderr
 	if err := r.cmd.Start(); err != nil {
