@@ -43,19 +43,23 @@ type Runs struct {
 // samples in frames of frame bytes, loop whole frames. A stretch that
 // starts with RunHead frames of the loop in order is a run, extended as
 // far as the loop goes on matching; a frame where none starts is
-// outside, or in the Lead or the Tail. A client that misses
-// a cycle of the graph on a loaded host loses or repeats a whole
-// quantum, which starts a new run and leaves no frame outside. A
-// trailing partial frame of pcm is ignored.
+// outside, or in the Lead or the Tail. A client that misses a cycle of
+// the graph on a loaded host loses or repeats a whole quantum, which
+// starts a new run and leaves no frame outside. A trailing partial frame
+// of pcm is ignored, and a frame size that is not positive gives no
+// frames.
 //
 // A run starts at the first offset in the loop that matches, so a loop
 // whose samples repeat within it (a tone with several periods in it)
 // may split a recording into more runs than it lost cycles; a tone that
 // fits the loop once (997 Hz in one second at 48 kHz) does not.
 func LoopRuns(pcm, loop []byte, frame int) Runs {
+	if frame <= 0 {
+		return Runs{Start: -1}
+	}
 	n := len(pcm) / frame
 	r := Runs{Frames: n, Start: -1}
-	if frame <= 0 || len(loop) == 0 || len(loop)%frame != 0 {
+	if len(loop) == 0 || len(loop)%frame != 0 {
 		r.Outside = n
 		return r
 	}

@@ -42,6 +42,9 @@ func TestLoopRuns(t *testing.T) {
 	if got := LoopRuns(make([]byte, 400*frame), loop, frame); got.Lead != 400-RunHead+1 || got.Tail != RunHead-1 || got.Runs != 0 || got.Start != -1 {
 		t.Errorf("LoopRuns of silence: %+v", got)
 	}
+	if got := LoopRuns(pcm, loop, 0); got.Frames != 0 || got.Runs != 0 {
+		t.Errorf("LoopRuns with no frame size: %+v", got)
+	}
 	if got := LoopRuns(pcm, loop[:len(loop)-1], frame); got.Outside != got.Frames {
 		t.Errorf("LoopRuns with a loop of partial frames: %+v", got)
 	}
