@@ -25,8 +25,7 @@ import (
 // through its own socket at the same time: the gate lets a claim on a
 // Source record it, and both recordings are the tone's own samples, in
 // order, at its frequency and level. Through either claim's socket there
-// is the microphone and the claim's own recording, no trace of the
-// other claim's.
+// is the microphone, and no trace of the other claim's recording.
 func TestAudioSharedSource(t *testing.T) {
 	// 997 Hz fits the one-second loop once, so no stretch of the loop
 	// repeats within it and a recorded run of it has one place in it.
