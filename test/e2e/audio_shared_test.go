@@ -25,6 +25,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/audio"
 	"github.com/liken-sh/operators/internal/audio/gate"
+	"github.com/liken-sh/operators/internal/pipewire"
 	"github.com/liken-sh/operators/test/capturetest"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
 	"github.com/liken-sh/operators/test/poll"
@@ -63,6 +64,61 @@ func claimTool(t *testing.T, ctx context.Context, pw *pwtest.Daemons, uid string
 	go func() { _ = cmd.Wait(); close(done) }()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
 	return cmd, stderr, done
+}
+
+// claimStreams reads the graph once and returns, by claim UID, the node
+// id of a stream that a client of the claim's socket made and that is
+// linked, and the graph it read. A claim with several such streams has
+// one of them.
+func claimStreams(t *testing.T, ctx context.Context, pw *pwtest.Daemons) (map[string]uint32, *pipewire.Graph) {
+	t.Helper()
+	objs, err := pw.RawDump(ctx)
+	must(t, err)
+	clients := map[string]string{} // client id: claim UID
+	for _, o := range objs {
+		if access, ok := o.InfoProps()["pipewire.access"].(string); ok && o.Type == "PipeWire:Interface:Client" {
+			if uid, ok := strings.CutPrefix(access, gate.AccessPrefix); ok {
+				clients[fmt.Sprint(o.ID)] = uid
+			}
+		}
+	}
+	g, err := pw.Remote().Dump(ctx)
+	must(t, err)
+	streams := map[string]uint32{}
+	for _, n := range g.Nodes {
+		if uid, ok := clients[n.Props["client.id"]]; ok && len(g.LinksOf(n.ID)) > 0 {
+			streams[uid] = n.ID
+		}
+	}
+	return streams, g
+}
+
+// checkClaimView runs pw-dump through claim uid's socket, as the claim's
+// consumer would, and fails the test when it does not show the claimed
+// node named nodeName, or shows anything but that node and the claim's
+// own stream own: another node (other, another claim's stream, above
+// all), a client or a link. (A client of the socket sees the claimed
+// nodes and what it made itself, so pw-dump shows the claimed node
+// alone.)
+func checkClaimView(t *testing.T, ctx context.Context, pw *pwtest.Daemons, whose, uid string, own uint32, nodeName string, other uint32) {
+	t.Helper()
+	dump := pw.Command(ctx, "pw-dump", "-N")
+	dump.Env = append(dump.Env, "PIPEWIRE_REMOTE="+gate.SocketPath(pw.RuntimeDir, uid))
+	out, err := dump.Output()
+	must(t, err)
+	var seen []pwtest.RawObject
+	must(t, json.Unmarshal(out, &seen))
+	claimed := false
+	for _, o := range seen {
+		if o.ID == other || o.Type == "PipeWire:Interface:Client" || o.Type == "PipeWire:Interface:Link" ||
+			o.Type == "PipeWire:Interface:Node" && o.ID != own && o.InfoProps()["node.name"] != nodeName {
+			t.Errorf("%s socket shows %d %s", whose, o.ID, o.Type)
+		}
+		claimed = claimed || o.Type == "PipeWire:Interface:Node" && o.InfoProps()["node.name"] == nodeName
+	}
+	if !claimed {
+		t.Errorf("%s socket does not show the claimed node %s", whose, nodeName)
+	}
 }
 
 // Two claims share one output through the real scheduler (DRA consumable
@@ -138,25 +194,9 @@ func TestAudioSharedOutput(t *testing.T) {
 	}
 	play(string(music.UID), lowHz)
 	play(string(announce.UID), highHz)
-	streamOf := map[string]uint32{} // claim UID: its stream's node id
+	var streamOf map[string]uint32 // claim UID: its stream's node id
 	poll.Until(t, "both claims' streams linked to the output", 60*time.Second, func() bool {
-		objs, err := pw.RawDump(ctx)
-		must(t, err)
-		clients := map[string]string{} // client id: claim UID
-		for _, o := range objs {
-			if access, ok := o.InfoProps()["pipewire.access"].(string); ok && o.Type == "PipeWire:Interface:Client" {
-				if uid, ok := strings.CutPrefix(access, gate.AccessPrefix); ok {
-					clients[fmt.Sprint(o.ID)] = uid
-				}
-			}
-		}
-		g, err := pw.Remote().Dump(ctx)
-		must(t, err)
-		for _, n := range g.Nodes {
-			if uid, ok := clients[n.Props["client.id"]]; ok && len(g.LinksOf(n.ID)) > 0 {
-				streamOf[uid] = n.ID
-			}
-		}
+		streamOf, _ = claimStreams(t, ctx, pw)
 		return len(streamOf) == 2
 	})
 
@@ -189,18 +229,7 @@ func TestAudioSharedOutput(t *testing.T) {
 
 	// Through the music's socket: the output and its own stream, no
 	// trace of the announcements' stream, client or links.
-	dump := pw.Command(ctx, "pw-dump", "-N")
-	dump.Env = append(dump.Env, "PIPEWIRE_REMOTE="+gate.SocketPath(pw.RuntimeDir, string(music.UID)))
-	out, err := dump.Output()
-	must(t, err)
-	var seen []pwtest.RawObject
-	must(t, json.Unmarshal(out, &seen))
-	for _, o := range seen {
-		if o.ID == streamOf[string(announce.UID)] || o.Type == "PipeWire:Interface:Client" || o.Type == "PipeWire:Interface:Link" ||
-			o.Type == "PipeWire:Interface:Node" && o.ID != streamOf[string(music.UID)] && o.InfoProps()["node.name"] != nodeName {
-			t.Errorf("the music's socket shows %d %s", o.ID, o.Type)
-		}
-	}
+	checkClaimView(t, ctx, pw, "the music's", string(music.UID), streamOf[string(music.UID)], nodeName, streamOf[string(announce.UID)])
 
 	// Recording the output's monitor through the music's socket is
 	// refused; its second stream plays, and a third, past its share of

@@ -86,6 +86,10 @@ type audioNodeOptions struct {
 	// FeatureGates is the control plane's --feature-gates
 	// (harness.Options.FeatureGates).
 	FeatureGates string
+	// Captures maps inputs (device names) to what each captures, over
+	// and over, in place of the null device's silence
+	// (pwtest.Options.Captures).
+	Captures map[string][]byte
 }
 
 func startAudioNode(t *testing.T, opts audioNodeOptions) *audioNode {
@@ -114,7 +118,18 @@ func startAudioNode(t *testing.T, opts audioNodeOptions) *audioNode {
 
 	dir := t.TempDir()
 	hw, cards, outputs := declaredXPS(t, dir)
-	pw := pwtest.New(t, pwtest.Options{Outputs: outputs})
+	pwOpts := pwtest.Options{Outputs: outputs}
+	for device, pcm := range opts.Captures {
+		i := slices.IndexFunc(outputs, func(o pipewire.Output) bool { return o.Output == device })
+		if i < 0 {
+			t.Fatalf("no declared input %s to feed", device)
+		}
+		if pwOpts.Captures == nil {
+			pwOpts.Captures = map[string][]byte{}
+		}
+		pwOpts.Captures[outputs[i].Name] = pcm
+	}
+	pw := pwtest.New(t, pwOpts)
 	draOpts := dra.Options{
 		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", audio.DriverName),
 		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"math"
 	"os/exec"
+	"slices"
 	"strconv"
 	"sync"
 	"syscall"
@@ -138,20 +139,31 @@ func (l *LockedBuffer) Bytes() []byte {
 // Hz with channels channels. The stream is linked by WirePlumber shortly
 // after; wait for the link before playing (pipewire.Graph.LinksOf).
 func (d *Daemons) RecordMonitor(ctx context.Context, target string, rate, channels int) (*Recording, error) {
-	return d.record(ctx, []string{"-P", "stream.capture.sink=true", "--target", target}, rate, channels)
+	return d.record(ctx, "", []string{"-P", "stream.capture.sink=true", "--target", target}, rate, channels)
 }
 
 // Record starts recording from the source named target as RecordMonitor
 // does from a sink's monitor. Without stream.capture.sink WirePlumber
 // links the recorder to the source itself, which then runs.
 func (d *Daemons) Record(ctx context.Context, target string, rate, channels int) (*Recording, error) {
-	return d.record(ctx, []string{"--target", target}, rate, channels)
+	return d.record(ctx, "", []string{"--target", target}, rate, channels)
 }
 
-func (d *Daemons) record(ctx context.Context, args []string, rate, channels int) (*Recording, error) {
+// RecordThrough is Record by a client that reaches PipeWire only through
+// the socket at remote (PIPEWIRE_REMOTE), as the consumer of a claim
+// does through the claim's socket (gate.SocketPath).
+func (d *Daemons) RecordThrough(ctx context.Context, remote, target string, rate, channels int) (*Recording, error) {
+	return d.record(ctx, remote, []string{"--target", target}, rate, channels)
+}
+
+// record starts pw-record with args, through remote when it is set.
+func (d *Daemons) record(ctx context.Context, remote string, args []string, rate, channels int) (*Recording, error) {
 	r := &Recording{done: make(chan struct{})}
 	r.cmd = d.Command(ctx, "pw-record", append(args,
 		"--raw", "--format", "s16", "--rate", strconv.Itoa(rate), "--channels", strconv.Itoa(channels), "-")...)
+	if remote != "" {
+		r.cmd.Env = append(r.cmd.Env, "PIPEWIRE_REMOTE="+remote)
+	}
 	r.cmd.Stdout = &r.out
 	r.cmd.Stderr = &r.stderr
 	if err := r.cmd.Start(); err != nil {
@@ -211,3 +223,25 @@ func PeakFrequency(x []float64, rate float64, lo, hi int) int {
 
 // String is what was written, as text.
 func (l *LockedBuffer) String() string { return string(l.Bytes()) }
+
+// Decibels returns ratio, a ratio of amplitudes, in decibels: 20·log10.
+func Decibels(ratio float64) float64 { return 20 * math.Log10(ratio) }
+
+// ToneLevel returns the median of the Goertzel amplitudes at freq Hz of
+// x's 10 ms windows (x sampled at rate Hz; a trailing partial window is
+// left out), 0 when x holds no whole window: the level of a tone that
+// fills x, unmoved by the few windows a discontinuity (a cycle a client
+// lost) cuts. A tone that does not fit a window a whole number of times
+// leaks little: 997 Hz at 48 kHz reads within 0.3 % of its amplitude.
+func ToneLevel(x []float64, rate, freq float64) float64 {
+	window := int(rate / 100)
+	var levels []float64
+	for i := 0; window > 0 && i+window <= len(x); i += window {
+		levels = append(levels, Goertzel(x[i:i+window], rate, freq))
+	}
+	if len(levels) == 0 {
+		return 0
+	}
+	slices.Sort(levels)
+	return levels[len(levels)/2]
+}

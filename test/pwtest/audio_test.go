@@ -4,6 +4,7 @@ package pwtest
 
 import (
 	"math"
+	"slices"
 	"testing"
 	"time"
 )
@@ -64,5 +65,20 @@ func TestLoop(t *testing.T) {
 	}
 	if n := z.n.Load(); n != 3 {
 		t.Errorf("counted %d bytes of silence, want 3", n)
+	}
+}
+
+// ToneLevel is the median of the 10 ms levels: a window a lost cycle
+// cuts does not move it.
+func TestToneLevel(t *testing.T) {
+	x := Samples(Tone(997, 0.5, 48000, 1, time.Second), 1, 0)
+	cut := slices.Concat(x[:20000], x[20000+512:]) // a phase jump
+	for what, x := range map[string][]float64{"whole": x, "cut": cut} {
+		if l := ToneLevel(x, 48000, 997); Decibels(l/0.5) < -0.1 || Decibels(l/0.5) > 0.1 {
+			t.Errorf("%s: level %.4f, want 0.5", what, l)
+		}
+	}
+	if l := ToneLevel(x[:100], 48000, 997); l != 0 {
+		t.Errorf("level of less than a window: %v", l)
 	}
 }

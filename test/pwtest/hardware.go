@@ -56,18 +56,26 @@ const MonotonicClockName = "clock.system.monotonic"
 func LikeHardware(outputs []pipewire.Output) []pipewire.Output {
 	out := slices.Clone(outputs)
 	for i, o := range out {
-		if o.Path != "null" {
-			continue
+		if o.Path == "null" {
+			out[i] = paced(o)
 		}
-		if o.Channels == 0 {
-			out[i].Channels = HardwareChannels
-		}
-		out[i].Extra = maps.Clone(o.Extra)
-		if out[i].Extra == nil {
-			out[i].Extra = map[string]string{}
-		}
-		out[i].Extra["node.group"] = DummyDriverGroup
-		out[i].Extra["clock.name"] = MonotonicClockName
 	}
 	return out
+}
+
+// paced returns o, a node on ALSA's null device (or a plugin over it),
+// with HardwareChannels channels when it declares no count, in
+// DummyDriverGroup and with MonotonicClockName as its clock.name, as
+// LikeHardware says why. o's Extra is copied, not changed.
+func paced(o pipewire.Output) pipewire.Output {
+	if o.Channels == 0 {
+		o.Channels = HardwareChannels
+	}
+	o.Extra = maps.Clone(o.Extra)
+	if o.Extra == nil {
+		o.Extra = map[string]string{}
+	}
+	o.Extra["node.group"] = DummyDriverGroup
+	o.Extra["clock.name"] = MonotonicClockName
+	return o
 }

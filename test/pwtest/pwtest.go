@@ -82,6 +82,13 @@ type Options struct {
 	// LeaveOut names baked files (pipewire.BakedFile.Path) not to
 	// install, to show what they are for.
 	LeaveOut []string
+	// Captures maps the node.name of capture outputs among Outputs to
+	// what each captures, over and over for as long as the daemons run:
+	// interleaved PCM in CaptureFormat at the output's rate, with its
+	// channel count (HardwareChannels when it declares none). Each is
+	// declared on an ALSA PCM of its own that reads it (capture.go says
+	// how), joined to the Dummy-Driver as LikeHardware does.
+	Captures map[string][]byte
 	// ReadyTimeout bounds each daemon's start; zero means
 	// DefaultReadyTimeout.
 	ReadyTimeout time.Duration
@@ -123,6 +130,7 @@ type Daemons struct {
 	wp       *Process
 	n        int // daemon starts, for log names
 	stopGate func()
+	feeds    []*feed // Options.Captures, closed by Stop
 }
 
 // Start writes the configuration (Prepare) and starts PipeWire, waits
@@ -151,9 +159,10 @@ func Start(ctx context.Context, opts Options) (*Daemons, error) {
 }
 
 // Prepare creates the temporary directories and writes the configuration
-// Start would, and starts nothing: for a test that runs the daemons its
-// own way (a supervisor under test) with DaemonEnv. Stop removes the
-// directory.
+// Start would, and starts no daemon: for a test that runs the daemons its
+// own way (a supervisor under test) with DaemonEnv. The feeders of
+// Options.Captures run from here until Stop, which also removes the
+// directory. Options that cannot be declared are an error.
 func Prepare(opts Options) (*Daemons, error) {
 	if opts.ReadyTimeout <= 0 {
 		opts.ReadyTimeout = DefaultReadyTimeout
@@ -202,12 +211,18 @@ func Prepare(opts Options) (*Daemons, error) {
 			return fail(err)
 		}
 	}
-	if _, err := pipewire.WriteDeclaration(d.PipeWireConfD, opts.Outputs); err != nil {
-		return fail(err)
-	}
 	if _, err := pipewire.WriteWirePlumberFragments(d.WirePlumberConfD, opts.MediaBus != ""); err != nil {
 		return fail(err)
 	}
+	outputs, feeds, err := feedCaptures(root, d.ConfigHome, opts.Outputs, opts.Captures)
+	if err != nil {
+		return fail(err)
+	}
+	if _, err := pipewire.WriteDeclaration(d.PipeWireConfD, outputs); err != nil {
+		closeFeeds(feeds)
+		return fail(err)
+	}
+	d.feeds = feeds
 	return d, nil
 }
 
@@ -522,6 +537,13 @@ func (d *Daemons) Stop() error {
 	}
 	d.StopWirePlumber()
 	d.StopPipeWire()
+	// After PipeWire: a source reading a pipe with no writer would read
+	// its end over and over.
+	d.mu.Lock()
+	feeds := d.feeds
+	d.feeds = nil
+	d.mu.Unlock()
+	closeFeeds(feeds)
 	if d.Root == "" {
 		return nil
 	}

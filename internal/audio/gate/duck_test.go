@@ -42,8 +42,6 @@ func median(x []float64) float64 {
 	return s[len(s)/2]
 }
 
-func decibels(ratio float64) float64 { return 20 * math.Log10(ratio) }
-
 // Music from one claim, an announcement from another on the same sink,
 // recorded from the sink's monitor through the daemon's own socket: the
 // music plays at its claim's volume, drops by the sink's ducking while
@@ -120,37 +118,37 @@ func TestAnnouncementDucksMusic(t *testing.T) {
 		off--
 	}
 	before := median(m[max(0, on-100):on])
-	t.Logf("music before the announcement: %.3f of full scale (%.1f dB under the tone played)", before, decibels(before/0.4))
-	if math.Abs(decibels(before/0.4)-decibels(0.5)) > 1 {
+	t.Logf("music before the announcement: %.3f of full scale (%.1f dB under the tone played)", before, pwtest.Decibels(before/0.4))
+	if math.Abs(pwtest.Decibels(before/0.4)-pwtest.Decibels(0.5)) > 1 {
 		t.Errorf("the music plays at %.3f, want about 0.2: its claim's volume, 50 %%, of 0.4", before)
 	}
-	if ann := median(a[on:off]); math.Abs(decibels(ann/0.2)) > 1 {
+	if ann := median(a[on:off]); math.Abs(pwtest.Decibels(ann/0.2)) > 1 {
 		t.Errorf("the announcement plays at %.3f, want about 0.2: it is not ducked", ann)
 	}
 	// The first window ducked, counted from the announcement's first:
 	// the gate may duck before the announcement's samples reach the sink
 	// (its stream runs once linked), which makes the figure negative.
 	from := max(0, on-50)
-	ducked := slices.IndexFunc(m[from:], func(v float64) bool { return decibels(v/before) <= -(duck - 3) })
+	ducked := slices.IndexFunc(m[from:], func(v float64) bool { return pwtest.Decibels(v/before) <= -(duck - 3) })
 	if ducked < 0 {
 		t.Fatalf("the music never drops within 3 dB of the %d dB ducking", duck)
 	}
 	ducked += from - on
 	during := median(m[on+30 : off-10])
-	t.Logf("music during the announcement: %.4f (%.1f dB)", during, decibels(during/before))
-	if d := decibels(during / before); math.Abs(d+duck) > 2 {
+	t.Logf("music during the announcement: %.4f (%.1f dB)", during, pwtest.Decibels(during/before))
+	if d := pwtest.Decibels(during / before); math.Abs(d+duck) > 2 {
 		t.Errorf("the music drops by %.1f dB while the announcement plays, want about %d", -d, duck)
 	}
-	restored := slices.IndexFunc(m[off+1:], func(v float64) bool { return decibels(v/before) >= -1 })
+	restored := slices.IndexFunc(m[off+1:], func(v float64) bool { return pwtest.Decibels(v/before) >= -1 })
 	if restored < 0 {
 		t.Fatal("the music never comes back after the announcement")
 	}
 	after := median(m[off+80:])
-	if d := decibels(after / before); math.Abs(d) > 1 {
+	if d := pwtest.Decibels(after / before); math.Abs(d) > 1 {
 		t.Errorf("the music comes back %.1f dB from where it was", d)
 	}
 	right := levels(pwtest.Samples(pcm, 2, 1), musicHz)
-	if d := decibels(median(right[on+30:off-10]) / median(right[max(0, on-100):on])); math.Abs(d+duck) > 2 {
+	if d := pwtest.Decibels(median(right[on+30:off-10]) / median(right[max(0, on-100):on])); math.Abs(d+duck) > 2 {
 		t.Errorf("the right channel's music drops by %.1f dB, want about %d: the gain is on every channel", -d, duck)
 	}
 	t.Logf("FIGURE announcement's first samples → music ducked by %d dB: %d ms (target ≤ 100 ms; negative: ducked before them, once the stream ran)", duck, 10*ducked)

@@ -93,7 +93,9 @@ func (s *session) claimStream(g native.Global, uid string) bool {
 // a link for a stream that names a sink as its target, whatever the
 // stream's other properties say; the link needs only that the stream's
 // owner sees the sink (src/pipewire/impl-link.c, check_permission), which
-// a claim on that sink does.
+// a claim on that sink does. A link from a source (Audio/Source, a
+// microphone the claim holds) is the recording the claim is for: claims
+// sharing a source each record it through streams of their own.
 func (s *session) link(g native.Global) {
 	in, err := strconv.ParseUint(g.Props[keyLinkInputNode], 10, 32)
 	if err != nil {
