@@ -79,6 +79,11 @@ type Options struct {
 	// a peer's pid is not visible across them (SO_PEERCRED gives 0). It
 	// runs unshare(1), as root or in a user namespace of its own.
 	PIDNamespace bool
+	// ALSAConfig, when set, is written to alsa-lib's per-user
+	// configuration ($XDG_CONFIG_HOME/alsa/asoundrc) before PipeWire
+	// starts, so a declared output's api.alsa.path can name a PCM it
+	// defines (IEC958FileOutput).
+	ALSAConfig string
 	// LeaveOut names baked files (pipewire.BakedFile.Path) not to
 	// install, to show what they are for.
 	LeaveOut []string
@@ -199,6 +204,15 @@ func Prepare(opts Options) (*Daemons, error) {
 			return fail(err)
 		}
 		if err := os.WriteFile(path, f.Content, 0o644); err != nil {
+			return fail(err)
+		}
+	}
+	if opts.ALSAConfig != "" {
+		asoundrc := filepath.Join(d.ConfigHome, "alsa", "asoundrc")
+		if err := os.MkdirAll(filepath.Dir(asoundrc), 0o755); err != nil {
+			return fail(err)
+		}
+		if err := os.WriteFile(asoundrc, []byte(opts.ALSAConfig), 0o644); err != nil {
 			return fail(err)
 		}
 	}
