@@ -86,6 +86,12 @@ type audioNodeOptions struct {
 	// FeatureGates is the control plane's --feature-gates
 	// (harness.Options.FeatureGates).
 	FeatureGates string
+	// Outputs, when set, changes the declared outputs before PipeWire
+	// loads them (an output on an ALSA PCM that ALSAConfig defines).
+	Outputs func([]pipewire.Output) []pipewire.Output
+	// ALSAConfig is PipeWire's alsa-lib configuration
+	// (pwtest.Options.ALSAConfig).
+	ALSAConfig string
 }
 
 func startAudioNode(t *testing.T, opts audioNodeOptions) *audioNode {
@@ -114,7 +120,10 @@ func startAudioNode(t *testing.T, opts audioNodeOptions) *audioNode {
 
 	dir := t.TempDir()
 	hw, cards, outputs := declaredXPS(t, dir)
-	pw := pwtest.New(t, pwtest.Options{Outputs: outputs})
+	if opts.Outputs != nil {
+		outputs = opts.Outputs(outputs)
+	}
+	pw := pwtest.New(t, pwtest.Options{Outputs: outputs, ALSAConfig: opts.ALSAConfig})
 	draOpts := dra.Options{
 		RegistrarDir: filepath.Join(dir, "plugins_registry"), PluginDir: filepath.Join(dir, "plugins", audio.DriverName),
 		CDIDir: filepath.Join(dir, "cdi"), SettleQuiet: 300 * time.Millisecond,
