@@ -46,6 +46,11 @@ func IEC958FileConfig(file string) string {
 func IEC958FileOutput(card, device int, name string) pipewire.Output {
 	o := NullOutput(card, device, name)
 	o.Path = IEC958PCM + ":DEV=0"
-	o.Extra = map[string]string{"node.group": DummyDriverGroup, "clock.name": MonotonicClockName}
+	// The null device takes any rate up to 2^32-1, which PipeWire 1.4.2
+	// offers as an IEC 958 rate range whose maximum overflows (-1), so
+	// WirePlumber finds no rate in common with a stream and links none;
+	// allowed rates make the offer 48 kHz alone, as a card's would hold
+	// its rates.
+	o.Extra = map[string]string{"node.group": DummyDriverGroup, "clock.name": MonotonicClockName, "audio.allowed-rates": "[ 48000 ]"}
 	return o
 }
