@@ -3,6 +3,7 @@ module github.com/liken-sh/operators
 go 1.26.0
 
 require (
+	github.com/ebitengine/purego v0.11.3
 	github.com/fsnotify/fsnotify v1.7.0
 	github.com/go-logr/logr v1.4.3
 	github.com/godbus/dbus/v5 v5.2.2

@@ -27,8 +27,10 @@ func (c Config) runtimeDir() string {
 // directory is a tmpfs) while the kubelet still holds it prepared gets it
 // back, and a restarted operator drops the files of claims unprepared
 // while it was away. A claim whose nodes are not known this pass keeps
-// its file as it is.
-func (o *operator) syncClaimFiles(ctx context.Context) {
+// its file as it is. It returns the claim files of the prepared claims,
+// by UID, as they are once it is done; nil when the directory cannot be
+// read.
+func (o *operator) syncClaimFiles(ctx context.Context) map[string]gate.Claim {
 	logger := klog.FromContext(ctx)
 	dir := o.cfg.runtimeDir()
 	held := o.driver.Claims()
@@ -36,12 +38,16 @@ func (o *operator) syncClaimFiles(ctx context.Context) {
 	for _, err := range errs {
 		o.claimProblem(logger, err)
 	}
+	if files == nil {
+		return nil // the directory could not be read
+	}
 	for uid := range files {
 		if _, ok := held[types.UID(uid)]; !ok {
 			if err := gate.RemoveClaim(dir, uid); err != nil {
 				o.claimProblem(logger, err)
 				continue
 			}
+			delete(files, uid)
 			logger.V(2).Info("Claim socket withdrawn", "uid", uid)
 		}
 	}
@@ -72,6 +78,15 @@ func (o *operator) syncClaimFiles(ctx context.Context) {
 		f, ok := files[string(uid)]
 		if ok {
 			want.Streams, want.Combine, want.Volume, want.Role = f.Streams, f.Combine, f.Volume, f.Role
+			// Passthrough to a node the claim still holds is kept.
+			for node, codecs := range f.Passthrough {
+				if slices.Contains(nodes, node) {
+					if want.Passthrough == nil {
+						want.Passthrough = map[string][]string{}
+					}
+					want.Passthrough[node] = codecs
+				}
+			}
 			if f.Combine != nil {
 				want.Nodes = append(want.Nodes, gate.CombinedNodeName(string(uid)))
 			}
@@ -83,8 +98,10 @@ func (o *operator) syncClaimFiles(ctx context.Context) {
 			o.claimProblem(logger, err)
 			continue
 		}
+		files[string(uid)] = want
 		logger.Info("Claim socket requested again", "claim", c.Namespace+"/"+c.Name, "uid", uid, "nodes", nodes)
 	}
+	return files
 }
 
 func (o *operator) claimProblem(logger klog.Logger, err error) {

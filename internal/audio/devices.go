@@ -116,6 +116,7 @@ func deviceOf(e Endpoint, hasNode, pipewireDown bool) dra.Device {
 		setInt(attrs, "lpcmMaxRateHz", eld.LPCMMaxRateHz())
 		setString(attrs, "lpcmBitDepths", eld.LPCMBitDepths())
 		setString(attrs, "speakers", eld.Speakers())
+		setString(attrs, "codecs", codecList(eld.Passthrough()))
 		setInt(attrs, "eldVersion", eld.Version)
 		setInt(attrs, "portID", int(eld.PortID))
 		setString(attrs, MonitorIDAttribute, eld.MonitorID())

@@ -77,8 +77,12 @@ type Config struct {
 	SetCodec       SetCodecFunc
 	SetRouteVolume SetRouteVolumeFunc
 	// CodecWait bounds prepare's wait for a speaker to run a claim's
-	// codec; zero means DefaultCodecWait.
+	// codec, and for an HDMI/DP output's node to show the codecs a claim
+	// passes through; zero means DefaultCodecWait.
 	CodecWait time.Duration
+	// SetIEC958Codecs writes the IEC 958 codecs a node passes through;
+	// nil means the Remote's.
+	SetIEC958Codecs SetIEC958CodecsFunc
 }
 
 func (c *Config) complete() error {
@@ -108,6 +112,9 @@ func (c *Config) complete() error {
 	}
 	if c.SetRouteVolume == nil {
 		c.SetRouteVolume = c.Remote.SetRouteVolume
+	}
+	if c.SetIEC958Codecs == nil {
+		c.SetIEC958Codecs = c.Remote.SetIEC958Codecs
 	}
 	if c.CodecWait <= 0 {
 		c.CodecWait = DefaultCodecWait
@@ -146,7 +153,7 @@ func Run(ctx context.Context, cfg Config) error {
 		metrics: newMetrics(cfg.Registerer), volumes: map[string]volumeWrite{}, warned: map[string]bool{},
 		controlsWritten: map[string]string{}, mixDirty: map[int]bool{},
 		objProblems: map[string]string{}, untrusted: map[string]bool{}, trustWaitLogged: map[uint32]bool{},
-		speakerNodes: map[string]string{}, codecBusy: map[string]int{}, codecWrites: map[string]codecWrite{},
+		speakerNodes: map[string]string{}, codecBusy: map[string]int{}, codecWrites: map[string]codecWrite{}, iec958Writes: map[string]iec958Write{},
 		routeWrites: map[string]routeWrite{}, busy: map[string]*busyState{}, absentSeen: map[string]absentSeen{}}
 	for _, o := range declared {
 		op.declared[o.Name] = true
@@ -312,6 +319,9 @@ type operator struct {
 	speakerNodes  map[string]string
 	codecWrites   map[string]codecWrite
 	routeWrites   map[string]routeWrite
+	// iec958Writes are the IEC 958 codecs last written to each node by
+	// node.name (passes only).
+	iec958Writes map[string]iec958Write
 
 	mu    sync.Mutex
 	known map[string]Endpoint // by device name, from the latest pass
@@ -472,7 +482,8 @@ func (o *operator) pass(ctx context.Context, g *pipewire.Graph, trigger string) 
 	o.mu.Unlock()
 	p.Speakers = o.speakerPass(ctx, g)
 	o.publish(ctx, append(slices.Clip(p.Devices), SpeakerDevices(p.Speakers)...))
-	o.syncClaimFiles(ctx)
+	files := o.syncClaimFiles(ctx)
+	o.syncPassthrough(ctx, g, files)
 	if o.store != nil {
 		o.syncObjects(ctx, p, g)
 	}

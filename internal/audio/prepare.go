@@ -30,10 +30,15 @@ const SocketName = pipewire.SocketName
 // core's strict decoding refuses any other key and a value of another
 // JSON type.
 type Params struct {
-	// Codec is the codec a Bluetooth speaker is switched to for the
-	// claim ("sbc", "aac", "aptx" ...: one of the device's codecs
-	// attribute). Prepare fails on a wired output, and on a speaker that
-	// does not offer it, naming those it offers.
+	// Codec names codecs from the device's codecs attribute, one or
+	// several separated by single spaces. On a Bluetooth speaker it is
+	// the one codec the speaker is switched to for the claim ("sbc",
+	// "aac", "aptx" ...). On an HDMI/DP output it is the compressed
+	// formats a player may pass through to the receiver while the claim
+	// holds the output ("ac3", "eac3 ac3", from eld.PassthroughNames);
+	// the claim must hold the output whole (passthrough.go). Prepare
+	// fails on any other output, and for a codec the device does not
+	// offer, naming those it offers.
 	Codec string `json:"codec,omitempty"`
 	// Volume is the gain of the claim's own streams, in percent of
 	// unity (linear, 0 to 100), apart from the Sink's spec.volume; the
@@ -53,9 +58,10 @@ type Params struct {
 	Position string `json:"position,omitempty"`
 }
 
-// Validate refuses a codec that is not spelt as one (1 to 32 lower-case
-// letters, digits and '_'), naming its length rather than repeating a
-// long value.
+// Validate refuses a codec that is not spelt as one or a list of them
+// (codecNames: 1 to 32 lower-case letters, digits and '_' each, separated
+// by single spaces, at most MaxCodecText bytes), naming its length rather
+// than repeating a long value.
 func (p *Params) Validate() error {
 	if err := validateShare(p.Volume, p.Role); err != nil {
 		return err
@@ -63,13 +69,11 @@ func (p *Params) Validate() error {
 	if _, ok := positions[p.Position]; !ok {
 		return fmt.Errorf("position %q is not one of front, rear", p.Position)
 	}
-	if p.Codec == "" || pipewire.CodecNameValid(p.Codec) {
+	if p.Codec == "" {
 		return nil
 	}
-	if len(p.Codec) > 32 {
-		return fmt.Errorf("codec: %d bytes of text is not a codec name (1 to 32 lower-case letters, digits and '_', as a speaker's codecs attribute lists them)", len(p.Codec))
-	}
-	return fmt.Errorf("codec %q is not a codec name (1 to 32 lower-case letters, digits and '_', as a speaker's codecs attribute lists them)", p.Codec)
+	_, err := codecNames(p.Codec)
+	return err
 }
 
 // Codecs is what prepare asks of the operator about Bluetooth speakers.
@@ -81,6 +85,17 @@ type Codecs interface {
 	// shows its node running it (the node is rebuilt under a new id),
 	// bounded; errors name the speaker and what did not happen.
 	Switch(ctx context.Context, device, codec string) error
+	// Passthrough returns the passthrough names (eld.Passthrough) the
+	// monitor of an HDMI/DP output lists in its ELD, nil while it has no
+	// valid ELD; hdmi is false for a device that is not an HDMI/DP
+	// output.
+	Passthrough(device string) (offered []string, hdmi bool)
+	// SetPassthrough makes the HDMI/DP output's node pass codecs
+	// (PipeWire's IEC 958 names, pipewire.IEC958AC3 ...) through, beside
+	// PCM, and returns once the graph shows it, bounded; errors name the
+	// output and what did not happen (a node that takes no IEC 958
+	// codecs at all among them).
+	SetPassthrough(ctx context.Context, device string, codecs []string) error
 }
 
 // Lookup resolves a device name to what prepare needs now: the endpoint's
@@ -107,11 +122,14 @@ func Prepare(lookup Lookup, runtimeDir string, wait time.Duration) dra.PrepareFu
 }
 
 // PrepareWithCodecs is Prepare for an operator that publishes Bluetooth
-// speakers and reads pods: a claim's codec parameter switches the speaker
+// speakers and reads pods: a claim's codec parameter switches a speaker
 // to that codec (codecs.Switch) before its node is looked up, since the
-// node is rebuilt. A codec on a wired output fails, and so does one the
-// speaker does not offer, with the list it offers. Nil codecs has no
-// speakers. together, when not nil, fails a claim that shares a
+// node is rebuilt, and on an HDMI/DP output held whole makes its node
+// pass those codecs through (codecs.SetPassthrough, recorded in the
+// claim file, passthrough.go). A codec on any other output fails, and so
+// does one the device does not offer, with the list it offers, and
+// passthrough on a share of the output. Nil codecs has no speakers and no
+// passthrough. together, when not nil, fails a claim that shares a
 // container with another audio claim (ContainersAlone).
 func PrepareWithCodecs(lookup Lookup, codecs Codecs, together Together, runtimeDir string, wait time.Duration) dra.PrepareFunc[Params] {
 	return func(ctx context.Context, req dra.DeviceRequest[Params]) (dra.ContainerEdits, error) {
@@ -121,7 +139,8 @@ func PrepareWithCodecs(lookup Lookup, codecs Codecs, together Together, runtimeD
 				return dra.ContainerEdits{}, err
 			}
 		}
-		if err := switchCodec(ctx, codecs, name, req.Params.Codec); err != nil {
+		pass, err := applyCodec(ctx, codecs, req)
+		if err != nil {
 			return dra.ContainerEdits{}, err
 		}
 		_, live, ok := lookup(name)
@@ -137,12 +156,17 @@ func PrepareWithCodecs(lookup Lookup, codecs Codecs, together Together, runtimeD
 			return dra.ContainerEdits{}, err
 		}
 		c := gate.Claim{UID: uid, Nodes: claimNodes(req, lookup), Streams: claimStreams(req), Combine: d.Combine,
-			Volume: req.Params.Volume, Role: req.Params.Role}
+			Volume: req.Params.Volume, Role: req.Params.Role, Passthrough: claimPassthrough(req, lookup, codecs, pass)}
 		if d.Combine != nil {
 			c.Nodes = append(c.Nodes, d.Node)
 		}
 		if err := gate.WriteClaim(runtimeDir, c); err != nil {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s: %w", name, err)
+		}
+		if len(pass) > 0 {
+			if err := codecs.SetPassthrough(ctx, name, pass); err != nil {
+				return dra.ContainerEdits{}, err
+			}
 		}
 		if err := waitForSocket(ctx, gate.SocketPath(runtimeDir, uid), wait); err != nil {
 			return dra.ContainerEdits{}, fmt.Errorf("output %s: %w", name, err)
@@ -153,27 +177,79 @@ func PrepareWithCodecs(lookup Lookup, codecs Codecs, together Together, runtimeD
 	}
 }
 
-func switchCodec(ctx context.Context, codecs Codecs, name, codec string) error {
+// applyCodec acts on req's codec parameter: it switches a speaker to
+// its codec, or checks what an HDMI/DP output is asked to pass through
+// and returns PipeWire's names of those codecs for the caller to set
+// once the claim file records them. Nothing else takes a codec.
+func applyCodec(ctx context.Context, codecs Codecs, req dra.DeviceRequest[Params]) ([]string, error) {
+	name, codec := req.Result.Device, req.Params.Codec
 	if codec == "" {
-		return nil
+		return nil, nil
+	}
+	names, err := codecNames(codec)
+	if err != nil {
+		return nil, err
 	}
 	var offered []string
 	var current string
-	speaker := false
+	speaker, hdmi := false, false
 	if codecs != nil {
 		offered, current, speaker = codecs.Offered(name)
+		if !speaker {
+			offered, hdmi = codecs.Passthrough(name)
+		}
 	}
 	switch {
+	case hdmi:
+		return checkPassthrough(name, names, offered, req)
 	case !speaker:
-		return fmt.Errorf("output %s is not a Bluetooth speaker: the codec parameter (%q) applies to speakers only", name, codec)
+		return nil, fmt.Errorf("output %s is neither a Bluetooth speaker nor an HDMI/DP output: the codec parameter (%q) applies to those only", name, codec)
+	case len(names) > 1:
+		return nil, fmt.Errorf("speaker %s runs one codec at a time; codec %q names %d", name, codec, len(names))
 	case len(offered) == 0:
-		return fmt.Errorf("speaker %s offers no codec right now (PipeWire has no Bluetooth device for it: switched off, or out of range); codec %q cannot be set", name, codec)
+		return nil, fmt.Errorf("speaker %s offers no codec right now (PipeWire has no Bluetooth device for it: switched off, or out of range); codec %q cannot be set", name, codec)
 	case !slices.Contains(offered, codec):
-		return fmt.Errorf("speaker %s does not offer codec %q; it offers %s", name, codec, strings.Join(offered, ", "))
+		return nil, fmt.Errorf("speaker %s does not offer codec %q; it offers %s", name, codec, strings.Join(offered, ", "))
 	case current == codec:
+		return nil, nil
+	}
+	return nil, codecs.Switch(ctx, name, codec)
+}
+
+// claimPassthrough is what the claim file records of passthrough: by
+// node.name, the IEC 958 codecs of every HDMI/DP output of this driver
+// the claim holds whose request asks for them and may have them, pass
+// for the output being prepared; nil when there are none. Each device's
+// prepare writes the claim's whole file, so each records them all.
+func claimPassthrough(req dra.DeviceRequest[Params], lookup Lookup, codecs Codecs, pass []string) map[string][]string {
+	out := map[string][]string{}
+	if node, _, ok := lookup(req.Result.Device); ok && len(pass) > 0 {
+		out[node] = pass
+	}
+	if req.Claim.Status.Allocation != nil && codecs != nil {
+		for _, r := range req.Claim.Status.Allocation.Devices.Results {
+			if r.Driver != DriverName || r.Device == req.Result.Device {
+				continue
+			}
+			p, err := dra.ParamsOf[Params](DriverName, req.Claim, r.Request)
+			if err != nil || p.Codec == "" {
+				continue
+			}
+			names, err := codecNames(p.Codec)
+			offered, hdmi := codecs.Passthrough(r.Device)
+			if err != nil || !hdmi {
+				continue
+			}
+			pc, err := checkPassthrough(r.Device, names, offered, dra.DeviceRequest[Params]{Result: r})
+			if node, _, ok := lookup(r.Device); ok && err == nil {
+				out[node] = pc
+			}
+		}
+	}
+	if len(out) == 0 {
 		return nil
 	}
-	return codecs.Switch(ctx, name, codec)
+	return out
 }
 
 // claimNodes returns the node.names of every device of this driver that

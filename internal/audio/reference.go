@@ -30,7 +30,7 @@ var AttributeReference = []dra.AttributeDoc{
 	{Name: "name", Type: "string", Doc: "a Bluetooth speaker's name, BlueZ's alias of it (a person's alias, else the name the speaker gave); absent when it is not printable text of at most 64 bytes"},
 	{Name: "connected", Type: "bool", Doc: "whether a Bluetooth speaker's link is up; a speaker switched off stays published, tainted"},
 	{Name: "codec", Type: "string", Doc: "the codec a Bluetooth speaker's stream runs (`sbc`, `aac`, `aptx`, `ldac`); absent while PipeWire holds no node for it"},
-	{Name: "codecs", Type: "string", Doc: "the codecs a Bluetooth speaker offers, space-separated in the bluez5 plugin's order (`sbc sbc_xq aac`), whole names within 64 bytes: what a claim's `codec` parameter may name"},
+	{Name: "codecs", Type: "string", Doc: "what a claim's `codec` parameter may name, space-separated, whole names within 64 bytes: the codecs a Bluetooth speaker offers, in the bluez5 plugin's order (`sbc sbc_xq aac`); on an HDMI/DP output, the compressed formats its monitor's ELD lists that a player can pass through to it (`ac3 dts eac3 dts_hd truehd`: AC-3, DTS, E-AC-3, DTS-HD, TrueHD), absent when it lists none. Select one with `\"eac3\" in device.attributes[\"audio.liken.sh\"].codecs.split(\" \")`"},
 	{Name: MonitorIDAttribute, Type: "string", Doc: "the monitor's identity shared with other drivers: manufacturer, product and lowercased name joined by dashes (`gsm-5b09-lg-ultrawide`)"},
 }
 

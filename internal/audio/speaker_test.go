@@ -312,6 +312,23 @@ func (f *fakeCodecs) Switch(_ context.Context, dev, codec string) error {
 	return nil
 }
 
+// Passthrough answers for one HDMI output whose receiver takes AC-3 and
+// DTS ("hdmi"), and one with a monitor of PCM alone ("tv").
+func (f *fakeCodecs) Passthrough(dev string) ([]string, bool) {
+	switch dev {
+	case "hdmi":
+		return []string{"ac3", "dts"}, true
+	case "tv":
+		return nil, true
+	}
+	return nil, false
+}
+
+func (f *fakeCodecs) SetPassthrough(_ context.Context, dev string, codecs []string) error {
+	f.switched = append(f.switched, dev+"="+strings.Join(codecs, ","))
+	return nil
+}
+
 func TestPrepareCodec(t *testing.T) {
 	lookup := func(dev string) (string, bool, bool) { return "", false, dev == speakerDevice || dev == "wired" }
 	codecs := &fakeCodecs{}
@@ -324,7 +341,8 @@ func TestPrepareCodec(t *testing.T) {
 		dev, codec string
 		want       []string
 	}{
-		"wired":       {"wired", "sbc", []string{"output wired is not a Bluetooth speaker", `"sbc"`}},
+		"wired":       {"wired", "sbc", []string{"output wired is neither a Bluetooth speaker nor an HDMI/DP output", `"sbc"`}},
+		"two":         {speakerDevice, "sbc aptx", []string{"runs one codec at a time", `"sbc aptx"`}},
 		"not offered": {speakerDevice, "ldac", []string{`does not offer codec "ldac"`, "it offers sbc, sbc_xq, aptx"}},
 		"switched":    {speakerDevice, "aptx", []string{"has no PipeWire sink right now"}},
 		"current":     {speakerDevice, "sbc", []string{"has no PipeWire sink right now"}},

@@ -259,6 +259,8 @@ func parseNode(id uint32, rawInfo json.RawMessage) (*Node, error) {
 	n.Format = parseFormat(info.Params["Format"], false)
 	n.EnumFormat = parseFormat(info.Params["EnumFormat"], true)
 	n.Volume = parseVolume(info.Params["Props"])
+	n.IEC958Codecs = parseIEC958Codecs(info.Params["Props"])
+	n.IEC958Offered = parseIEC958Offered(info.Params["EnumFormat"])
 	return n, nil
 }
 

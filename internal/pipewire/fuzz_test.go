@@ -96,6 +96,8 @@ func FuzzParseDump(f *testing.F) {
 	}
 	f.Add([]byte(`[{"id": 1, "type": "PipeWire:Interface:Node", "info": {"props": {"liken.audio.card": 0, "liken.audio.pcm": "3"},
 		"params": {"Format": [{"rate": 48000, "channels": 2, "position": ["FL", "FR"]}], "Props": [{"volume": 0.5, "channelVolumes": [1, 0]}]}}}]`))
+	f.Add([]byte(`[{"id": 1, "type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "n"}, "params": {"Props": [{"iec958Codecs": ["PCM", 3, "AC3"]}],
+		"EnumFormat": [{"mediaSubtype": "raw"}, {"mediaSubtype": "iec958", "iec958Codec": {"default": "PCM", "alt1": "PCM", "alt2": "DTS"}}]}}}]`))
 	f.Add([]byte(`[{"id": 2, "type": "PipeWire:Interface:Link", "info": {"output-node-id": 1, "input-node-id": 3, "state": "active"}}]`))
 	f.Add([]byte(`[{"id": 1, "info": null}]`))
 	f.Add([]byte(`[{"id": 1 2}, {"id": 2, "type": "PipeWire:Interface:Node", "info": {"props": {"node.name": "x\"]"}}}, 7]`))
@@ -157,6 +159,9 @@ func checkGraph(t *testing.T, g *Graph) {
 		names[n.Name] = true
 		if c := n.VolumeChannels(); c < 1 || c > MaxChannels {
 			t.Fatalf("node %d: %d volume channels", n.ID, c)
+		}
+		if len(n.IEC958Offered) != len(slices.Compact(slices.Sorted(slices.Values(n.IEC958Offered)))) {
+			t.Fatalf("node %d: an offered IEC 958 codec named twice in %v", n.ID, n.IEC958Offered)
 		}
 		o := n.Observed()
 		if o.Volume != nil && *o.Volume < 0 || n.Volume == nil && o != (Observed{}) {

@@ -111,6 +111,14 @@ type Node struct {
 	// Volume is the first Props param entry that carries a volume or
 	// mute; nil when there is none.
 	Volume *Volume
+	// IEC958Codecs are the IEC 958 codecs the node passes through, as its
+	// Props param lists them (IEC958PCM ...); nil when the node takes none
+	// (its ALSA path is not an hdmi or iec958 PCM; see iec958.go).
+	IEC958Codecs []string
+	// IEC958Offered are the codecs of the node's IEC 958 EnumFormat
+	// entry, what a stream can pass through to it now; nil when it
+	// offers no IEC 958 format.
+	IEC958Offered []string
 }
 
 // Declared is the private part of a node this package declared: the PCM

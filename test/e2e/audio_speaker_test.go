@@ -319,12 +319,13 @@ func TestBluetoothSpeakerEndToEnd(t *testing.T) {
 	specApplied(metav1.ConditionTrue, audiov1.ReasonApplied)
 	observedVolume(40)
 
-	// Bad input on other claims: a codec on a wired output, and 10 KB of
-	// codec text, each fail their own claim with a short error. (The API
-	// server itself refuses opaque parameters past 10240 bytes, so the
-	// text is just under that.)
+	// Bad input on other claims: a speaker's codec on the DP output,
+	// whose monitor lists no compressed format to pass through, and 10 KB
+	// of codec text, each fail their own claim with a short error. (The
+	// API server itself refuses opaque parameters past 10240 bytes, so
+	// the text is just under that.)
 	for i, tc := range []struct{ codec, want string }{
-		{`"sbc"`, "is not a Bluetooth speaker"},
+		{`"sbc"`, `cannot pass codec "sbc" through: its monitor's ELD lists no compressed format`},
 		{`"` + strings.Repeat("x", 10000) + `"`, "10000 bytes of text is not a codec name"},
 	} {
 		bad := &resourceapi.ResourceClaim{

@@ -90,6 +90,12 @@ type audioNodeOptions struct {
 	// and over, in place of the null device's silence
 	// (pwtest.Options.Captures).
 	Captures map[string][]byte
+	// Outputs, when set, changes the declared outputs before PipeWire
+	// loads them (an output on an ALSA PCM that ALSAConfig defines).
+	Outputs func([]pipewire.Output) []pipewire.Output
+	// ALSAConfig is PipeWire's alsa-lib configuration
+	// (pwtest.Options.ALSAConfig).
+	ALSAConfig string
 }
 
 func startAudioNode(t *testing.T, opts audioNodeOptions) *audioNode {
@@ -118,7 +124,10 @@ func startAudioNode(t *testing.T, opts audioNodeOptions) *audioNode {
 
 	dir := t.TempDir()
 	hw, cards, outputs := declaredXPS(t, dir)
-	pwOpts := pwtest.Options{Outputs: outputs}
+	if opts.Outputs != nil {
+		outputs = opts.Outputs(outputs)
+	}
+	pwOpts := pwtest.Options{Outputs: outputs, ALSAConfig: opts.ALSAConfig}
 	for device, pcm := range opts.Captures {
 		i := slices.IndexFunc(outputs, func(o pipewire.Output) bool { return o.Output == device })
 		if i < 0 {

@@ -79,6 +79,11 @@ type Options struct {
 	// a peer's pid is not visible across them (SO_PEERCRED gives 0). It
 	// runs unshare(1), as root or in a user namespace of its own.
 	PIDNamespace bool
+	// ALSAConfig, when set, is written to alsa-lib's per-user
+	// configuration ($XDG_CONFIG_HOME/alsa/asoundrc) before PipeWire
+	// starts, so a declared output's api.alsa.path can name a PCM it
+	// defines (IEC958FileOutput).
+	ALSAConfig string
 	// LeaveOut names baked files (pipewire.BakedFile.Path) not to
 	// install, to show what they are for.
 	LeaveOut []string
@@ -216,6 +221,10 @@ func Prepare(opts Options) (*Daemons, error) {
 	}
 	outputs, feeds, err := feedCaptures(root, d.ConfigHome, opts.Outputs, opts.Captures)
 	if err != nil {
+		return fail(err)
+	}
+	if err := appendALSAConfig(d.ConfigHome, opts.ALSAConfig); err != nil {
+		closeFeeds(feeds)
 		return fail(err)
 	}
 	if _, err := pipewire.WriteDeclaration(d.PipeWireConfD, outputs); err != nil {
@@ -552,3 +561,24 @@ func (d *Daemons) Stop() error {
 
 // Process is one daemon started by Daemons.
 type Process = child.Process
+
+// appendALSAConfig adds conf to alsa-lib's per-user configuration under
+// configHome, after the PCMs of Options.Captures when there are any.
+func appendALSAConfig(configHome, conf string) error {
+	if conf == "" {
+		return nil
+	}
+	path := filepath.Join(configHome, filepath.FromSlash(alsaConfigPath))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(conf + "\n"); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}

@@ -175,6 +175,11 @@ func TestProcFixtures(t *testing.T) {
 	}
 	// The Onkyo's MLP descriptor names exactly 48, 96 and 192 kHz.
 	p, _ := ParseProc(readFixture(t, "forum-intel-h97-onkyo-txnr828-eld0.0.txt"))
+	// Its compressed descriptors, DSD aside (no passthrough name), in
+	// ascending coding type.
+	if got, want := p.ELD.Passthrough(), []string{"ac3", "dts", "eac3", "dts_hd", "truehd"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("Onkyo passthrough %v, want %v", got, want)
+	}
 	if got := p.ELD.SADs[7].RatesHz(); !reflect.DeepEqual(got, []int{48000, 96000, 192000}) {
 		t.Errorf("MLP rates %v", got)
 	}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,6 +49,13 @@ func FuzzParse(f *testing.F) {
 			if !strings.Contains(" FL/FR LFE FC RL/RR RC FLC/FRC RLC/RRC ", " "+w+" ") { //nolint:gocritic // the set of names is the haystack
 				t.Fatalf("speaker %q", w)
 			}
+		}
+		seen := map[string]bool{}
+		for _, c := range e.Passthrough() {
+			if seen[c] || !slices.Contains(PassthroughNames(), c) {
+				t.Fatalf("passthrough %q in %v", c, e.Passthrough())
+			}
+			seen[c] = true
 		}
 		if strings.ContainsAny(e.MonitorName, "\x00\n\r") || strings.TrimSpace(e.MonitorName) != e.MonitorName {
 			return // the proc form cannot carry such a name on one line

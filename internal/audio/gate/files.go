@@ -82,6 +82,13 @@ type Claim struct {
 	// Combine is the claim's combined sink, when it holds more than one
 	// output; its node.name (CombinedNodeName) is then one of Nodes.
 	Combine *Combine `json:"combine,omitempty"`
+	// Passthrough names, by node.name (one of Nodes), the IEC 958 codecs
+	// the claim passes through to an HDMI/DP output it holds whole, in
+	// PipeWire's names (pipewire.IEC958AC3 ...; PCM, which every such
+	// node takes, is not listed). The audio operator keeps each node's
+	// codecs to what the prepared claims' files name, so the node passes
+	// them through for as long as the file is there.
+	Passthrough map[string][]string `json:"passthrough,omitempty"`
 }
 
 // check says what is wrong with c's volume and role (nil when nothing).
@@ -91,6 +98,17 @@ func (c Claim) check() error {
 	}
 	if _, ok := MediaRole(c.Role); c.Role != "" && !ok {
 		return fmt.Errorf("claim %s: role %q is not one of %s", c.UID, c.Role, strings.Join(RoleNames(), ", "))
+	}
+	for node, codecs := range c.Passthrough {
+		if !slices.Contains(c.Nodes, node) {
+			return fmt.Errorf("claim %s: passthrough to node %q, which the claim does not hold", c.UID, node)
+		}
+		if len(codecs) == 0 || slices.Contains(codecs, pipewire.IEC958PCM) {
+			return fmt.Errorf("claim %s: passthrough to node %s names no compressed codec (%v)", c.UID, node, codecs)
+		}
+		if _, err := pipewire.IEC958Literal(codecs); err != nil {
+			return fmt.Errorf("claim %s: passthrough to node %s: %w", c.UID, node, err)
+		}
 	}
 	return nil
 }
