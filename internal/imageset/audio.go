@@ -17,7 +17,8 @@ const (
 
 // pipewireModules are the PipeWire modules the pod's processes load:
 // every module pipewire.conf and client.conf (pw-dump, pw-cli, pw-cat)
-// load without "nofail", and the ones WirePlumber loads as components.
+// load without "nofail", the ones WirePlumber loads as components, and
+// combine-stream, which a claim's combined-sink process loads.
 // The optional ones are left out: rt (no RTKit, no SYS_NICE in the pod),
 // portal, x11-bell and jackdbus-detect. So are all the network, JACK,
 // filter and pulse modules nothing here configures; they bring most of
@@ -29,6 +30,7 @@ var pipewireModules = []string{
 	"libpipewire-module-adapter.so",
 	"libpipewire-module-client-device.so",
 	"libpipewire-module-client-node.so",
+	"libpipewire-module-combine-stream.so",
 	"libpipewire-module-link-factory.so",
 	"libpipewire-module-metadata.so",
 	"libpipewire-module-profiler.so",

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/ocibuild"
 	"github.com/liken-sh/operators/internal/pwconf"
 )
@@ -26,7 +27,8 @@ var configurations = []string{
 // a configuration it carries loads without "ifexists" or "nofail" (PipeWire
 // then exits with "could not load mandatory module"), or that WirePlumber's
 // configuration loads as a component. The configuration read is the
-// image's own: each file and the fragments in its .conf.d directory.
+// image's own: each file and the fragments in its .conf.d directory, and
+// the configuration the claim gate writes for a claim's combined sink.
 func RequiredModulesPresent(c *ocibuild.Contents) error {
 	var missing []string
 	for _, conf := range configurations {
@@ -39,6 +41,22 @@ func RequiredModulesPresent(c *ocibuild.Contents) error {
 			if !c.Has(file) {
 				missing = append(missing, fmt.Sprintf("%s (loaded by %s)", file, conf))
 			}
+		}
+	}
+	// The combined sink's process loads a configuration the claim gate
+	// writes at run time; any claim's loads the same modules.
+	combine, err := gate.CombineConfig("/run/pipewire-0", "claim", gate.Combine{Positions: []string{"FL", "FR"},
+		Outputs: []gate.CombineOutput{{Node: "output", From: []string{"FL", "FR"}, To: []string{"FL", "FR"}}}})
+	if err != nil {
+		return err
+	}
+	names, err := modulesOf([]byte(combine))
+	if err != nil {
+		return fmt.Errorf("the claim gate's combined-sink configuration: %w", err)
+	}
+	for _, name := range names {
+		if file := c.Arch().Path(path.Join(pipewireModDir, name+".so")); !c.Has(file) {
+			missing = append(missing, fmt.Sprintf("%s (loaded by a claim's combined sink)", file))
 		}
 	}
 	if len(missing) > 0 {
@@ -67,24 +85,35 @@ func requiredModules(c *ocibuild.Contents, conf string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		obj, err := pwconf.Parse(data)
+		mods, err := modulesOf(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
-		mods, err := pwconf.Modules(obj)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		for _, m := range mods {
-			if m.Required() {
-				names = append(names, m.Name)
-			}
-		}
-		components, err := pwconf.WirePlumberPipeWireModules(obj)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		names = append(names, components...)
+		names = append(names, mods...)
 	}
 	return names, nil
+}
+
+// modulesOf returns the modules one configuration text loads without a
+// fallback, WirePlumber's components' modules included.
+func modulesOf(data []byte) ([]string, error) {
+	obj, err := pwconf.Parse(data)
+	if err != nil {
+		return nil, err
+	}
+	mods, err := pwconf.Modules(obj)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, m := range mods {
+		if m.Required() {
+			names = append(names, m.Name)
+		}
+	}
+	components, err := pwconf.WirePlumberPipeWireModules(obj)
+	if err != nil {
+		return nil, err
+	}
+	return append(names, components...), nil
 }

@@ -68,10 +68,14 @@ func validPosition(p string) bool {
 	return p != "" && len(p) <= 8 && strings.Trim(p, "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789") == ""
 }
 
-// combineConfig is the configuration of claim uid's combined-sink
-// process, connecting to the daemon at socket. Every value is written
-// as a JSON string, which SPA's JSON reads as it is.
-func combineConfig(socket, uid string, c Combine) (string, error) {
+// CombineConfig is the configuration of claim uid's combined-sink
+// process (`pipewire -c`), connecting to the daemon at socket: PipeWire's
+// SPA-JSON text, every value written as a JSON string, which SPA's JSON
+// reads as it is. The modules it loads must be in the image that runs
+// the gate (internal/imageset checks them against this text). Errors
+// name a channel position that is not one, or an output whose channels
+// do not pair one for one.
+func CombineConfig(socket, uid string, c Combine) (string, error) {
 	q := func(s string) string { b, _ := json.Marshal(s); return string(b) }
 	positions := func(ps []string) (string, error) {
 		out := make([]string, 0, len(ps))
@@ -192,7 +196,7 @@ func equalCombine(a, b Combine) bool {
 }
 
 func (s *session) startCombine(uid string, c Combine) (*combiner, error) {
-	text, err := combineConfig(s.cfg.Socket, uid, c)
+	text, err := CombineConfig(s.cfg.Socket, uid, c)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,7 @@ func TestCombineConfig(t *testing.T) {
 		{Node: "tv", From: []string{"FL", "FR"}, To: []string{"FL", "FR"}},
 		{Node: "rear", From: []string{"RL", "RR"}, To: []string{"FL", "FR"}},
 	}}
-	text, err := combineConfig("/run/x/pipewire-0", "u1", c)
+	text, err := CombineConfig("/run/x/pipewire-0", "u1", c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestCombineConfig(t *testing.T) {
 		"position": {Positions: []string{"FL ] x"}, Outputs: c.Outputs},
 		"uneven":   {Positions: c.Positions, Outputs: []CombineOutput{{Node: "tv", From: []string{"FL"}, To: []string{"FL", "FR"}}}},
 	} {
-		if _, err := combineConfig("/s", "u1", bad); err == nil {
+		if _, err := CombineConfig("/s", "u1", bad); err == nil {
 			t.Errorf("%s: accepted", name)
 		}
 	}
