@@ -30,8 +30,9 @@ import (
 
 // audioDemo runs declare and the audio operator on a recorded laptop's
 // sound hardware with real PipeWire and WirePlumber, then shows a claim on
-// the output whose monitor is a Samsung U28E590, and the monitor being
-// unplugged.
+// the output whose monitor is a Samsung U28E590, a TV (that output) with
+// its surround pair (the analog output) in one claim, and the monitor
+// being unplugged.
 func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error, sim *bluezsim.Sim) (stop func(), listen func(capture string) (stop func(), apiAddress, sink string, err error), err error) {
 	root := filepath.Join(c.Dir(), "node")
 	if err := c.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"); err != nil {
@@ -124,6 +125,13 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	if err := sinksDemo(ctx, c, objs, dp); err != nil {
 		return fail(err)
 	}
+	nodeOf := map[string]string{} // output: its node.name
+	for _, o := range outputs {
+		nodeOf[o.Output] = o.Name
+	}
+	if err := theatreDemo(ctx, c, pw, nodeName, dp, nodeName+"-pci-0000-00-1f-3-jack-out", nodeOf, opts); err != nil {
+		return fail(err)
+	}
 
 	rec, err := sc.Cards.Recorded(0)
 	if err != nil {
@@ -147,13 +155,9 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	}
 	// What is captured is the USB headset (its channel map says stereo),
 	// still connected, rather than the monitor just unplugged.
-	var speaker, sinkNode string
-	for _, o := range outputs {
-		if o.Output == nodeName+"-usb-1532-0526-00000000-usb-audio" {
-			speaker, sinkNode = o.Output, o.Name
-		}
-	}
-	if speaker == "" {
+	speaker := nodeName + "-usb-1532-0526-00000000-usb-audio"
+	sinkNode, ok := nodeOf[speaker]
+	if !ok {
 		return fail(fmt.Errorf("the recorded laptop declared no output for its USB headset"))
 	}
 	listen = func(capture string) (func(), string, string, error) {

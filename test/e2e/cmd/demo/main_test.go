@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -10,8 +11,13 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	oci "github.com/opencontainers/runtime-spec/specs-go"
+
+	"github.com/liken-sh/operators/test/cditest"
 	"github.com/liken-sh/operators/test/e2e/harness"
+	"github.com/liken-sh/operators/test/pwtest"
 )
 
 // TestAdmissionPolicyFiles fails when a YAML file under deploy/ holds a
@@ -83,5 +89,56 @@ func TestCaptureIsKept(t *testing.T) {
 	lines := strings.Split(strings.TrimSuffix(note, "\n"), "\n")
 	if last := lines[len(lines)-1]; !strings.HasSuffix(last, " "+got) || !strings.Contains(last, "kept") {
 		t.Errorf("the demo's last line is %q; want it to say the capture %s is kept", last, got)
+	}
+}
+
+// wantLines fails t unless every one of want is in some line of out.
+func wantLines(t *testing.T, out string, want ...string) {
+	t.Helper()
+	lines := strings.Split(out, "\n")
+	for _, w := range want {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.Contains(l, w) }) {
+			t.Errorf("no line says %q in:\n%s", w, out)
+		}
+	}
+}
+
+// The home theatre's lines: the two requests' outputs, PIPEWIRE_NODE
+// naming the combined sink, a variable per request, the tones on each
+// output and the alignment after the stated delay beside its target.
+func TestHomeTheatreLines(t *testing.T) {
+	th := theatre{tvDevice: "node-1-dp", surroundDevice: "node-1-jack", combined: "liken-combined-uid",
+		tv: "liken.audio.dp", surround: "liken.audio.jack", frontOnTV: 0.3, rearOnTV: 0.001, rearOnSurround: 0.3, frontOnSurround: 0.001,
+		lag: 41200 * time.Microsecond}
+	wantLines(t, theatreReport(th, "node-1"),
+		"tv → node-1-dp, surround → node-1-jack; pod default/living-room bound to node-1",
+		"PIPEWIRE_NODE=liken-combined-uid (the claim's combined sink)",
+		"LIKEN_AUDIO_NODE_TV=liken.audio.dp",
+		"LIKEN_AUDIO_NODE_SURROUND=liken.audio.jack",
+		"the TV plays the front tone at 0.300 (the rear at 0.001), the surround pair the rear tone at 0.300 (the front at 0.001)",
+		"the tone left the TV's sink 41.2 ms after the surround pair's, whose output states 40 ms more delay: after each output's stated delay they sound 1.2 ms apart (target ≤ 5 ms: met)")
+	th.lag = 30 * time.Millisecond
+	wantLines(t, theatreReport(th, "node-1"), "they sound 10.0 ms apart (target ≤ 5 ms: missed)")
+}
+
+// A tool run as a claim's container gets the container's environment,
+// and its PIPEWIRE_REMOTE is the host's end of the socket the
+// container's mount binds; a PIPEWIRE_REMOTE no mount holds is refused.
+func TestContainerCommand(t *testing.T) {
+	ct := container{spec: &oci.Spec{Process: &oci.Process{Env: []string{
+		"PIPEWIRE_REMOTE=/var/run/audio.liken.sh/uid/pipewire-0", "PIPEWIRE_NODE=liken.audio.dp"}},
+		Mounts: []oci.Mount{{Source: "/host/claims/uid", Destination: "/var/run/audio.liken.sh/uid"}}}}
+	cmd, err := ct.command(context.Background(), &pwtest.Daemons{RuntimeDir: "/host"}, "pw-play", "-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, want := range map[string]string{"PIPEWIRE_REMOTE": "/host/claims/uid/pipewire-0", "PIPEWIRE_NODE": "liken.audio.dp"} {
+		if got, _ := cditest.Env(cmd.Env, key); got != want {
+			t.Errorf("the tool's %s (the last set) is %q, want %q", key, got, want)
+		}
+	}
+	ct.spec.Mounts = nil
+	if _, err := ct.command(context.Background(), &pwtest.Daemons{}, "pw-play"); err == nil || !strings.Contains(err.Error(), "in no mount") {
+		t.Errorf("a socket outside every mount: %v", err)
 	}
 }

@@ -136,3 +136,11 @@ func finishEviction(ctx context.Context, c *harness.Cluster, ns, name, claim, dr
 	zero := int64(0)
 	return pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 }
+
+// met says whether a figure met its target.
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
+}
