@@ -103,6 +103,46 @@ func wantLines(t *testing.T, out string, want ...string) {
 	}
 }
 
+// The shared headset's lines: both claims on one device with their
+// shares and streams, each in its own socket with its role, both tones
+// in the capture, and the ducking measured beside its targets, met or
+// missed.
+func TestSharedHeadsetLines(t *testing.T) {
+	shares := []share{
+		{claim: "headset-music", pod: "jukebox", device: "node-1-usb-headset", shareID: "share-a", streams: 4,
+			socket: "/run/claims/uid-a/pipewire-0", mountedAt: "/var/run/audio.liken.sh/uid-a",
+			env: []string{"PIPEWIRE_REMOTE=/var/run/audio.liken.sh/uid-a/pipewire-0", "PIPEWIRE_PROPS={ media.role = Music }"}},
+		{claim: "headset-announcements", pod: "doorbell", device: "node-1-usb-headset", shareID: "share-b", streams: 4,
+			socket: "/run/claims/uid-b/pipewire-0", mountedAt: "/var/run/audio.liken.sh/uid-b",
+			env: []string{"PIPEWIRE_PROPS={ media.role = Announcement }"}},
+	}
+	wantLines(t, sharesReport(shares, "node-1"),
+		"default/headset-music: allocated by kube-scheduler to node-1-usb-headset, share share-a, 4 of its 16 streams consumed; pod default/jukebox",
+		"default/headset-announcements: allocated by kube-scheduler to node-1-usb-headset, share share-b, 4 of its 16 streams consumed; pod default/doorbell",
+		"default/headset-music prepared into its own socket /run/claims/uid-a/pipewire-0, mounted at /var/run/audio.liken.sh/uid-a: PIPEWIRE_REMOTE=",
+		"default/headset-announcements prepared into its own socket /run/claims/uid-b/pipewire-0",
+		"PIPEWIRE_PROPS={ media.role = Announcement }")
+
+	h := heard{Ducking: pwtest.Ducking{Before: 0.2, During: 0.02, After: 0.2, Announcement: 0.2, DuckedDB: 20,
+		ToDuck: 10 * time.Millisecond, ToRestore: 80 * time.Millisecond, Start: 1620 * time.Millisecond},
+		duckDB: 20, length: 3880 * time.Millisecond, peakBefore: 400, peakDuring: 1000}
+	wantLines(t, heardReport(h),
+		"1.62 s into the capture, doorbell plays 1000 Hz",
+		"for 3.88 s",
+		"spectrum peaks at 400 Hz before the announcement and at 1000 Hz while it plays",
+		"the music at 0.200 of full scale (0.40 at its claim's volume, 50 %), the announcement at 0.200",
+		"ducked the music by 20.0 dB (the Sink's spec.duckDecibels unset: the default, 20 dB)",
+		"ducked 10 ms after the announcement's first samples reached the sink (target ≤ 100 ms after: met)",
+		"restored 80 ms after its last (target ≤ 500 ms: met)")
+	h.ToDuck, h.ToRestore, h.duckSet, h.duckDB = -20*time.Millisecond, 600*time.Millisecond, true, 12
+	wantLines(t, heardReport(h),
+		"(the Sink's spec.duckDecibels, 12 dB)",
+		"ducked 20 ms before (the claim gate ducks once the announcement's stream runs) the announcement's first samples reached the sink (target ≤ 100 ms after: met)",
+		"restored 600 ms after its last (target ≤ 500 ms: missed)")
+	h.ToDuck = 150 * time.Millisecond
+	wantLines(t, heardReport(h), "ducked 150 ms after the announcement's first samples reached the sink (target ≤ 100 ms after: missed)")
+}
+
 // The home theatre's lines: the two requests' outputs, PIPEWIRE_NODE
 // naming the combined sink, a variable per request, the tones on each
 // output and the alignment after the stated delay beside its target.
