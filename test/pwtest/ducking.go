@@ -18,8 +18,8 @@ const DuckWindow = 10 * time.Millisecond
 // are Goertzel amplitudes, fractions of full scale, each the median of
 // its 10 ms windows over the stretch named.
 type Ducking struct {
-	// Before is the music's level over the second before the
-	// announcement's first window (or as much of it as was recorded).
+	// Before is the music's level over the 500 ms before the
+	// announcement's first window.
 	Before float64
 	// During is the music's level while the announcement plays, from
 	// 300 ms after its first window to 100 ms before its last.
@@ -81,12 +81,12 @@ func MeasureDucking(x []float64, rate int, musicHz, announceHz float64, duckDB i
 	for a[off] <= 0.1 {
 		off--
 	}
-	if on < 10 || off-on < 50 || len(m)-off < 90 {
-		return Ducking{}, fmt.Errorf("the recording holds %d ms before the announcement, %d ms of it and %d ms after it; want at least 100, 500 and 900",
+	if on < 50 || off-on < 50 || len(m)-off < 90 {
+		return Ducking{}, fmt.Errorf("the recording holds %d ms before the announcement, %d ms of it and %d ms after it; want at least 500, 500 and 900",
 			10*on, 10*(off-on), 10*(len(m)-off))
 	}
 	d := Ducking{
-		Before:       median(m[max(0, on-100):on]),
+		Before:       median(m[on-50 : on]),
 		During:       median(m[on+30 : off-10]),
 		After:        median(m[off+80:]),
 		Announcement: median(a[on:off]),
@@ -97,7 +97,7 @@ func MeasureDucking(x []float64, rate int, musicHz, announceHz float64, duckDB i
 		return d, errors.New("no music before the announcement")
 	}
 	d.DuckedDB = -Decibels(d.During / d.Before)
-	from := max(0, on-50)
+	from := on - 50
 	ducked := slices.IndexFunc(m[from:], func(v float64) bool { return Decibels(v/d.Before) <= -float64(duckDB-3) })
 	if ducked < 0 {
 		return d, fmt.Errorf("the music never drops within 3 dB of the %d dB ducking", duckDB)

@@ -25,9 +25,11 @@ import (
 )
 
 // The shared headset's scene: music at musicAmp through a claim whose
-// volume is musicVolume percent, and an announcement at announceAmp
-// for announceFor. Each tone fits a 10 ms window a whole number of
-// times, as pwtest.MeasureDucking needs.
+// volume is musicVolume percent, for musicBefore before an announcement
+// at announceAmp for announceFor, and heardPast after it. Each tone
+// fits a 10 ms window a whole number of times, and the recording holds
+// the 500 ms of music before the announcement and the 900 ms after it
+// that pwtest.MeasureDucking reads.
 const (
 	musicHz, announceHz    = 400, 1000
 	musicAmp, announceAmp  = 0.4, 0.2
