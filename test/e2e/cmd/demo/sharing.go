@@ -249,7 +249,7 @@ func heardReport(h heard) string {
 	fmt.Fprintf(&b, "  jukebox plays %d Hz at %.2f through its socket; %.2f s into the capture, doorbell plays %d Hz at %.2f for %.1f s through its own;"+
 		" pw-record captured the headset's sink (its monitor) for %.2f s\n",
 		musicHz, musicAmp, h.Start.Seconds(), announceHz, announceAmp, announceFor.Seconds(), h.length.Seconds())
-	fmt.Fprintf(&b, "  two tones in the capture: its spectrum peaks at %d Hz before the announcement and at %d Hz while it plays;"+
+	fmt.Fprintf(&b, "  two tones in the capture: its strongest frequency is %d Hz before the announcement and %d Hz while it plays;"+
 		" the music at %.3f of full scale (%.2f at its claim's volume, %d %%), the announcement at %.3f\n",
 		h.peakBefore, h.peakDuring, h.Before, musicAmp, musicVolume, h.Announcement)
 	source := "the Sink's spec.duckDecibels"
