@@ -246,20 +246,9 @@ func TestAudioSharedOutput(t *testing.T) {
 		cmd, stderr, exited := claimTool(t, ctx, pw, string(music.UID), pwtest.Looping(nil), c.args...)
 		if c.why == "" {
 			poll.Until(t, c.what+" linked", 60*time.Second, func() bool {
-				g, err := pw.Remote().Dump(ctx)
+				_, _, ok, err := pw.LinkedStream(ctx, cmd.Process.Pid)
 				must(t, err)
-				objs, err := pw.RawDump(ctx)
-				must(t, err)
-				for _, o := range objs {
-					if o.Type == "PipeWire:Interface:Client" && fmt.Sprint(o.InfoProps()["application.process.id"]) == fmt.Sprint(cmd.Process.Pid) {
-						for _, n := range g.Nodes {
-							if n.Props["client.id"] == fmt.Sprint(o.ID) && len(g.LinksOf(n.ID)) > 0 {
-								return true
-							}
-						}
-					}
-				}
-				return false
+				return ok
 			})
 			continue
 		}

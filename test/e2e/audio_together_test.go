@@ -6,13 +6,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,11 +19,11 @@ import (
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"tags.cncf.io/container-device-interface/pkg/cdi"
 
 	"github.com/liken-sh/operators/internal/audio"
 	"github.com/liken-sh/operators/internal/audio/gate"
 	"github.com/liken-sh/operators/internal/pipewire"
+	"github.com/liken-sh/operators/test/cditest"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/e2e/kubelet"
 	"github.com/liken-sh/operators/test/e2e/testdriver"
@@ -76,28 +74,12 @@ func createPodWithClaims(t *testing.T, ctx context.Context, c *harness.Cluster, 
 }
 
 // injected is the container a runtime makes from the CDI devices of a
-// prepared claim: the CDI library's own injection into an empty OCI
-// spec, as containerd and CRI-O do it.
+// prepared claim (cditest.Inject).
 func injected(t *testing.T, dir string, devices []string) *oci.Spec {
 	t.Helper()
-	cache, err := cdi.NewCache(cdi.WithSpecDirs(dir), cdi.WithAutoRefresh(false))
+	spec, err := cditest.Inject(dir, devices)
 	must(t, err)
-	spec := &oci.Spec{Process: &oci.Process{}, Linux: &oci.Linux{}}
-	if _, err := cache.InjectDevices(spec, devices...); err != nil {
-		t.Fatalf("inject %v: %v", devices, err)
-	}
 	return spec
-}
-
-// envOf is the value of key in env, and how many times key is set.
-func envOf(env []string, key string) (string, int) {
-	value, n := "", 0
-	for _, e := range env {
-		if v, ok := strings.CutPrefix(e, key+"="); ok {
-			value, n = v, n+1
-		}
-	}
-	return value, n
 }
 
 // Two audio claims in one container fail to prepare, each naming the
@@ -157,27 +139,17 @@ func TestAudioTwoClaimsOneContainer(t *testing.T) {
 		audio.EnvNodePrefix + "TV":       nodeOf[xpsDP],
 		audio.EnvNodePrefix + "SURROUND": nodeOf[xpsJack],
 	} {
-		if got, n := envOf(spec.Process.Env, key); got != want || n != 1 {
+		if got, n := cditest.Env(spec.Process.Env, key); got != want || n != 1 {
 			t.Errorf("%s = %q, set %d times; want %q once", key, got, n, want)
 		}
 	}
-	if _, n := envOf(spec.Process.Env, "PIPEWIRE_NODE"); n != 1 {
+	if _, n := cditest.Env(spec.Process.Env, "PIPEWIRE_NODE"); n != 1 {
 		t.Errorf("PIPEWIRE_NODE set %d times in %v", n, spec.Process.Env)
 	}
 	if len(spec.Mounts) != 1 || spec.Mounts[0].Destination != audio.ContainerDir(uid) || spec.Mounts[0].Source != gate.SocketDir(a.pw.RuntimeDir, uid) {
 		t.Errorf("mounts %+v, want the claim's socket directory at %s alone", spec.Mounts, audio.ContainerDir(uid))
 	}
 	t.Logf("the container of claim %s: env %v", one.Name, slices.DeleteFunc(slices.Clone(spec.Process.Env), func(e string) bool { return !strings.Contains(e, "PIPEWIRE") && !strings.HasPrefix(e, "LIKEN") }))
-}
-
-// onset is the first frame of x whose magnitude passes 0.05.
-func onset(x []float64) int {
-	for i, v := range x {
-		if math.Abs(v) > 0.05 {
-			return i
-		}
-	}
-	return -1
 }
 
 // A claim with a request per output, the surround pair's taking the rear
@@ -196,19 +168,8 @@ func TestAudioCombinedSink(t *testing.T) {
 	ctx, cluster, client, pw, draOpts := a.ctx, a.cluster, a.client, a.pw, a.dra
 	nodeOf := dpAndJackPublished(t, a)
 	// The analog output states a delay of 40 ms.
-	const statedNs = 40_000_000
-	g, err := pw.Remote().Dump(ctx)
-	must(t, err)
-	var jackID uint32
-	for _, n := range g.Nodes {
-		if n.Name == nodeOf[xpsJack] {
-			jackID = n.ID
-		}
-	}
-	set := pw.Command(ctx, "pw-cli", "set-param", strconv.Itoa(int(jackID)), "Props", fmt.Sprintf("{ latencyOffsetNsec: %d }", statedNs))
-	if out, err := set.CombinedOutput(); err != nil {
-		t.Fatalf("pw-cli set-param: %v: %s", err, out)
-	}
+	const stated = 40 * time.Millisecond
+	must(t, pw.SetLatencyOffset(ctx, nodeOf[xpsJack], stated))
 
 	kl := kubelet.New(client, draOpts.RegistrarDir)
 	t.Cleanup(func() { kl.Close() })
@@ -233,12 +194,12 @@ func TestAudioCombinedSink(t *testing.T) {
 	}
 	env := injected(t, draOpts.CDIDir, ids).Process.Env
 	uid := string(claim.UID)
-	combined, _ := envOf(env, "PIPEWIRE_NODE")
+	combined, _ := cditest.Env(env, "PIPEWIRE_NODE")
 	if combined != gate.CombinedNodeName(uid) {
 		t.Fatalf("PIPEWIRE_NODE = %q, want the combined sink %s", combined, gate.CombinedNodeName(uid))
 	}
-	tv, _ := envOf(env, audio.EnvNodePrefix+"TV")
-	surround, _ := envOf(env, audio.EnvNodePrefix+"SURROUND")
+	tv, _ := cditest.Env(env, audio.EnvNodePrefix+"TV")
+	surround, _ := cditest.Env(env, audio.EnvNodePrefix+"SURROUND")
 	if tv != nodeOf[xpsDP] || surround != nodeOf[xpsJack] {
 		t.Fatalf("per-request variables: TV %q, SURROUND %q", tv, surround)
 	}
@@ -262,51 +223,28 @@ func TestAudioCombinedSink(t *testing.T) {
 		return err == nil && strings.Contains(string(out), combined)
 	})
 
-	// The analog output stands in on ALSA's null device, whose channels
-	// have no positions: its first is monitor_1.
-	firstChannel := "FL"
-	if ports, _ := pw.Command(ctx, "pw-link", "-o").Output(); !strings.Contains(string(ports), nodeOf[xpsJack]+":monitor_FL") {
-		firstChannel = "1"
-	}
-	// One recorder, linked by hand to both outputs' monitors: the DP's
-	// front left on its channel 0, the analog's on its channel 2.
+	// One recorder linked to both outputs' monitors: the DP's front left
+	// on its channel 0, the analog's first channel on its channel 1.
 	const rate = 48000
-	rec := pw.Command(ctx, "pw-record", "-P", "{ node.name = joint-recorder node.autoconnect = false }",
-		"--raw", "--format", "s16", "--rate", strconv.Itoa(rate), "--channels", "4", "--channel-map", "FL,FR,RL,RR", "-")
-	var recorded syncBuffer
-	rec.Stdout = &recorded
-	must(t, rec.Start())
-	recDone := make(chan struct{})
-	go func() { _ = rec.Wait(); close(recDone) }()
-	t.Cleanup(func() { _ = rec.Process.Kill(); <-recDone })
-	for _, l := range [][2]string{{nodeOf[xpsDP] + ":monitor_FL", "joint-recorder:input_FL"}, {nodeOf[xpsJack] + ":monitor_" + firstChannel, "joint-recorder:input_RL"}} {
-		poll.Until(t, "link "+l[0], 30*time.Second, func() bool {
-			return pw.Command(ctx, "pw-link", l[0], l[1]).Run() == nil
-		})
-	}
+	rec, err := pw.RecordMonitors(ctx, "joint-recorder", rate, nodeOf[xpsDP], nodeOf[xpsJack])
+	must(t, err)
+	t.Cleanup(func() { _, _ = rec.Stop() })
 
 	// One stream to the combined sink: half a second of silence, then
 	// 523 Hz at the front and 1319 Hz at the rear.
 	const frontHz, rearHz = 523.0, 1319.0
-	front := pwtest.Tone(frontHz, 0.3, rate, 1, 2*time.Second)
-	rear := pwtest.Tone(rearHz, 0.3, rate, 1, 2*time.Second)
-	pcm := make([]byte, rate/2*4*2)
-	for i := 0; i+1 < len(front); i += 2 {
-		pcm = append(pcm, front[i], front[i+1], front[i], front[i+1], rear[i], rear[i+1], rear[i], rear[i+1])
-	}
-	player := pw.Command(ctx, "pw-play", "--raw", "--format", "s16", "--rate", strconv.Itoa(rate), "--channels", "4", "--channel-map", "FL,FR,RL,RR", "-")
+	player := pw.Command(ctx, "pw-play", "--raw", "--format", "s16", "--rate", strconv.Itoa(rate), "--channels", "4", "--channel-map", pwtest.FrontRearMap, "-")
 	player.Env = append(player.Env, "PIPEWIRE_REMOTE="+gate.SocketPath(pw.RuntimeDir, uid), "PIPEWIRE_NODE="+combined)
-	player.Stdin = bytes.NewReader(pcm)
+	player.Stdin = bytes.NewReader(pwtest.FrontRear(frontHz, rearHz, 0.3, rate, 500*time.Millisecond, 2*time.Second))
 	out, err := player.CombinedOutput()
 	if err != nil {
 		t.Fatalf("pw-play to the combined sink: %v: %s", err, out)
 	}
-	poll.Until(t, "a second of the tone recorded after the player", 30*time.Second, func() bool { return len(recorded.String()) > 4*rate*2*4 })
-	_ = rec.Process.Signal(syscall.SIGINT)
-	<-recDone
-	data := []byte(recorded.String())
-	dp, jack := pwtest.Samples(data, 4, 0), pwtest.Samples(data, 4, 2)
-	tDP, tJack := onset(dp), onset(jack)
+	poll.Until(t, "a second of the tone recorded after the player", 30*time.Second, func() bool { return rec.Recorded() > 4*rate*2*2 })
+	data, err := rec.Stop()
+	must(t, err)
+	dp, jack := pwtest.Samples(data, 2, 0), pwtest.Samples(data, 2, 1)
+	tDP, tJack := pwtest.Onset(dp, 0.05), pwtest.Onset(jack, 0.05)
 	if tDP < 0 || tJack < 0 {
 		t.Fatalf("the tone reached the DP output at frame %d, the analog output at %d (-1: never)", tDP, tJack)
 	}
@@ -317,9 +255,9 @@ func TestAudioCombinedSink(t *testing.T) {
 	if f, r := pwtest.PeakTone(win(jack, tJack), rate, frontHz, rate/10), pwtest.PeakTone(win(jack, tJack), rate, rearHz, rate/10); r < 0.2 || f > 0.02 {
 		t.Errorf("the analog output (rear) has the rear tone at %.3f and the front at %.3f, want about 0.3 and none", r, f)
 	}
-	apart := time.Duration(tDP-tJack)*time.Second/rate - statedNs
+	apart := time.Duration(tDP-tJack)*time.Second/rate - stated
 	t.Logf("FIGURE combined sink alignment: the tone left the DP monitor %s after the analog's, whose stated delay is %s more: %s apart as heard (target ≤ 5ms)",
-		time.Duration(tDP-tJack)*time.Second/rate, time.Duration(statedNs), apart)
+		time.Duration(tDP-tJack)*time.Second/rate, stated, apart)
 	if apart < -5*time.Millisecond || apart > 5*time.Millisecond {
 		t.Errorf("after each output's stated delay the outputs sound %s apart, want within 5 ms", apart)
 	}

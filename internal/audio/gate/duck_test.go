@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"math"
-	"slices"
 	"testing"
 	"time"
 
@@ -17,30 +16,12 @@ import (
 )
 
 // The tones: each fits a 10 ms window a whole number of times, so one
-// window's Goertzel level of either is not touched by the other.
+// window's level of either is not touched by the other
+// (pwtest.MeasureDucking).
 const (
 	musicHz, announceHz = 400, 1000
-	window              = 480 // 10 ms at 48 kHz
 	rate                = 48000
 )
-
-// levels returns the level of freq in each 10 ms window of x.
-func levels(x []float64, freq float64) []float64 {
-	var out []float64
-	for i := 0; i+window <= len(x); i += window {
-		out = append(out, pwtest.Goertzel(x[i:i+window], rate, freq))
-	}
-	return out
-}
-
-func median(x []float64) float64 {
-	if len(x) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(x)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
 
 // Music from one claim, an announcement from another on the same sink,
 // recorded from the sink's monitor through the daemon's own socket: the
@@ -107,50 +88,28 @@ func TestAnnouncementDucksMusic(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	x := pwtest.Samples(pcm, 2, 0)
-	m, a := levels(x, musicHz), levels(x, announceHz)
-	on := slices.IndexFunc(a, func(v float64) bool { return v > 0.1 })
-	if on < 0 {
-		t.Fatal("the announcement is not in the recording")
+	left, err := pwtest.MeasureDucking(pwtest.Samples(pcm, 2, 0), rate, musicHz, announceHz, duck)
+	if err != nil {
+		t.Fatal(err)
 	}
-	off := len(a) - 1
-	for a[off] <= 0.1 {
-		off--
+	t.Logf("music before the announcement: %.3f of full scale (%.1f dB under the tone played)", left.Before, pwtest.Decibels(left.Before/0.4))
+	if math.Abs(pwtest.Decibels(left.Before/0.4)-pwtest.Decibels(0.5)) > 1 {
+		t.Errorf("the music plays at %.3f, want about 0.2: its claim's volume, 50 %%, of 0.4", left.Before)
 	}
-	before := median(m[max(0, on-100):on])
-	t.Logf("music before the announcement: %.3f of full scale (%.1f dB under the tone played)", before, pwtest.Decibels(before/0.4))
-	if math.Abs(pwtest.Decibels(before/0.4)-pwtest.Decibels(0.5)) > 1 {
-		t.Errorf("the music plays at %.3f, want about 0.2: its claim's volume, 50 %%, of 0.4", before)
+	if math.Abs(pwtest.Decibels(left.Announcement/0.2)) > 1 {
+		t.Errorf("the announcement plays at %.3f, want about 0.2: it is not ducked", left.Announcement)
 	}
-	if ann := median(a[on:off]); math.Abs(pwtest.Decibels(ann/0.2)) > 1 {
-		t.Errorf("the announcement plays at %.3f, want about 0.2: it is not ducked", ann)
+	t.Logf("music during the announcement: %.4f (%.1f dB)", left.During, -left.DuckedDB)
+	if math.Abs(left.DuckedDB-duck) > 2 {
+		t.Errorf("the music drops by %.1f dB while the announcement plays, want about %d", left.DuckedDB, duck)
 	}
-	// The first window ducked, counted from the announcement's first:
-	// the gate may duck before the announcement's samples reach the sink
-	// (its stream runs once linked), which makes the figure negative.
-	from := max(0, on-50)
-	ducked := slices.IndexFunc(m[from:], func(v float64) bool { return pwtest.Decibels(v/before) <= -(duck - 3) })
-	if ducked < 0 {
-		t.Fatalf("the music never drops within 3 dB of the %d dB ducking", duck)
-	}
-	ducked += from - on
-	during := median(m[on+30 : off-10])
-	t.Logf("music during the announcement: %.4f (%.1f dB)", during, pwtest.Decibels(during/before))
-	if d := pwtest.Decibels(during / before); math.Abs(d+duck) > 2 {
-		t.Errorf("the music drops by %.1f dB while the announcement plays, want about %d", -d, duck)
-	}
-	restored := slices.IndexFunc(m[off+1:], func(v float64) bool { return pwtest.Decibels(v/before) >= -1 })
-	if restored < 0 {
-		t.Fatal("the music never comes back after the announcement")
-	}
-	after := median(m[off+80:])
-	if d := pwtest.Decibels(after / before); math.Abs(d) > 1 {
+	if d := pwtest.Decibels(left.After / left.Before); math.Abs(d) > 1 {
 		t.Errorf("the music comes back %.1f dB from where it was", d)
 	}
-	right := levels(pwtest.Samples(pcm, 2, 1), musicHz)
-	if d := pwtest.Decibels(median(right[on+30:off-10]) / median(right[max(0, on-100):on])); math.Abs(d+duck) > 2 {
-		t.Errorf("the right channel's music drops by %.1f dB, want about %d: the gain is on every channel", -d, duck)
+	right, err := pwtest.MeasureDucking(pwtest.Samples(pcm, 2, 1), rate, musicHz, announceHz, duck)
+	if err != nil || math.Abs(right.DuckedDB-duck) > 2 {
+		t.Errorf("the right channel's music drops by %.1f dB (%v), want about %d: the gain is on every channel", right.DuckedDB, err, duck)
 	}
-	t.Logf("FIGURE announcement's first samples → music ducked by %d dB: %d ms (target ≤ 100 ms; negative: ducked before them, once the stream ran)", duck, 10*ducked)
-	t.Logf("FIGURE announcement's last samples → music restored: %d ms (target ≤ 500 ms)", 10*(restored+1))
+	t.Logf("FIGURE announcement's first samples → music ducked by %d dB: %d ms (target ≤ 100 ms; negative: ducked before them, once the stream ran)", duck, left.ToDuck.Milliseconds())
+	t.Logf("FIGURE announcement's last samples → music restored: %d ms (target ≤ 500 ms)", left.ToRestore.Milliseconds())
 }

@@ -262,29 +262,18 @@ func (f *fixture) startClaimPlayer(t *testing.T, ctx context.Context, uid, targe
 // its links, once it is linked.
 func (f *fixture) linkedStream(t *testing.T, ctx context.Context, pid int) (pipewire.Node, []pipewire.Link) {
 	t.Helper()
-	for ctx.Err() == nil {
-		objs, err := f.d.RawDump(ctx)
+	var n pipewire.Node
+	var links []pipewire.Link
+	poll.WaitFor(t, ctx, fmt.Sprintf("the stream of pid %d linked", pid), 60*time.Second, func() (bool, string) {
+		var ok bool
+		var err error
+		n, links, ok, err = f.d.LinkedStream(ctx, pid)
 		if err != nil {
 			t.Fatal(err)
 		}
-		client := ""
-		for _, o := range objs {
-			if o.Type == "PipeWire:Interface:Client" && fmt.Sprint(o.InfoProps()["application.process.id"]) == fmt.Sprint(pid) {
-				client = fmt.Sprint(o.ID)
-			}
-		}
-		g := f.mainGraph(t, ctx)
-		for _, n := range g.Nodes {
-			if client != "" && n.Props["client.id"] == client {
-				if ls := g.LinksOf(n.ID); len(ls) > 0 {
-					return n, ls
-				}
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("the stream of pid %d was never linked", pid)
-	return pipewire.Node{}, nil
+		return ok, ""
+	})
+	return n, links
 }
 
 func (f *fixture) waitSocket(t *testing.T, uid string) {

@@ -30,8 +30,10 @@ import (
 
 // audioDemo runs declare and the audio operator on a recorded laptop's
 // sound hardware with real PipeWire and WirePlumber, then shows a claim on
-// the output whose monitor is a Samsung U28E590, and the monitor being
-// unplugged.
+// the output whose monitor is a Samsung U28E590, a TV (that output) with
+// its surround pair (the analog output) in one claim, the monitor being
+// unplugged, and two pods sharing the USB headset, an announcement
+// ducking the music.
 func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show func() error, sim *bluezsim.Sim) (stop func(), listen func(capture string) (stop func(), apiAddress, sink string, err error), err error) {
 	root := filepath.Join(c.Dir(), "node")
 	if err := c.ApplyDeviceClassesFile(ctx, "deploy/audio/deviceclasses.yaml"); err != nil {
@@ -124,6 +126,13 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	if err := sinksDemo(ctx, c, objs, dp); err != nil {
 		return fail(err)
 	}
+	nodeOf := map[string]string{} // output: its node.name
+	for _, o := range outputs {
+		nodeOf[o.Output] = o.Name
+	}
+	if err := theatreDemo(ctx, c, pw, nodeName, dp, nodeName+"-pci-0000-00-1f-3-jack-out", nodeOf, opts); err != nil {
+		return fail(err)
+	}
 
 	rec, err := sc.Cards.Recorded(0)
 	if err != nil {
@@ -145,16 +154,15 @@ func audioDemo(ctx context.Context, c *harness.Cluster, nodeName string, show fu
 	if err := finishEviction(ctx, c, "default", "music", "desk-speakers", audio.DriverName, opts.RegistrarDir, start); err != nil {
 		return fail(err)
 	}
-	// What is captured is the USB headset (its channel map says stereo),
-	// still connected, rather than the monitor just unplugged.
-	var speaker, sinkNode string
-	for _, o := range outputs {
-		if o.Output == nodeName+"-usb-1532-0526-00000000-usb-audio" {
-			speaker, sinkNode = o.Output, o.Name
-		}
-	}
-	if speaker == "" {
+	// The USB headset (its channel map says stereo), still connected
+	// unlike the monitor just unplugged, is shared, then listened to.
+	speaker := nodeName + "-usb-1532-0526-00000000-usb-audio"
+	sinkNode, ok := nodeOf[speaker]
+	if !ok {
 		return fail(fmt.Errorf("the recorded laptop declared no output for its USB headset"))
+	}
+	if err := sharedDemo(ctx, c, objs, pw, nodeName, speaker, sinkNode, opts); err != nil {
+		return fail(err)
 	}
 	listen = func(capture string) (func(), string, string, error) {
 		stop, addr, err := listenDemo(ctx, c, pw, nodeName, speaker, sinkNode, capture)

@@ -29,7 +29,6 @@ import (
 	"github.com/liken-sh/operators/internal/dra"
 	"github.com/liken-sh/operators/test/bluezsim"
 	"github.com/liken-sh/operators/test/e2e/harness"
-	"github.com/liken-sh/operators/test/e2e/kubelet"
 	"github.com/liken-sh/operators/test/fakesys"
 )
 
@@ -210,54 +209,6 @@ func bluetoothDemo(ctx context.Context, c *harness.Cluster, nodeName string, sho
 		fmt.Printf("  %s (%d keys)\n", s.Name, len(s.Data))
 	}
 	return stop, sim, nil
-}
-
-// allocateAndPrepare creates the claim and a pod using it, waits for the
-// real scheduler, prepares the claim through the driver's socket as the
-// kubelet would, and prints the result and the CDI spec.
-func allocateAndPrepare(ctx context.Context, c *harness.Cluster, claim *resourceapi.ResourceClaim, pod, nodeName, driver string, opts dra.Options) error {
-	client := c.Client()
-	if _, err := client.ResourceV1().ResourceClaims(claim.Namespace).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	req := claim.Spec.Devices.Requests[0].Name
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: claim.Namespace, Name: pod},
-		Spec: corev1.PodSpec{
-			NodeSelector: map[string]string{"kubernetes.io/hostname": nodeName},
-			Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/app:1",
-				Resources: corev1.ResourceRequirements{Claims: []corev1.ResourceClaim{{Name: req}}}}},
-			ResourceClaims: []corev1.PodResourceClaim{{Name: req, ResourceClaimName: &claim.Name}},
-		},
-	}
-	if _, err := client.CoreV1().Pods(claim.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-		return err
-	}
-	if _, err := c.WaitForPodScheduled(ctx, claim.Namespace, pod); err != nil {
-		return err
-	}
-	allocated, err := c.WaitForClaimAllocated(ctx, claim.Namespace, claim.Name)
-	if err != nil {
-		return err
-	}
-	r := allocated.Status.Allocation.Devices.Results[0]
-	fmt.Printf("  allocated by kube-scheduler: driver %s, pool %s, device %s; pod %s/%s bound to %s\n", r.Driver, r.Pool, r.Device, claim.Namespace, pod, nodeName)
-	kl := kubelet.New(client, opts.RegistrarDir)
-	defer kl.Close()
-	plugin, err := kl.Discover(ctx, driver)
-	if err != nil {
-		return err
-	}
-	resp, err := plugin.Prepare(ctx, allocated)
-	if err != nil {
-		return err
-	}
-	res := resp.Claims[string(allocated.UID)]
-	if res.Error != "" {
-		return fmt.Errorf("prepare: %s", res.Error)
-	}
-	fmt.Printf("  prepared by the fake kubelet over %s: CDI device %s\n", plugin.Endpoint(), res.Devices[0].CdiDeviceIds[0])
-	return printSpec(filepath.Join(opts.CDIDir, driver+"-"+string(allocated.UID)+".json"))
 }
 
 func printSpec(path string) error {

@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/liken-sh/operators/test/e2e/harness"
-	"github.com/liken-sh/operators/test/e2e/kubelet"
 )
 
 // waitForSlice waits until one of driver's slices satisfies ok (any slice
@@ -129,21 +128,19 @@ func finishEviction(ctx context.Context, c *harness.Cluster, ns, name, claim, dr
 	if err != nil {
 		return err
 	}
-	kl := kubelet.New(c.Client(), registrarDir)
-	defer kl.Close()
-	plugin, err := kl.Discover(ctx, driver)
-	if err != nil {
+	if err := unprepare(ctx, c, driver, registrarDir, rc); err != nil {
 		return err
-	}
-	resp, err := plugin.Unprepare(ctx, rc)
-	if err != nil {
-		return err
-	}
-	if r := resp.Claims[string(rc.UID)]; r != nil && r.Error != "" {
-		return fmt.Errorf("unprepare of claim %s/%s: %s", ns, claim, r.Error)
 	}
 	fmt.Printf("  pod %s/%s evicted by kube-controller-manager's device taint eviction %s after the event; the fake kubelet unprepares claim %s/%s and removes the pod\n",
 		ns, name, took.Round(10*time.Millisecond), ns, claim)
 	zero := int64(0)
 	return pods.Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+}
+
+// met says whether a figure met its target.
+func met(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "missed"
 }
