@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -12,7 +11,6 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,32 +30,14 @@ import (
 	"github.com/liken-sh/operators/test/pwtest"
 )
 
-// syncBuffer is a child's stderr, read while the child runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // claimTool runs a PipeWire tool as the consumer of a prepared claim
 // would: through the claim's socket only, its stderr kept. exited is
 // closed when it ends.
-func claimTool(t *testing.T, ctx context.Context, pw *pwtest.Daemons, uid string, stdin io.Reader, args ...string) (cmd *exec.Cmd, stderr *syncBuffer, exited <-chan struct{}) {
+func claimTool(t *testing.T, ctx context.Context, pw *pwtest.Daemons, uid string, stdin io.Reader, args ...string) (cmd *exec.Cmd, stderr *pwtest.LockedBuffer, exited <-chan struct{}) {
 	t.Helper()
 	cmd = pw.Command(ctx, args[0], args[1:]...)
 	cmd.Env = append(cmd.Env, "PIPEWIRE_REMOTE="+gate.SocketPath(pw.RuntimeDir, uid))
-	stderr = &syncBuffer{}
+	stderr = &pwtest.LockedBuffer{}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, io.Discard, stderr
 	must(t, cmd.Start())
 	done := make(chan struct{})
@@ -188,7 +168,7 @@ func TestAudioSharedOutput(t *testing.T) {
 
 	// Two tones, one through each claim's socket.
 	const rate, lowHz, highHz = 48000, 523.0, 1319.0
-	play := func(uid string, hz float64) (*exec.Cmd, *syncBuffer, <-chan struct{}) {
+	play := func(uid string, hz float64) (*exec.Cmd, *pwtest.LockedBuffer, <-chan struct{}) {
 		return claimTool(t, ctx, pw, uid, pwtest.Looping(pwtest.Tone(hz, 0.3, rate, 2, time.Second)),
 			"pw-play", "--target", nodeName, "--raw", "--format", "s16", "--rate", strconv.Itoa(rate), "--channels", "2", "-")
 	}
