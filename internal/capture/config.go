@@ -81,6 +81,9 @@ type Config struct {
 	PwRecord, Flac, Opusenc, Stdbuf string
 	// LinkDeadline bounds the wait for the recorder's link (0: 3 s).
 	LinkDeadline time.Duration
+	// GraphTimeout bounds the graph reading that resolves a tap's node
+	// (0: 5 s); past it the tap is answered 503, PipeWire unavailable.
+	GraphTimeout time.Duration
 	// IdleTimeout ends a tap that received no sound for this long (0:
 	// 30 s).
 	IdleTimeout time.Duration
@@ -142,6 +145,9 @@ func (c Config) CallerUser() string {
 func (c Config) resolved() Config {
 	if c.LinkDeadline <= 0 {
 		c.LinkDeadline = 3 * time.Second
+	}
+	if c.GraphTimeout <= 0 {
+		c.GraphTimeout = 5 * time.Second
 	}
 	if c.IdleTimeout <= 0 {
 		c.IdleTimeout = 30 * time.Second

@@ -58,6 +58,11 @@ func startServer(t testing.TB, cfg Config, reviewer Reviewer) *testServer {
 	if cfg.LinkDeadline == 0 {
 		cfg.LinkDeadline = 30 * time.Second
 	}
+	if cfg.GraphTimeout == 0 {
+		// A pw-dump on a loaded host has taken more than the 5 s a
+		// deployed container allows.
+		cfg.GraphTimeout = time.Minute
+	}
 	s, err := New(cfg, reviewer, metricsserver.NewRegistry(), "test", klog.Background())
 	if err != nil {
 		t.Fatal(err)

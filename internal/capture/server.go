@@ -24,9 +24,6 @@ import (
 	"github.com/liken-sh/operators/internal/metricsserver"
 )
 
-// graphTimeout bounds the graph reading that resolves a tap's node.
-const graphTimeout = 5 * time.Second
-
 // Server answers the capture container's routes.
 type Server struct {
 	cfg      Config
@@ -180,7 +177,7 @@ func (s *Server) authenticate(w http.ResponseWriter, r *http.Request) *captureap
 }
 
 func (s *Server) resolve(ctx context.Context, m captureapi.Match) (target, *captureapi.Problem) {
-	gctx, cancel := context.WithTimeout(ctx, graphTimeout)
+	gctx, cancel := context.WithTimeout(ctx, s.cfg.GraphTimeout)
 	defer cancel()
 	g, err := s.cfg.Remote.Dump(gctx)
 	if err != nil {
