@@ -71,7 +71,9 @@ func (o *operator) SetPassthrough(ctx context.Context, device string, codecs []s
 	wrote := false
 	var shown []string
 	for {
-		read, cancel := context.WithTimeout(ctx, 2*time.Second)
+		// A read may take all the wait that is left: a pw-dump on a
+		// loaded host has taken seconds.
+		read, cancel := context.WithDeadline(ctx, deadline)
 		g, err := o.cfg.Remote.Dump(read)
 		cancel()
 		if err == nil {
