@@ -150,16 +150,7 @@ func TestAudioPassthrough(t *testing.T) {
 			t.Fatalf("claim %s: prepare error %q, want a short one saying %q", bad.Name, msg, tc.want)
 		}
 		t.Logf("claim %s refused: %s", bad.Name, msg)
-		must(t, client.CoreV1().Pods("default").Delete(ctx, bad.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
-		must(t, client.ResourceV1().ResourceClaims("default").Delete(ctx, bad.Name, metav1.DeleteOptions{}))
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			if _, err := client.ResourceV1().ResourceClaims("default").Get(ctx, bad.Name, metav1.GetOptions{}); err != nil {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("claim %s outlived its deletion", bad.Name)
-			}
-		}
+		deleteRefused(t, ctx, client, bad.Name)
 	}
 	codecsShown([]string{"PCM"})
 

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	resourceapi "k8s.io/api/resource/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"tags.cncf.io/container-device-interface/pkg/parser"
 
 	"github.com/liken-sh/operators/internal/bdaddr"
@@ -149,4 +150,21 @@ func podFor(claim *resourceapi.ResourceClaim, pod string) *corev1.Pod {
 	p.Spec.ResourceClaims[0].Name = req
 	p.Spec.Containers[0].Resources.Claims[0].Name = req
 	return p
+}
+
+// deleteRefused deletes the pod and the claim named name in default, a
+// claim whose prepare was refused, and waits up to 30 s for the claim
+// to be gone.
+func deleteRefused(t testing.TB, ctx context.Context, client kubernetes.Interface, name string) {
+	t.Helper()
+	must(t, client.CoreV1().Pods("default").Delete(ctx, name, metav1.DeleteOptions{GracePeriodSeconds: new(int64)}))
+	must(t, client.ResourceV1().ResourceClaims("default").Delete(ctx, name, metav1.DeleteOptions{}))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, err := client.ResourceV1().ResourceClaims("default").Get(ctx, name, metav1.GetOptions{}); err != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("claim %s outlived its deletion", name)
+		}
+	}
 }
