@@ -66,6 +66,7 @@ func TestTier(t *testing.T) {
 		{"PipeWireKill", pipewireKill},
 		{"WirePlumberLosesBus", wireplumberLosesBus},
 		{"KubeletRestart", kubeletRestart},
+		{"PluginKilled", pluginKilled},
 		{"PadSleeps", padSleeps},
 		{"OperatorReplaced", operatorReplaced},
 		{"RollingUpdate", rollingUpdate},
