@@ -52,11 +52,15 @@ func TestMain(m *testing.M) {
 
 // clock is a settable Config.Now.
 type clock struct {
-	mu  sync.Mutex
-	now time.Time
+	mu    sync.Mutex
+	now   time.Time
+	reads int // calls of Now: the operator reads the clock in every pass
 }
 
-func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); c.reads++; return c.now }
+
+// Reads is how many times Now has been called.
+func (c *clock) Reads() int { c.mu.Lock(); defer c.mu.Unlock(); return c.reads }
 func (c *clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
