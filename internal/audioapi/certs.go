@@ -5,22 +5,18 @@ package audioapi
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
 	"fmt"
-	"math/big"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/liken-sh/operators/internal/certmint"
 )
 
 // The objects audio-api keeps in its own namespace, by name; the RBAC in
@@ -119,12 +115,8 @@ func (c *CertConfig) servingNames() []string {
 	return []string{s, s + "." + ns, s + "." + ns + ".svc", s + "." + ns + ".svc.cluster.local"}
 }
 
-// authority is a CA certificate and its key.
-type authority struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
+// authority is audio-api's CA: its certificate and key.
+type authority = certmint.Pair
 
 // Sync makes the stored material complete and current, once: it mints
 // the CA and serving leaf into ServingSecret when that is absent,
@@ -201,16 +193,12 @@ func (c *CertConfig) syncServing(ctx context.Context) (*Material, *authority, er
 		if err != nil {
 			return nil, nil, err
 		}
-		keyDER, err := x509.MarshalECPrivateKey(ca.key)
-		if err != nil {
-			return nil, nil, err
-		}
 		sec = &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: ServingSecret, Namespace: c.Namespace, Annotations: map[string]string{MintedBy: "audio-api"}},
 			Type:       corev1.SecretTypeTLS,
 			Data: map[string][]byte{
 				corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM,
-				"ca.crt": ca.pem, caKey: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}),
+				"ca.crt": ca.CertPEM, caKey: ca.KeyPEM,
 			},
 		}
 		if _, err := c.secrets().Create(ctx, sec, metav1.CreateOptions{}); err != nil {
@@ -261,8 +249,8 @@ func (c *CertConfig) syncServing(ctx context.Context) (*Material, *authority, er
 		}
 	}
 	pool := x509.NewCertPool()
-	pool.AddCert(ca.cert)
-	m := &Material{Serving: cert, CAPEM: ca.pem, CAPool: pool, Managed: true, NotAfter: earliest(cert.Leaf.NotAfter, ca.cert.NotAfter)}
+	pool.AddCert(ca.Cert)
+	m := &Material{Serving: cert, CAPEM: ca.CertPEM, CAPool: pool, Managed: true, NotAfter: earliest(cert.Leaf.NotAfter, ca.Cert.NotAfter)}
 	return m, ca, nil
 }
 
@@ -321,7 +309,7 @@ func (c *CertConfig) syncCapture(ctx context.Context, ca *authority, m *Material
 			}
 			return nil
 		}
-		if perr == nil && !c.renewalDue(leaf, ca, names) && bytes.Equal(sec.Data["ca.crt"], ca.pem) {
+		if perr == nil && !c.renewalDue(leaf, ca, names) && bytes.Equal(sec.Data["ca.crt"], ca.CertPEM) {
 			m.NotAfter = earliest(m.NotAfter, leaf.NotAfter)
 			return nil
 		}
@@ -330,7 +318,7 @@ func (c *CertConfig) syncCapture(ctx context.Context, ca *authority, m *Material
 	if err != nil {
 		return err
 	}
-	data := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": ca.pem}
+	data := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, "ca.crt": ca.CertPEM}
 	if sec == nil {
 		_, err = c.secrets().Create(ctx, &corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Name: CaptureSecret, Namespace: c.Namespace, Annotations: map[string]string{MintedBy: "audio-api"}},
@@ -369,7 +357,7 @@ func (c *CertConfig) renewalDue(leaf *x509.Certificate, ca *authority, names []s
 // signedBy checks leaf's signature against ca's key (not its validity
 // period, which renewalDue judges).
 func signedBy(leaf *x509.Certificate, ca *authority) bool {
-	return leaf != nil && leaf.CheckSignatureFrom(ca.cert) == nil
+	return leaf != nil && leaf.CheckSignatureFrom(ca.Cert) == nil
 }
 
 func parseLeaf(certPEM, keyPEM []byte) (*x509.Certificate, error) {
@@ -381,102 +369,38 @@ func parseLeaf(certPEM, keyPEM []byte) (*x509.Certificate, error) {
 }
 
 func parseAuthority(certPEM, keyPEM []byte) (*authority, error) {
-	b, _ := pem.Decode(certPEM)
-	if b == nil || b.Type != "CERTIFICATE" {
-		return nil, errors.New("ca.crt holds no PEM certificate")
-	}
-	cert, err := x509.ParseCertificate(b.Bytes)
+	ca, err := certmint.Parse(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("ca.crt: %w", err)
+		return nil, fmt.Errorf("ca.crt and ca.key: %w", err)
 	}
-	kb, _ := pem.Decode(keyPEM)
-	if kb == nil {
-		return nil, errors.New("ca.key holds no PEM key")
-	}
-	key, err := x509.ParseECPrivateKey(kb.Bytes)
-	if err != nil {
-		return nil, fmt.Errorf("ca.key: %w", err)
-	}
-	if !key.PublicKey.Equal(cert.PublicKey) {
-		return nil, errors.New("ca.key is not the key of ca.crt")
-	}
-	if !cert.IsCA {
+	if !ca.Cert.IsCA {
 		return nil, errors.New("ca.crt is not a CA certificate")
 	}
-	return &authority{cert: cert, key: key, pem: certPEM}, nil
+	return &ca, nil
 }
 
 // backdate is how far before now a certificate's validity starts, for
 // clocks a little behind: five minutes, or a tenth of a short lifetime.
 func backdate(validity time.Duration) time.Duration { return min(5*time.Minute, validity/10) }
 
-func serial() (*big.Int, error) {
-	return rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-}
-
-// mintCA makes a new P-256 CA for CAValidity.
+// mintCA makes a new CA for CAValidity.
 func (c *CertConfig) mintCA() (*authority, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	sn, err := serial()
-	if err != nil {
-		return nil, err
-	}
 	now, v := c.now(), c.caValidity()
-	tmpl := &x509.Certificate{
-		SerialNumber:          sn,
-		Subject:               pkix.Name{CommonName: "audio-api-ca", Organization: []string{"audio.liken.sh"}},
-		NotBefore:             now.Add(-backdate(v)),
-		NotAfter:              now.Add(v),
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLenZero:        true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	ca, err := certmint.NewCA(certmint.Spec{CommonName: "audio-api-ca", Organization: []string{"audio.liken.sh"},
+		NotBefore: now.Add(-backdate(v)), NotAfter: now.Add(v)})
 	if err != nil {
 		return nil, err
 	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &authority{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
+	return &ca, nil
 }
 
-// mintLeaf signs a new P-256 leaf for LeafValidity with cn and the DNS
-// names, returning PEM certificate and key.
+// mintLeaf signs a new leaf for LeafValidity with cn and the DNS names,
+// returning PEM certificate and key.
 func (c *CertConfig) mintLeaf(ca *authority, cn string, dns []string, usage x509.ExtKeyUsage) (certPEM, keyPEM []byte, err error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, nil, err
-	}
-	sn, err := serial()
-	if err != nil {
-		return nil, nil, err
-	}
 	now, v := c.now(), c.leafValidity()
-	tmpl := &x509.Certificate{
-		SerialNumber: sn,
-		Subject:      pkix.Name{CommonName: cn},
-		DNSNames:     dns,
-		NotBefore:    now.Add(-backdate(v)),
-		NotAfter:     now.Add(v),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{usage},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
-	if err != nil {
-		return nil, nil, err
-	}
-	keyDER, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		return nil, nil, err
-	}
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER}), nil
+	leaf, err := certmint.Sign(*ca, certmint.Spec{CommonName: cn, DNSNames: dns, Usage: []x509.ExtKeyUsage{usage},
+		NotBefore: now.Add(-backdate(v)), NotAfter: now.Add(v)})
+	return leaf.CertPEM, leaf.KeyPEM, err
 }
 
 func earliest(a, b time.Time) time.Time {

@@ -5,15 +5,10 @@ package capture
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"errors"
 	"fmt"
-	"math/big"
 	"os"
 	"path/filepath"
 	"sync"
@@ -22,6 +17,8 @@ import (
 
 	"github.com/fsnotify/fsnotify"
 	"k8s.io/klog/v2"
+
+	"github.com/liken-sh/operators/internal/certmint"
 )
 
 // The files of a kubernetes.io/tls Secret as audio-api writes the capture
@@ -196,31 +193,16 @@ func (c *Certificates) Watch(ctx context.Context) {
 	}
 }
 
-// selfSigned makes the certificate served until a leaf is loaded: ECDSA
-// P-256, for ServerName, valid for a year. audio-api trusts only its own
-// CA, so it refuses this one, and the refusal is its 503.
+// selfSigned makes the certificate served until a leaf is loaded: for
+// ServerName, valid for a year. audio-api trusts only its own CA, so it
+// refuses this one, and the refusal is its 503.
 func selfSigned() (*tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		return nil, err
-	}
 	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial, Subject: pkix.Name{CommonName: ServerName + " (self-signed)"},
-		DNSNames: []string{ServerName}, NotBefore: now.Add(-time.Minute), NotAfter: now.AddDate(1, 0, 0),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	p, err := certmint.SelfSigned(certmint.Spec{CommonName: ServerName + " (self-signed)", DNSNames: []string{ServerName},
+		Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, NotBefore: now.Add(-time.Minute), NotAfter: now.AddDate(1, 0, 0)})
 	if err != nil {
 		return nil, err
 	}
-	leaf, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key, Leaf: leaf}, nil
+	cert := p.TLS()
+	return &cert, nil
 }

@@ -5,12 +5,8 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
@@ -38,6 +34,7 @@ import (
 
 	"github.com/liken-sh/operators/internal/audioapi"
 	"github.com/liken-sh/operators/internal/captureapi"
+	"github.com/liken-sh/operators/internal/certmint"
 	"github.com/liken-sh/operators/test/capturetest"
 	"github.com/liken-sh/operators/test/e2e/harness"
 	"github.com/liken-sh/operators/test/poll"
@@ -126,17 +123,15 @@ func (s *standInCapture) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// selfSigned is a leaf for audio-capture signed by a CA audio-api does
-// not know.
+// selfSigned is a leaf for audio-capture that signs itself, so no CA
+// audio-api knows.
 func selfSigned(t *testing.T) *tls.Certificate {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p, err := certmint.SelfSigned(certmint.Spec{CommonName: "audio-capture", DNSNames: []string{"audio-capture"},
+		Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)})
 	must(t, err)
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "audio-capture"}, DNSNames: []string{"audio-capture"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	must(t, err)
-	return &tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
+	cert := p.TLS()
+	return &cert
 }
 
 // TestAudioAPI runs audio-api as its ServiceAccount under deploy/audio's

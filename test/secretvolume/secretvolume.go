@@ -2,23 +2,20 @@
 
 // Package secretvolume is test scaffolding for a TLS Secret volume: a CA
 // and leaves as audio-api mints them for the capture container, and the
-// volume updated the way the kubelet updates it. It imports nothing of
-// this module, so the packages it serves may use it in their own tests.
+// volume updated the way the kubelet updates it. Of this module it
+// imports only internal/certmint, so the packages it serves may use it in
+// their own tests.
 package secretvolume
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/liken-sh/operators/internal/certmint"
 )
 
 // CA is a certificate authority that signs capture leaves, as
@@ -28,44 +25,29 @@ type CA struct {
 	// ca.crt).
 	Cert *x509.Certificate
 	PEM  []byte
-	key  *ecdsa.PrivateKey
+	pair certmint.Pair
 }
 
 // NewCA returns a new CA whose subject is name.
 func NewCA(t testing.TB, name string) *CA {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p, err := certmint.NewCA(certmint.Spec{CommonName: name, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, _ := x509.ParseCertificate(der)
-	return &CA{Cert: cert, key: key, PEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	return &CA{Cert: p.Cert, PEM: p.CertPEM, pair: p}
 }
 
 // Leaf returns a PEM server certificate and key for the DNS names names
 // (the first is also the subject), signed by ca and valid for a day.
 func (ca *CA) Leaf(t testing.TB, names ...string) (certPEM, keyPEM []byte) {
 	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	p, err := certmint.Sign(ca.pair, certmint.Spec{CommonName: names[0], DNSNames: names, Usage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: names[0]}, DNSNames: names,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.Cert, &key.PublicKey, ca.key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kd, _ := x509.MarshalECPrivateKey(key)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kd})
+	return p.CertPEM, p.KeyPEM
 }
 
 // WriteSecretVolume updates dir as the kubelet updates a Secret volume
