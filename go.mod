@@ -2,6 +2,11 @@ module github.com/liken-sh/operators
 
 go 1.26.0
 
+// The Go every machine builds with: a fresh one fetches it from the module
+// proxy (GOTOOLCHAIN=auto), so that its builds and this host's share
+// their Go build cache entries (hack/fresh-root-test.sh).
+toolchain go1.26.8
+
 require (
 	github.com/ebitengine/purego v0.11.3
 	github.com/fsnotify/fsnotify v1.7.0
