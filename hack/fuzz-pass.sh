@@ -17,7 +17,10 @@
 # "build", then "long", is what hack/test.sh starts in the background
 # while the tests run, at the lowest CPU priority: the long targets take
 # only the time the tests leave idle, and a crash there fails the run
-# like one in "run". "run" prints "ok" or "FAIL" per target,
+# like one in "run". SIGINT ends the pass early: the targets fuzzing then
+# stop as at the end of their time (Go's fuzzing takes SIGINT so, and
+# still reports a crash it found), and the ones not begun are listed as
+# not reached. "run" prints "ok" or "FAIL" per target,
 # the last lines of a failure and its input, and exits 1 if one failed; a
 # crash's input is written to <package>/testdata/fuzz/<Target>/ as go test
 # writes it.
@@ -27,6 +30,9 @@ cd "$(dirname "$0")/.."
 mode="${1:-}" dir="${2:-}"
 case "$mode" in build|run|long) ;; *) echo "usage: hack/fuzz-pass.sh build|run|long DIR" >&2; exit 2 ;; esac
 [ -n "$dir" ] || { echo "hack/fuzz-pass.sh: no DIR" >&2; exit 2; }
+# SIGINT (see above) ends the pass at the next step, in every mode.
+stopped=false
+trap 'stopped=true' INT
 mkdir -p "$dir"
 dir="$(cd "$dir" && pwd)"
 # The binaries in DIR are reused only for the tree they were built from:
@@ -72,7 +78,10 @@ build() {
 
 if [ "$mode" = build ]; then
 	failed=0
-	for pkg in $(packages); do build "$pkg" || failed=1; done
+	for pkg in $(packages); do
+		$stopped && break
+		build "$pkg" || failed=1
+	done
 	exit $failed
 fi
 
@@ -107,6 +116,7 @@ status=0
 all="$dir/$mode.targets"
 : >"$all"
 for pkg in $(packages); do
+	$stopped && break
 	if ! build "$pkg"; then
 		echo "FAIL  ./$pkg (build)"; tail -20 "$(binary "$pkg").err"; status=1
 		continue
@@ -137,14 +147,20 @@ jobs="${FUZZ_JOBS:-$(nproc)}"
 rm -f "$dir/$mode".[0-9]*
 n=0
 while read -r pkg target; do
+	$stopped && break
 	n=$((n + 1))
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+	if $stopped; then
+		echo "not reached ./$pkg $target (the pass was stopped)" >"$dir/$mode.$n"
+		continue
+	fi
 	run_target "$n" "$pkg" "$target" "$time" &
 done <"$picked"
-wait
+# A SIGINT interrupts wait; the targets it reached still run to their end.
+while [ -n "$(jobs -rp)" ]; do wait || true; done
 for i in $(seq 1 "$n"); do
 	cat "$dir/$mode.$i"
-	grep -q '^ok ' "$dir/$mode.$i" || status=1
+	grep -qE '^(ok |not reached )' "$dir/$mode.$i" || status=1
 done
 echo "fuzz targets: $n of $total, each for $time with one worker, $jobs at a time; $( [ $status = 0 ] && echo "all ok" || echo "some FAILED" )"
 exit $status
