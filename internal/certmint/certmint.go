@@ -81,8 +81,8 @@ func Sign(ca Pair, s Spec) (Pair, error) {
 // until it has one from its CA.
 func SelfSigned(s Spec) (Pair, error) { return mint(template(s), nil) }
 
-// Parse reads a PEM certificate and its PEM ECDSA key (SEC 1 or PKCS #8)
-// and checks that the key is the certificate's. Errors name which of the
+// Parse reads a PEM certificate and its PEM ECDSA key (SEC 1, as Pair's
+// KeyPEM holds it) and checks that the key is the certificate's. Errors name which of the
 // two is wrong.
 func Parse(certPEM, keyPEM []byte) (Pair, error) {
 	b, _ := pem.Decode(certPEM)
@@ -99,12 +99,7 @@ func Parse(certPEM, keyPEM []byte) (Pair, error) {
 	}
 	key, err := x509.ParseECPrivateKey(kb.Bytes)
 	if err != nil {
-		k, perr := x509.ParsePKCS8PrivateKey(kb.Bytes)
-		ec, ok := k.(*ecdsa.PrivateKey)
-		if perr != nil || !ok {
-			return Pair{}, fmt.Errorf("the key: %w", err)
-		}
-		key = ec
+		return Pair{}, fmt.Errorf("the key: %w", err)
 	}
 	if !key.PublicKey.Equal(cert.PublicKey) {
 		return Pair{}, errors.New("the key is not the certificate's")
