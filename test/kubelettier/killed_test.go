@@ -72,10 +72,7 @@ func pluginKilled(t *testing.T, ctx context.Context) {
 			spec := d.driver + "-" + string(claim.UID) + ".json"
 			deletePod(t, ctx, "default", "speaker3")
 			must(t, cluster.Client().ResourceV1().ResourceClaims("default").Delete(ctx, "speaker3", metav1.DeleteOptions{}))
-			poll(t, "speaker3's CDI spec removed", 30*time.Second, func() (bool, string) {
-				_, err := os.Stat("/var/run/cdi/" + spec)
-				return os.IsNotExist(err), "still there"
-			})
+			waitSpecRemoved(t, "speaker3", d.driver, spec)
 		}
 		if g := gaps(); len(g) > 0 {
 			t.Errorf("%s killed: prepared claims' CDI specs went missing: %v", d.driver, g)

@@ -363,11 +363,18 @@ func unprepareOnDelete(t *testing.T, ctx context.Context) {
 			t.Errorf("%s's CDI spec before the delete: %v (have %v)", c.pod, err, cdiSpecs(t, c.driver))
 		}
 		deletePod(t, ctx, "default", c.pod)
-		poll(t, c.pod+"'s CDI spec removed", 30*time.Second, func() (bool, string) {
-			_, err := os.Stat("/var/run/cdi/" + spec)
-			return os.IsNotExist(err), fmt.Sprint(cdiSpecs(t, c.driver))
-		})
+		waitSpecRemoved(t, c.pod, c.driver, spec)
 	}
+}
+
+// waitSpecRemoved waits until the CDI spec file spec of driver, the claim
+// of pod, is gone from /var/run/cdi: the driver unprepared the claim.
+func waitSpecRemoved(t testing.TB, pod, driver, spec string) {
+	t.Helper()
+	poll(t, pod+"'s CDI spec removed", 30*time.Second, func() (bool, string) {
+		_, err := os.Stat("/var/run/cdi/" + spec)
+		return os.IsNotExist(err), fmt.Sprint(cdiSpecs(t, driver))
+	})
 }
 
 // reconnectPad connects the gamepad again once a new bluetooth pod's
